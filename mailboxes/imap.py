@@ -1,0 +1,292 @@
+"""The one adapter over imapclient: connecting safely, reading without changing the
+mailbox, and an IDLE wait that survives imapclient 4.1's pitfalls.
+
+Nothing here touches the database. A session belongs to the thread that opened it.
+
+Why the IDLE wait does not use ``IMAPClient.idle_check()``: it reads a non-blocking
+socket and loses the connection when a response line arrives split across TCP segments
+(mjs/imapclient#519); it never looks at responses already sitting in imaplib's read
+buffer (Dovecot sends a pending ``* N EXISTS`` in the same segment as ``+ idling``); and
+after EOF it returns ``[]`` as if nothing happened. Instead we wait for readability of
+the socket, the buffer, or our own wake-up pipe, and then leave IDLE with ``DONE``,
+which reads the responses in blocking mode with a timeout. Every wake-up is followed by
+a ``UID SEARCH`` catch-up, so what IDLE says is only a hint, never the source of truth.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import selectors
+import socket
+import ssl
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import imapclient
+from imapclient.exceptions import IMAPClientError, LoginError
+from imapclient.imapclient import SocketTimeout
+
+logger = logging.getLogger(__name__)
+
+
+class ImapError(Exception):
+    """The IMAP server could not be used."""
+
+
+class FolderMissing(ImapError):
+    """The configured folder does not exist on the server."""
+
+
+class ServerClosed(ImapError):
+    """The server closed the connection."""
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    host: str
+    port: int
+    security: str  # "ssl" | "starttls" | "plain"
+    username: str
+    password: str
+    folder: str = "INBOX"
+    connect_timeout: float = 15.0
+    timeout: float = 60.0
+
+    def __repr__(self) -> str:  # never print the password
+        return (
+            f"ConnectionSettings({self.security}://{self.username}@{self.host}:{self.port}"
+            f"/{self.folder})"
+        )
+
+
+@dataclass(frozen=True)
+class FolderState:
+    uidvalidity: int
+    exists: int
+    uidnext: int | None
+
+
+def describe_error(exc: BaseException, settings: ConnectionSettings | None = None) -> str:
+    """Turns a connection problem into one line an operator can act on."""
+    where = f"{settings.host}:{settings.port}" if settings else "the server"
+    if isinstance(exc, LoginError):
+        return f"authentication failed for user {settings.username if settings else ''!r}"
+    if isinstance(exc, FolderMissing):
+        return str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS certificate of {where} not trusted: {exc.verify_message}"
+    if isinstance(exc, ssl.SSLError):
+        return (
+            f"TLS handshake with {where} failed ({exc.reason or exc}); check the security setting"
+        )
+    if isinstance(exc, socket.gaierror):
+        return f"host {settings.host if settings else ''!r} not found ({exc.strerror})"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection to {where} refused (nothing listening?)"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return f"{where} did not answer in time"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+        return f"{where} unreachable ({exc.strerror})"
+    if isinstance(exc, ServerClosed):
+        return f"{where} closed the connection: {exc}"
+    if isinstance(exc, IMAPClientError | ImapError):
+        return f"IMAP error from {where}: {exc}"
+    if isinstance(exc, OSError):
+        return f"network error talking to {where}: {exc.strerror or exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _tune_socket(sock: socket.socket) -> None:
+    # imaplib sends a literal and its CRLF in separate send() calls: without NODELAY
+    # every such command waits for a delayed ACK (~40 ms).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # A half-open connection (peer gone without FIN) is noticed while idling.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 15), ("TCP_KEEPCNT", 4)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+
+
+class ImapSession:
+    """A logged-in IMAP connection with its folder selected read-only."""
+
+    def __init__(self, settings: ConnectionSettings) -> None:
+        self.settings = settings
+        self._client: imapclient.IMAPClient | None = None
+
+    # -- connection ------------------------------------------------------------------
+
+    def open(self) -> FolderState:
+        """Connects, secures, logs in and selects the folder read-only."""
+        s = self.settings
+        context = ssl.create_default_context()  # verifies certificate and host name
+        timeout = SocketTimeout(connect=s.connect_timeout, read=s.timeout)
+        client = imapclient.IMAPClient(
+            s.host, port=s.port, ssl=s.security == "ssl", ssl_context=context, timeout=timeout
+        )
+        self._client = client
+        try:
+            _tune_socket(client.socket())
+            if s.security == "starttls":
+                client.starttls(context)
+                _tune_socket(client.socket())
+            client.login(s.username, s.password)
+            return self.select(s.folder)
+        except BaseException:
+            self.close()
+            raise
+
+    def select(self, folder: str) -> FolderState:
+        try:
+            info = self.client.select_folder(folder, readonly=True)
+        except IMAPClientError as exc:
+            if "select failed" in str(exc).lower():
+                raise FolderMissing(f"folder {folder!r} cannot be selected: {exc}") from exc
+            raise
+        return FolderState(
+            uidvalidity=int(info[b"UIDVALIDITY"]),
+            exists=int(info.get(b"EXISTS", 0)),
+            uidnext=int(info[b"UIDNEXT"]) if b"UIDNEXT" in info else None,
+        )
+
+    @property
+    def client(self) -> imapclient.IMAPClient:
+        if self._client is None:
+            raise ImapError("session is not open")
+        return self._client
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            client.logout()
+        except Exception:
+            try:
+                client.shutdown()
+            except Exception:
+                pass
+
+    def __enter__(self) -> ImapSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def uids_after(self, last_uid: int) -> list[int]:
+        """UIDs above ``last_uid`` in ascending order (``n:*`` always includes the
+        highest UID, so the result is filtered)."""
+        found = self.client.search(["UID", f"{last_uid + 1}:*"])
+        return sorted(uid for uid in found if uid > last_uid)
+
+    def sizes(self, uids: Iterable[int]) -> dict[int, int]:
+        uids = list(uids)
+        if not uids:
+            return {}
+        data = self.client.fetch(uids, ["RFC822.SIZE"])
+        return {uid: int(item[b"RFC822.SIZE"]) for uid, item in data.items() if uid in uids}
+
+    def bodies(self, uids: Iterable[int]) -> dict[int, bytes]:
+        """Whole messages with ``BODY.PEEK[]``: the \\Seen flag is never set."""
+        return self._fetch(uids, "BODY.PEEK[]", b"BODY[]")
+
+    def headers(self, uids: Iterable[int]) -> dict[int, bytes]:
+        return self._fetch(uids, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
+
+    def _fetch(self, uids: Iterable[int], item: str, key: bytes) -> dict[int, bytes]:
+        uids = list(uids)
+        if not uids:
+            return {}
+        data = self.client.fetch(uids, [item])
+        return {uid: bytes(value.get(key) or b"") for uid, value in data.items() if uid in uids}
+
+    # -- waiting ---------------------------------------------------------------------
+
+    def idle_wait(self, timeout: float, wake_fd: int | None = None) -> list:
+        """IDLEs until the server says something, ``timeout`` passes or ``wake_fd``
+        becomes readable; returns the untagged responses seen (a hint only)."""
+        client = self.client
+        imap = client._imap
+        tag = imap._command("IDLE")
+        early = False
+        while True:
+            # Untagged data may legally come before the continuation; a tagged answer
+            # here means the server refused IDLE.
+            resp = imap._get_response()
+            if imap.tagged_commands.get(tag):
+                typ, data = imap.tagged_commands.pop(tag)
+                raise ImapError(f"IDLE refused: {typ} {data}")
+            if resp is None:
+                break
+            early = True
+        client._idle_tag = tag
+        try:
+            if not early and not self._buffered():
+                with selectors.DefaultSelector() as sel:
+                    sel.register(client.socket(), selectors.EVENT_READ)
+                    if wake_fd is not None:
+                        sel.register(wake_fd, selectors.EVENT_READ)
+                    sel.select(timeout)
+        finally:
+            _text, responses = client.idle_done()
+        untagged = imap.untagged_responses
+        if "BYE" in untagged:
+            raise ServerClosed(untagged["BYE"][-1].decode(errors="replace"))
+        # imaplib keeps every untagged response it has ever seen; drop them, the
+        # catch-up that follows reads the truth from the server.
+        untagged.clear()
+        return responses
+
+    def _buffered(self) -> bool:
+        """True when a response is already waiting in imaplib's read buffer."""
+        sock = self.client.socket()
+        sock.settimeout(0)
+        try:
+            return bool(self.client._imap.file.peek(1))
+        except (BlockingIOError, ssl.SSLWantReadError, InterruptedError):
+            return False
+        finally:
+            sock.settimeout(self.settings.timeout)
+
+    def noop(self) -> None:
+        self.client.noop()
+
+
+def batches(
+    uids: list[int], sizes: dict[int, int], *, count: int, max_bytes: int
+) -> Iterator[list[int]]:
+    """Splits UIDs (ascending) into fetch batches bounded by count and total size."""
+    batch: list[int] = []
+    total = 0
+    for uid in uids:
+        size = sizes.get(uid, 0)
+        if batch and (len(batch) >= count or total + size > max_bytes):
+            yield batch
+            batch, total = [], 0
+        batch.append(uid)
+        total += size
+    if batch:
+        yield batch
+
+
+def check_connection(settings: ConnectionSettings) -> str:
+    """Connects, logs in and selects the folder; returns a one-line summary.
+
+    Raises ImapError with an operator-readable message on any problem.
+    """
+    session = ImapSession(settings)
+    try:
+        state = session.open()
+        capabilities = session.client.capabilities()
+    except Exception as exc:
+        raise ImapError(describe_error(exc, settings)) from exc
+    finally:
+        session.close()
+    idle = "IDLE supported" if b"IDLE" in capabilities else "IDLE NOT supported (polling)"
+    return (
+        f"connected to {settings.host}:{settings.port}, folder {settings.folder!r} has "
+        f"{state.exists} message(s), UIDVALIDITY {state.uidvalidity}; {idle}"
+    )

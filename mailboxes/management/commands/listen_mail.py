@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from mailboxes.listener import Supervisor
+
+logger = logging.getLogger("mailboxes.listener")
+
+
+class Command(BaseCommand):
+    help = "Listens to every enabled mailbox with IMAP IDLE and records each message once."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--mailbox",
+            action="append",
+            dest="mailboxes",
+            help="Listen only to this mailbox (by name); repeatable.",
+        )
+        parser.add_argument(
+            "--instance-id",
+            default=None,
+            help="Instance id (default PRICEFEED_INSTANCE_ID, host:pid).",
+        )
+
+    def handle(self, *args, **options):
+        stop = threading.Event()
+        signals = {"count": 0}
+
+        def on_signal(signum, _frame):
+            signals["count"] += 1
+            if signals["count"] > 1:
+                logger.warning("second signal: exiting now; leases expire by themselves")
+                os._exit(1)
+            logger.info(
+                "signal %s: finishing in-flight work, then stopping", signal.Signals(signum).name
+            )
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        supervisor = Supervisor(
+            instance_id=options["instance_id"] or settings.PRICEFEED_INSTANCE_ID,
+            stop=stop,
+            only=set(options["mailboxes"]) if options["mailboxes"] else None,
+        )
+        supervisor.run()

@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models.functions import Now
+
+from pricefeed.crypto import EncryptedTextField
+
+
+class Mailbox(models.Model):
+    """An IMAP mailbox that price lists arrive in; several configs share one mailbox."""
+
+    class Security(models.TextChoices):
+        SSL = "ssl", "SSL/TLS (implicit, usually port 993)"
+        STARTTLS = "starttls", "STARTTLS (usually port 143)"
+        PLAIN = "plain", "None (plain text; trusted networks only)"
+
+    class Backfill(models.TextChoices):
+        ALL = "all", "Every message already in the folder"
+        NEW = "new", "Only messages that arrive from now on"
+
+    name = models.CharField(max_length=100, unique=True)
+    host = models.CharField(max_length=255)
+    port = models.PositiveIntegerField(
+        default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+    )
+    security = models.CharField(max_length=10, choices=Security, default=Security.SSL)
+    username = models.CharField(max_length=255)
+    password = EncryptedTextField(blank=True, help_text="Stored encrypted.")
+    folder = models.CharField(max_length=255, default="INBOX")
+    enabled = models.BooleanField(default=True)
+    backfill = models.CharField(
+        max_length=10,
+        choices=Backfill,
+        default=Backfill.ALL,
+        help_text="What the first connection records when there is no checkpoint yet.",
+    )
+    weight = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Load weight for lease balancing; empty = number of enabled configs.",
+    )
+    # What the listener last saw; written by the lease owner, shown in admin.
+    last_connected_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "mailboxes"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def connection_fingerprint(self) -> tuple:
+        """The settings whose change requires a new IMAP connection."""
+        return (
+            self.host,
+            self.port,
+            self.security,
+            self.username,
+            self.password,
+            self.folder,
+            self.backfill,
+        )
+
+
+class MailboxLease(models.Model):
+    """Who listens to a mailbox. ``token`` grows on every acquisition and fences writes."""
+
+    mailbox = models.OneToOneField(Mailbox, on_delete=models.CASCADE, related_name="lease")
+    owner = models.CharField(max_length=255, blank=True, db_index=True)
+    token = models.BigIntegerField(default=0)
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    renewed_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.mailbox} → {self.owner or 'free'} (token {self.token})"
+
+
+class InstanceHeartbeat(models.Model):
+    """A running ``listen_mail`` process."""
+
+    instance_id = models.CharField(max_length=255, unique=True)
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    started_at = models.DateTimeField(db_default=Now())
+    last_seen = models.DateTimeField(db_default=Now())
+    stopping = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["instance_id"]
+
+    def __str__(self) -> str:
+        return self.instance_id
+
+
+class MailboxCheckpoint(models.Model):
+    """The highest UID recorded for a folder under one UIDVALIDITY."""
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="checkpoints")
+    folder = models.CharField(max_length=255)
+    uidvalidity = models.BigIntegerField()
+    last_uid = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["mailbox", "folder"], name="checkpoint_per_folder"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.mailbox}/{self.folder} uidvalidity={self.uidvalidity} uid={self.last_uid}"
+
+
+class InboundMessage(models.Model):
+    """One e-mail as received: the durable record every later step starts from."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "RECEIVED", "Received"
+        PROCESSING = "PROCESSING", "Processing"
+        DONE = "DONE", "Done"
+        IGNORED = "IGNORED", "Ignored (no config matched)"
+        RETRYABLE = "RETRYABLE", "Retryable"
+        FAILED = "FAILED", "Failed"
+        REJECTED = "REJECTED", "Rejected"
+
+    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="messages")
+    folder = models.CharField(max_length=255)
+    uidvalidity = models.BigIntegerField()
+    uid = models.BigIntegerField()
+    message_id = models.CharField(max_length=998, blank=True, db_index=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    from_address = models.CharField(max_length=320, blank=True)
+    from_header = models.CharField(max_length=998, blank=True)
+    subject = models.CharField(max_length=998, blank=True)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    # The message exactly as the server returned it; empty when it was refused unread.
+    raw = models.BinaryField(null=True, blank=True, editable=False)
+    dedup_key = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=10, choices=Status, default=Status.RECEIVED, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_by = models.CharField(max_length=255, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    match_report = models.JSONField(default=dict, blank=True)
+    received_at = models.DateTimeField(db_default=Now(), db_index=True)
+    updated_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["mailbox", "folder", "uidvalidity", "uid"], name="one_record_per_uid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="inbound_status_due"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.subject[:60]!r} ({self.status})"

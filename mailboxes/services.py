@@ -1,0 +1,587 @@
+"""State changes of inbound mail: recording messages, and the processing state machine.
+
+InboundMessage: RECEIVED → PROCESSING → DONE | IGNORED | RETRYABLE | FAILED | REJECTED.
+Every transition is a conditional UPDATE on the allowed source states; zero rows means
+somebody else moved the message and is handled explicitly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+from django.db.models.functions import Now
+
+from pricefeed import matching
+from pricefeed.alerts import alert
+from pricefeed.faults import crash_point
+from pricefeed.models import PriceListConfig
+from pricefeed.retry import processing_retry_policy
+from pricefeed.services import price_imports_create
+
+from . import mime
+from .exceptions import ClaimLost, UidValidityChanged
+from .leases import Lease, fence
+from .models import InboundMessage, Mailbox, MailboxCheckpoint
+
+logger = logging.getLogger(__name__)
+
+Status = InboundMessage.Status
+PROCESS_TASK = "mailboxes.tasks.process_message"
+
+
+def _in(seconds: float) -> ExpressionWrapper:
+    return ExpressionWrapper(
+        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
+    )
+
+
+def _ago(seconds: float) -> ExpressionWrapper:
+    return ExpressionWrapper(
+        Now() - Value(timedelta(seconds=seconds)), output_field=DateTimeField()
+    )
+
+
+def enqueue_processing(message_ids: Iterable[int]) -> None:
+    from django_q.tasks import async_task
+
+    for message_id in message_ids:
+        async_task(PROCESS_TASK, message_id, task_name=f"process_message {message_id}")
+
+
+# -- mailbox status ---------------------------------------------------------------------
+
+
+def mailbox_report_connected(*, mailbox_id: int) -> None:
+    Mailbox.objects.filter(pk=mailbox_id).update(
+        last_connected_at=Now(), last_error="", last_error_at=None
+    )
+
+
+def mailbox_report_error(*, mailbox_id: int, error: str) -> None:
+    Mailbox.objects.filter(pk=mailbox_id).update(last_error=error[:2000], last_error_at=Now())
+
+
+# -- checkpoints ------------------------------------------------------------------------
+
+
+def checkpoint_sync(*, lease: Lease, folder: str, uidvalidity: int, start_uid: int) -> int:
+    """Returns the last recorded UID for the folder under ``uidvalidity``.
+
+    A missing checkpoint starts at ``start_uid``; a changed UIDVALIDITY resets it to 0,
+    and the dedup keys keep what was already recorded from being recorded twice.
+    """
+    with transaction.atomic():
+        fence(lease)
+        checkpoint, created = MailboxCheckpoint.objects.select_for_update().get_or_create(
+            mailbox_id=lease.mailbox_id,
+            folder=folder,
+            defaults={"uidvalidity": uidvalidity, "last_uid": start_uid},
+        )
+        if not created and checkpoint.uidvalidity != uidvalidity:
+            logger.warning(
+                "UIDVALIDITY changed mailbox=%s folder=%s old=%s new=%s: re-reading the "
+                "folder, dedup keys prevent duplicates",
+                lease.mailbox_id,
+                folder,
+                checkpoint.uidvalidity,
+                uidvalidity,
+                extra={"action": "uidvalidity_changed", "mailbox_id": lease.mailbox_id},
+            )
+            checkpoint.uidvalidity = uidvalidity
+            checkpoint.last_uid = 0
+            checkpoint.save(update_fields=["uidvalidity", "last_uid", "updated_at"])
+        return checkpoint.last_uid
+
+
+# -- recording (materialization) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One message as read from the server: the whole body, or only its header when the
+    message was over the size limit."""
+
+    uid: int
+    size: int
+    raw: bytes | None = None
+    header: bytes | None = None
+
+
+def dedup_key(
+    *,
+    mailbox_id: int,
+    message_id: str,
+    date: str,
+    sha256: str,
+    folder: str,
+    uidvalidity: int,
+    uid: int,
+) -> str:
+    """Message-ID + mailbox + Date; without a Message-ID the content hash; without the
+    content (refused unread) the position in the folder."""
+    if message_id:
+        basis = f"mid\0{mailbox_id}\0{message_id}\0{date}"
+    elif sha256:
+        basis = f"sha\0{mailbox_id}\0{sha256}"
+    else:
+        basis = f"uid\0{mailbox_id}\0{folder}\0{uidvalidity}\0{uid}"
+    return hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _conflict_key(key: str, sha256: str) -> str:
+    return hashlib.sha256(f"conflict\0{key}\0{sha256}".encode()).hexdigest()
+
+
+def _build_record(
+    *, mailbox_id: int, folder: str, uidvalidity: int, item: Fetched
+) -> InboundMessage:
+    limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
+    header_bytes = mime.split_headers(item.raw) if item.raw is not None else (item.header or b"")
+    fields = mime.header_fields(header_bytes)
+    record = InboundMessage(
+        mailbox_id=mailbox_id,
+        folder=folder,
+        uidvalidity=uidvalidity,
+        uid=item.uid,
+        message_id=fields.message_id,
+        sent_at=fields.sent_at,
+        from_address=fields.from_address,
+        from_header=fields.from_header,
+        subject=fields.subject,
+        size=item.size,
+    )
+    warnings = []
+    if not fields.message_id:
+        warnings.append(
+            "no Message-ID header: duplicates are recognised by content hash"
+            if item.raw is not None
+            else "no Message-ID header"
+        )
+    raw = item.raw
+    if raw is not None and len(raw) > limit:
+        raw = None  # the server's RFC822.SIZE understated the message
+    if raw is None:
+        record.status = Status.REJECTED
+        record.last_error = (
+            f"message is {max(item.size, len(item.raw or b''))} bytes, over the limit of "
+            f"{limit} bytes (PRICEFEED_MAX_MESSAGE_BYTES); body not stored"
+        )
+        record.finished_at = None
+    else:
+        record.raw = raw
+        record.sha256 = hashlib.sha256(raw).hexdigest()
+    record.warnings = warnings
+    record.dedup_key = dedup_key(
+        mailbox_id=mailbox_id,
+        message_id=fields.message_id,
+        date=fields.date,
+        sha256=record.sha256,
+        folder=folder,
+        uidvalidity=uidvalidity,
+        uid=item.uid,
+    )
+    return record
+
+
+def _unreadable_record(
+    *, mailbox_id: int, folder: str, uidvalidity: int, item: Fetched, error: BaseException
+) -> InboundMessage:
+    return InboundMessage(
+        mailbox_id=mailbox_id,
+        folder=folder,
+        uidvalidity=uidvalidity,
+        uid=item.uid,
+        size=item.size,
+        status=Status.REJECTED,
+        last_error=f"could not record message: {type(error).__name__}: {error}"[:2000],
+        dedup_key=dedup_key(
+            mailbox_id=mailbox_id,
+            message_id="",
+            date="",
+            sha256="",
+            folder=folder,
+            uidvalidity=uidvalidity,
+            uid=item.uid,
+        ),
+    )
+
+
+def messages_record(
+    *, lease: Lease, folder: str, uidvalidity: int, fetched: list[Fetched]
+) -> list[InboundMessage]:
+    """Records a fetched batch and advances the checkpoint in one fenced transaction.
+
+    Returns the new records. Messages already recorded (same dedup key and content) are
+    skipped; the same dedup key with other content is recorded as REJECTED with the
+    reason. Processing is enqueued after commit.
+    """
+    mailbox_id = lease.mailbox_id
+    fetched = sorted(fetched, key=lambda f: f.uid)
+    with transaction.atomic():
+        fence(lease)
+        checkpoint = MailboxCheckpoint.objects.select_for_update().get(
+            mailbox_id=mailbox_id, folder=folder
+        )
+        if checkpoint.uidvalidity != uidvalidity:
+            raise UidValidityChanged(
+                f"checkpoint has UIDVALIDITY {checkpoint.uidvalidity}, server {uidvalidity}"
+            )
+        fresh = [item for item in fetched if item.uid > checkpoint.last_uid]
+        records: list[InboundMessage] = []
+        for item in fresh:
+            try:
+                records.append(
+                    _build_record(
+                        mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, item=item
+                    )
+                )
+            except Exception as exc:  # never lose a message to a parsing surprise
+                logger.exception("cannot read message mailbox=%s uid=%s", mailbox_id, item.uid)
+                records.append(
+                    _unreadable_record(
+                        mailbox_id=mailbox_id,
+                        folder=folder,
+                        uidvalidity=uidvalidity,
+                        item=item,
+                        error=exc,
+                    )
+                )
+        records = _drop_duplicates(records)
+        created = _insert(records)
+        if fresh:
+            checkpoint.last_uid = fresh[-1].uid
+            checkpoint.save(update_fields=["last_uid", "updated_at"])
+        crash_point("record_before_commit")
+        to_process = [r.pk for r in created if r.status == Status.RECEIVED]
+        transaction.on_commit(lambda: enqueue_processing(to_process))
+    crash_point("record_after_commit")
+    for record in created:
+        if record.status == Status.REJECTED:
+            logger.warning(
+                "message rejected mailbox=%s uid=%s id=%s: %s",
+                mailbox_id,
+                record.uid,
+                record.pk,
+                record.last_error,
+                extra={
+                    "action": "message_rejected",
+                    "mailbox_id": mailbox_id,
+                    "message_id": record.pk,
+                },
+            )
+    return created
+
+
+def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
+    """Skips records already stored; turns same-key-other-content into REJECTED."""
+    existing = dict(
+        InboundMessage.objects.filter(dedup_key__in=[r.dedup_key for r in records]).values_list(
+            "dedup_key", "pk"
+        )
+    )
+    known_sha = dict(
+        InboundMessage.objects.filter(pk__in=existing.values()).values_list("pk", "sha256")
+    )
+    seen: dict[str, tuple[int | str, str]] = {
+        key: (pk, known_sha.get(pk, "")) for key, pk in existing.items()
+    }
+    kept = []
+    for record in records:
+        first = seen.get(record.dedup_key)
+        if first is None:
+            seen[record.dedup_key] = (f"uid {record.uid}", record.sha256)
+            kept.append(record)
+            continue
+        first_ref, first_sha = first
+        if first_sha == record.sha256 or not record.sha256:
+            logger.info(
+                "duplicate skipped mailbox=%s uid=%s (already recorded as %s)",
+                record.mailbox_id,
+                record.uid,
+                first_ref,
+                extra={"action": "duplicate_skipped", "mailbox_id": record.mailbox_id},
+            )
+            continue
+        conflict = _conflict_key(record.dedup_key, record.sha256)
+        if conflict in seen or InboundMessage.objects.filter(dedup_key=conflict).exists():
+            continue
+        seen[conflict] = (f"uid {record.uid}", record.sha256)
+        record.dedup_key = conflict
+        record.status = Status.REJECTED
+        record.last_error = (
+            f"Message-ID {record.message_id} was already recorded (message {first_ref}) with "
+            "different content; this copy is kept for inspection and not processed"
+        )
+        kept.append(record)
+    return kept
+
+
+def _insert(records: list[InboundMessage]) -> list[InboundMessage]:
+    if not records:
+        return []
+    try:
+        with transaction.atomic():
+            return InboundMessage.objects.bulk_create(records)
+    except IntegrityError:
+        pass
+    # Isolate whatever the database refused, one savepoint per record.
+    created = []
+    for record in records:
+        try:
+            with transaction.atomic():
+                record.pk = None
+                record.save(force_insert=True)
+                created.append(record)
+        except IntegrityError as exc:
+            logger.warning(
+                "record refused mailbox=%s uid=%s: %s", record.mailbox_id, record.uid, exc
+            )
+    return created
+
+
+# -- processing ---------------------------------------------------------------------------
+
+
+def message_claim(*, message_id: int, worker: str) -> bool:
+    """RECEIVED/RETRYABLE (due) → PROCESSING; False when it is not ours to process."""
+    claimed = (
+        InboundMessage.objects.filter(pk=message_id, status__in=[Status.RECEIVED, Status.RETRYABLE])
+        .exclude(next_attempt_at__gt=Now())
+        .update(
+            status=Status.PROCESSING,
+            claimed_by=worker,
+            claimed_at=Now(),
+            updated_at=Now(),
+            attempts=F("attempts") + 1,
+        )
+    )
+    return bool(claimed)
+
+
+def message_process(*, message_id: int, worker: str) -> str | None:
+    """Claims a message, matches it against its mailbox's configs and records the outcome.
+
+    Idempotent: a message that is not RECEIVED/RETRYABLE (or not yet due) is left alone.
+    Returns the final status, or None when there was nothing to do.
+    """
+    if not message_claim(message_id=message_id, worker=worker):
+        logger.debug("message not claimable id=%s", message_id)
+        return None
+    try:
+        message = InboundMessage.objects.get(pk=message_id)
+        parsed = mime.parse_message(bytes(message.raw))
+        if parsed.structural_defects:
+            reason = "malformed MIME: " + "; ".join(sorted(set(parsed.structural_defects)))
+            _finish(
+                message_id,
+                worker,
+                Status.REJECTED,
+                last_error=reason,
+                match_report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
+            )
+            logger.warning(
+                "message rejected id=%s: %s",
+                message_id,
+                reason,
+                extra={"action": "message_rejected", "message_id": message_id},
+            )
+            return Status.REJECTED
+        configs = list(
+            PriceListConfig.objects.filter(mailbox_id=message.mailbox_id, enabled=True).order_by(
+                "pk"
+            )
+        )
+        envelope = matching.Envelope(
+            sender=parsed.headers.from_address,
+            subject=parsed.headers.subject,
+            attachments=tuple(parsed.attachments),
+        )
+        rules = [
+            matching.Rule(c.pk, c.name, c.sender_pattern, c.subject_pattern, c.filename_pattern)
+            for c in configs
+        ]
+        results = matching.evaluate_all(rules, envelope)
+        report = matching.report(envelope, results, warnings=parsed.warnings)
+        if not configs:
+            report["note"] = "the mailbox has no enabled configs"
+        matched = [(r.config_id, key) for r in results if r.matched for key in r.attachments]
+        by_key = {a.key: a for a in parsed.attachments}
+        with transaction.atomic(durable=True):
+            status = Status.DONE if matched else Status.IGNORED
+            _finish(message_id, worker, status, match_report=report)
+            price_imports_create(
+                message_id=message_id,
+                items=[(config_id, by_key[key]) for config_id, key in matched],
+            )
+        logger.info(
+            "message processed id=%s status=%s imports=%s",
+            message_id,
+            status,
+            len(matched),
+            extra={"action": "message_processed", "message_id": message_id},
+        )
+        return status
+    except ClaimLost:
+        logger.warning("claim lost while processing id=%s", message_id)
+        return None
+    except Exception as exc:
+        logger.exception("processing failed id=%s", message_id)
+        return message_retry_or_fail(message_id=message_id, worker=worker, error=exc)
+
+
+def _finish(message_id: int, worker: str, status: str, **fields: object) -> None:
+    done = InboundMessage.objects.filter(
+        pk=message_id, status=Status.PROCESSING, claimed_by=worker
+    ).update(
+        status=status,
+        claimed_by="",
+        claimed_at=None,
+        next_attempt_at=None,
+        finished_at=Now(),
+        updated_at=Now(),
+        **({"last_error": ""} | fields),
+    )
+    if not done:
+        raise ClaimLost(f"message {message_id} is no longer claimed by {worker}")
+
+
+def message_retry_or_fail(
+    *, message_id: int, worker: str | None, error: BaseException | str
+) -> str | None:
+    """PROCESSING → RETRYABLE with backoff, or FAILED with an alert past the attempt limit."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    policy = processing_retry_policy()
+    claim = {"claimed_by": worker} if worker else {}
+    message = InboundMessage.objects.filter(pk=message_id).values("attempts", "subject").first()
+    if message is None:
+        return None
+    if policy.exhausted(message["attempts"]):
+        with transaction.atomic():
+            moved = InboundMessage.objects.filter(
+                pk=message_id, status=Status.PROCESSING, **claim
+            ).update(
+                status=Status.FAILED,
+                last_error=text[:5000],
+                claimed_by="",
+                claimed_at=None,
+                finished_at=Now(),
+                updated_at=Now(),
+            )
+            if moved:
+                alert(
+                    "message failed",
+                    f"Inbound message #{message_id} ({message['subject']!r}) failed after "
+                    f"{message['attempts']} attempts: {text}",
+                    message_id=message_id,
+                )
+        return Status.FAILED if moved else None
+    delay = policy.backoff.delay(message["attempts"])
+    moved = InboundMessage.objects.filter(pk=message_id, status=Status.PROCESSING, **claim).update(
+        status=Status.RETRYABLE,
+        last_error=text[:5000],
+        claimed_by="",
+        claimed_at=None,
+        next_attempt_at=_in(delay),
+        updated_at=Now(),
+    )
+    if moved:
+        logger.warning(
+            "message will be retried id=%s attempt=%s in=%.0fs: %s",
+            message_id,
+            message["attempts"],
+            delay,
+            text,
+            extra={"action": "message_retry", "message_id": message_id},
+        )
+    return Status.RETRYABLE if moved else None
+
+
+def messages_requeue(*, message_ids: Iterable[int]) -> int:
+    """Operator action: processes finished or stuck-in-retry messages again from the start."""
+    ids = list(
+        InboundMessage.objects.filter(
+            pk__in=list(message_ids),
+            status__in=[
+                Status.DONE,
+                Status.IGNORED,
+                Status.FAILED,
+                Status.REJECTED,
+                Status.RETRYABLE,
+            ],
+            raw__isnull=False,
+        ).values_list("pk", flat=True)
+    )
+    moved = InboundMessage.objects.filter(pk__in=ids).update(
+        status=Status.RECEIVED,
+        attempts=0,
+        next_attempt_at=None,
+        last_error="",
+        finished_at=None,
+        updated_at=Now(),
+    )
+    transaction.on_commit(lambda: enqueue_processing(ids))
+    return moved
+
+
+def messages_mark_failed(*, message_ids: Iterable[int], reason: str) -> int:
+    return InboundMessage.objects.filter(
+        pk__in=list(message_ids),
+        status__in=[Status.RECEIVED, Status.RETRYABLE, Status.PROCESSING],
+    ).update(
+        status=Status.FAILED,
+        last_error=reason,
+        claimed_by="",
+        claimed_at=None,
+        finished_at=Now(),
+        updated_at=Now(),
+    )
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    expired_claims: int
+    requeued: int
+
+
+def messages_sweep() -> SweepResult:
+    """Returns expired claims to RETRYABLE and re-enqueues due or forgotten messages.
+
+    Safe to run from every instance at once: each step is a conditional update and a
+    duplicate enqueue is harmless (the claim decides).
+    """
+    expired = list(
+        InboundMessage.objects.filter(
+            status=Status.PROCESSING,
+            claimed_at__lt=_ago(settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT),
+        ).values_list("pk", "claimed_by")
+    )
+    for message_id, worker in expired:
+        message_retry_or_fail(
+            message_id=message_id,
+            worker=worker,
+            error=f"processing claim by {worker} expired (worker died or timed out)",
+        )
+    requeue_after = settings.PRICEFEED_REQUEUE_AFTER
+    due = list(
+        InboundMessage.objects.filter(
+            status=Status.RETRYABLE, next_attempt_at__lte=Now()
+        ).values_list("pk", flat=True)[:1000]
+    )
+    forgotten = list(
+        InboundMessage.objects.filter(
+            status=Status.RECEIVED, updated_at__lt=_ago(requeue_after)
+        ).values_list("pk", flat=True)[:1000]
+    )
+    # Touch them so the next sweep does not enqueue them again before a worker could run.
+    InboundMessage.objects.filter(pk__in=forgotten, status=Status.RECEIVED).update(updated_at=Now())
+    enqueue_processing(due + forgotten)
+    if expired or due or forgotten:
+        logger.info("sweep expired_claims=%s requeued=%s", len(expired), len(due) + len(forgotten))
+    return SweepResult(expired_claims=len(expired), requeued=len(due) + len(forgotten))

@@ -1,0 +1,1 @@
+"""Models arrive with the notifications issue (#4)."""

@@ -1,0 +1,1 @@
+"""Models arrive with the outbox issue (#4)."""

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from django import forms
+
+from .matching import PatternError, compile_pattern
+from .models import PriceListConfig
+
+FIELDS = ("sku", "name", "price", "currency", "quantity")
+
+
+class PriceListConfigForm(forms.ModelForm):
+    class Meta:
+        model = PriceListConfig
+        fields = [
+            "name",
+            "mailbox",
+            "enabled",
+            "sender_pattern",
+            "subject_pattern",
+            "filename_pattern",
+            "columns",
+            "sheet",
+            "number_format",
+            "mode",
+        ]
+
+    def _clean_pattern(self, field: str) -> str:
+        value = (self.cleaned_data.get(field) or "").strip()
+        try:
+            compile_pattern(value)
+        except PatternError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return value
+
+    def clean_sender_pattern(self) -> str:
+        return self._clean_pattern("sender_pattern")
+
+    def clean_subject_pattern(self) -> str:
+        return self._clean_pattern("subject_pattern")
+
+    def clean_filename_pattern(self) -> str:
+        return self._clean_pattern("filename_pattern")
+
+    def clean_columns(self) -> dict:
+        columns = self.cleaned_data.get("columns") or {}
+        if not isinstance(columns, dict):
+            raise forms.ValidationError('Expected an object such as {"sku": "A", "price": "Цена"}.')
+        unknown = sorted(set(columns) - set(FIELDS))
+        if unknown:
+            raise forms.ValidationError(
+                f"Unknown field(s) {', '.join(unknown)}; use {', '.join(FIELDS)}."
+            )
+        for key, value in columns.items():
+            if not isinstance(value, str) or not value.strip():
+                raise forms.ValidationError(
+                    f"Column for {key!r} must be a header text or a column letter."
+                )
+        return columns
+
+    def clean_sheet(self) -> str:
+        sheet = (self.cleaned_data.get("sheet") or "").strip()
+        if sheet.isdigit() and int(sheet) < 1:
+            raise forms.ValidationError("Sheet numbers start at 1.")
+        return sheet

@@ -1,0 +1,130 @@
+"""Which price-list configs a message matches, and why the others do not.
+
+Pure logic: no database, no I/O. Patterns are case-insensitive globs matched against the
+whole value (``*@supplier.ru``, ``прайс*``, ``price_*.xlsx``); a pattern starting with
+``re:`` is a regular expression searched anywhere in the value. Empty matches anything.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+REGEX_PREFIX = "re:"
+
+
+class PatternError(ValueError):
+    """The pattern is not a valid glob or regular expression."""
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str] | None:
+    """Returns a compiled matcher for ``pattern``; None means "matches anything"."""
+    pattern = pattern.strip()
+    if not pattern:
+        return None
+    if pattern.startswith(REGEX_PREFIX):
+        try:
+            return re.compile(pattern[len(REGEX_PREFIX) :], re.IGNORECASE)
+        except re.error as exc:
+            raise PatternError(f"invalid regular expression: {exc}") from None
+    if pattern.count("[") != pattern.count("]"):
+        raise PatternError("unbalanced [ ] in glob; use [[] for a literal '[' or 're:' for a regex")
+    # fnmatch.translate anchors at the end; match() anchors at the start.
+    return re.compile(fnmatch.translate(pattern), re.IGNORECASE)
+
+
+def pattern_matches(compiled: re.Pattern[str] | None, value: str, *, regex: bool) -> bool:
+    if compiled is None:
+        return True
+    return bool(compiled.search(value) if regex else compiled.match(value))
+
+
+@dataclass(frozen=True)
+class Attachment:
+    key: str
+    filename: str
+    content_type: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Envelope:
+    sender: str
+    subject: str
+    attachments: tuple[Attachment, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    config_id: int
+    name: str
+    sender_pattern: str = ""
+    subject_pattern: str = ""
+    filename_pattern: str = ""
+
+
+@dataclass
+class RuleResult:
+    config_id: int
+    name: str
+    matched: bool
+    reasons: list[str] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+
+
+def _check(pattern: str, value: str) -> bool:
+    return pattern_matches(
+        compile_pattern(pattern), value, regex=pattern.strip().startswith(REGEX_PREFIX)
+    )
+
+
+def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
+    """Evaluates one config against a message; every failed criterion gives a reason."""
+    result = RuleResult(config_id=rule.config_id, name=rule.name, matched=False)
+    try:
+        if not _check(rule.sender_pattern, envelope.sender):
+            result.reasons.append(
+                f"sender {envelope.sender or '(none)'!r} does not match {rule.sender_pattern!r}"
+            )
+        if not _check(rule.subject_pattern, envelope.subject):
+            result.reasons.append(
+                f"subject {envelope.subject!r} does not match {rule.subject_pattern!r}"
+            )
+        if not envelope.attachments:
+            result.reasons.append("message has no attachments")
+        else:
+            result.attachments = [
+                a.key for a in envelope.attachments if _check(rule.filename_pattern, a.filename)
+            ]
+            if not result.attachments:
+                names = ", ".join(repr(a.filename) for a in envelope.attachments)
+                result.reasons.append(
+                    f"no attachment name matches {rule.filename_pattern!r} (attachments: {names})"
+                )
+    except PatternError as exc:
+        result.reasons.append(f"config has an invalid pattern: {exc}")
+        result.attachments = []
+    result.matched = not result.reasons
+    if not result.matched:
+        result.attachments = []
+    else:
+        result.reasons.append(f"matched {len(result.attachments)} attachment(s)")
+    return result
+
+
+def evaluate_all(rules: Iterable[Rule], envelope: Envelope) -> list[RuleResult]:
+    return [evaluate(rule, envelope) for rule in rules]
+
+
+def report(envelope: Envelope, results: list[RuleResult], **extra: object) -> dict:
+    """The match report stored on the message: what was seen and each config's verdict."""
+    return {
+        "sender": envelope.sender,
+        "subject": envelope.subject,
+        "attachments": [asdict(a) for a in envelope.attachments],
+        "configs": [asdict(r) for r in results],
+        **extra,
+    }

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class PriceListConfig(models.Model):
+    """How to recognise one supplier's price list in a mailbox, and how to read it.
+
+    Patterns are case-insensitive globs (``*@supplier.ru``, ``price*.xlsx``); a pattern
+    that starts with ``re:`` is a regular expression searched in the value. Empty
+    matches anything.
+    """
+
+    class Mode(models.TextChoices):
+        SNAPSHOT = "snapshot", "Snapshot (the file is the whole price list)"
+        DELTA = "delta", "Delta (the file holds changes only)"
+
+    class NumberFormat(models.TextChoices):
+        AUTO = "auto", "Detect (1 234,50 / 1,234.50 / 1234.5)"
+        COMMA_DECIMAL = "comma", "Comma decimal (1 234,50)"
+        DOT_DECIMAL = "dot", "Dot decimal (1,234.50)"
+
+    name = models.CharField(max_length=100)
+    mailbox = models.ForeignKey(
+        "mailboxes.Mailbox", on_delete=models.CASCADE, related_name="configs"
+    )
+    enabled = models.BooleanField(default=True)
+    sender_pattern = models.CharField(max_length=500, blank=True)
+    subject_pattern = models.CharField(max_length=500, blank=True)
+    filename_pattern = models.CharField(max_length=500, blank=True)
+    columns = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Column mapping, e.g. {"sku": "Артикул", "price": "C"}; empty = by '
+        "header synonyms.",
+    )
+    sheet = models.CharField(
+        max_length=100, blank=True, help_text="Sheet name or 1-based number; empty = first."
+    )
+    number_format = models.CharField(max_length=10, choices=NumberFormat, default=NumberFormat.AUTO)
+    mode = models.CharField(max_length=10, choices=Mode, default=Mode.SNAPSHOT)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["mailbox__name", "name"]
+        verbose_name = "price-list config"
+        constraints = [
+            models.UniqueConstraint(fields=["mailbox", "name"], name="config_name_per_mailbox"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PriceImport(models.Model):
+    """One price-list file from one message for one config: "the document"."""
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING", "Pending"
+        RUNNING = "RUNNING", "Running"
+        SUCCEEDED = "SUCCEEDED", "Succeeded"
+        PARTIAL = "PARTIAL", "Partial (some rows failed)"
+        FAILED = "FAILED", "Failed"
+
+    message = models.ForeignKey(
+        "mailboxes.InboundMessage", on_delete=models.CASCADE, related_name="imports"
+    )
+    config = models.ForeignKey(PriceListConfig, on_delete=models.PROTECT, related_name="imports")
+    # Identifies the attachment inside the message: "part<N>" in MIME walk order.
+    attachment_key = models.CharField(max_length=255)
+    filename = models.CharField(max_length=500, blank=True)
+    content_type = models.CharField(max_length=255, blank=True)
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=10, choices=Status, default=Status.PENDING, db_index=True)
+    rows_total = models.PositiveIntegerField(default=0)
+    rows_ok = models.PositiveIntegerField(default=0)
+    rows_failed = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    diff = models.JSONField(default=dict, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(db_default=Now(), db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message", "config", "attachment_key"], name="one_import_per_attachment"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config} / {self.filename} ({self.status})"
+
+
+class PriceItem(models.Model):
+    price_import = models.ForeignKey(PriceImport, on_delete=models.CASCADE, related_name="items")
+    sku = models.CharField(max_length=255)
+    name = models.TextField(blank=True)
+    price = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
+    currency = models.CharField(max_length=10, blank=True)
+    quantity = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
+    row_number = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["price_import", "sku"], name="item_import_sku")]
+
+    def __str__(self) -> str:
+        return f"{self.sku} {self.price} {self.currency}"

@@ -1,0 +1,224 @@
+"""Django settings for pricefeed.
+
+Every knob is read from the environment (or a ``.env`` file beside ``manage.py``)
+here and nowhere else; ``.env.example`` lists them all with their defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+VAR_DIR = Path(env.str("PRICEFEED_VAR_DIR", default=str(BASE_DIR / "var")))
+
+
+def _secret_key() -> str:
+    """Returns SECRET_KEY from the environment, or one generated once and kept in VAR_DIR.
+
+    A generated key keeps the embedded single-instance setup working out of the box
+    without a secret in the repository; several instances must share one SECRET_KEY
+    (or PRICEFEED_ENCRYPTION_KEYS), so production sets it explicitly.
+    """
+    value = env.str("SECRET_KEY", default="")
+    if value:
+        return value
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(50))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "pricefeed",
+    "mailboxes",
+    "outbox",
+    "notifications",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "pricefeed.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "pricefeed.wsgi.application"
+
+# --- Database ---------------------------------------------------------------------
+# PostgreSQL is the production and test database; SQLite is the embedded default for a
+# single instance (the demo). Connections are persistent: django-q2's ORM broker would
+# otherwise open a new connection for every enqueue and dequeue (~26 ms each).
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'pricefeed.sqlite3'}"),
+}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("PRICEFEED_DB_CONN_MAX_AGE", default=600)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            # Several processes (listener, workers, admin) share the file.
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+# --- Outgoing mail -----------------------------------------------------------------
+# Django's SMTP backend verifies certificates for STARTTLS/SSL; a timeout is always set.
+EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
+vars().update(EMAIL_CONFIG)
+EMAIL_TIMEOUT = env.int("PRICEFEED_EMAIL_TIMEOUT", default=30)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="pricefeed@localhost")
+SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
+# Alerts (terminal failures) go to ADMINS: "Name <addr>, other@addr".
+ADMINS = [
+    (addr.split("<")[0].strip() or addr, addr.split("<")[-1].rstrip(">").strip())
+    for addr in env.list("ADMINS", default=[])
+]
+
+# --- pricefeed ---------------------------------------------------------------------
+PRICEFEED_INSTANCE_ID = env.str(
+    "PRICEFEED_INSTANCE_ID", default=f"{socket.gethostname()}:{os.getpid()}"
+)
+# Fernet keys for secrets at rest (mailbox passwords); the first one encrypts, all of
+# them decrypt, so a new key is rotated in by putting it first. Empty: derived from
+# SECRET_KEY.
+PRICEFEED_ENCRYPTION_KEYS = env.list("PRICEFEED_ENCRYPTION_KEYS", default=[])
+
+# Input limits.
+PRICEFEED_MAX_MESSAGE_BYTES = env.int("PRICEFEED_MAX_MESSAGE_BYTES", default=25 * 1024 * 1024)
+
+# IMAP.
+PRICEFEED_IMAP_CONNECT_TIMEOUT = env.float("PRICEFEED_IMAP_CONNECT_TIMEOUT", default=15.0)
+PRICEFEED_IMAP_TIMEOUT = env.float("PRICEFEED_IMAP_TIMEOUT", default=60.0)
+PRICEFEED_IMAP_IDLE_REFRESH = env.float("PRICEFEED_IMAP_IDLE_REFRESH", default=600.0)
+PRICEFEED_IMAP_FETCH_BATCH = env.int("PRICEFEED_IMAP_FETCH_BATCH", default=100)
+PRICEFEED_IMAP_FETCH_BATCH_BYTES = env.int(
+    "PRICEFEED_IMAP_FETCH_BATCH_BYTES", default=32 * 1024 * 1024
+)
+PRICEFEED_IMAP_BACKOFF_BASE = env.float("PRICEFEED_IMAP_BACKOFF_BASE", default=1.0)
+PRICEFEED_IMAP_BACKOFF_MAX = env.float("PRICEFEED_IMAP_BACKOFF_MAX", default=300.0)
+
+# Listener supervisor.
+PRICEFEED_LEASE_TTL = env.float("PRICEFEED_LEASE_TTL", default=30.0)
+PRICEFEED_HEARTBEAT_INTERVAL = env.float("PRICEFEED_HEARTBEAT_INTERVAL", default=5.0)
+PRICEFEED_CONFIG_POLL_INTERVAL = env.float("PRICEFEED_CONFIG_POLL_INTERVAL", default=5.0)
+PRICEFEED_SWEEP_INTERVAL = env.float("PRICEFEED_SWEEP_INTERVAL", default=15.0)
+PRICEFEED_SHUTDOWN_GRACE = env.float("PRICEFEED_SHUTDOWN_GRACE", default=10.0)
+
+# Message processing (django-q2 task).
+PRICEFEED_PROCESSING_MAX_ATTEMPTS = env.int("PRICEFEED_PROCESSING_MAX_ATTEMPTS", default=5)
+PRICEFEED_PROCESSING_RETRY_BASE = env.float("PRICEFEED_PROCESSING_RETRY_BASE", default=30.0)
+PRICEFEED_PROCESSING_RETRY_MAX = env.float("PRICEFEED_PROCESSING_RETRY_MAX", default=3600.0)
+PRICEFEED_PROCESSING_CLAIM_TIMEOUT = env.float("PRICEFEED_PROCESSING_CLAIM_TIMEOUT", default=600.0)
+PRICEFEED_REQUEUE_AFTER = env.float("PRICEFEED_REQUEUE_AFTER", default=120.0)
+
+# --- django-q2 ----------------------------------------------------------------------
+# The worker count is the concurrency cap for parsing and sending.
+Q_CLUSTER = {
+    "name": "pricefeed",
+    "workers": env.int("PRICEFEED_Q_WORKERS", default=2),
+    "timeout": env.int("PRICEFEED_Q_TIMEOUT", default=300),
+    # Must exceed the timeout, or a slow task is handed to a second worker.
+    "retry": env.int("PRICEFEED_Q_RETRY", default=360),
+    "max_attempts": env.int("PRICEFEED_Q_MAX_ATTEMPTS", default=3),
+    "queue_limit": env.int("PRICEFEED_Q_QUEUE_LIMIT", default=50),
+    "save_limit": env.int("PRICEFEED_Q_SAVE_LIMIT", default=1000),
+    "poll": env.float("PRICEFEED_Q_POLL", default=0.2),
+    "ack_failures": True,
+    "catch_up": False,
+    "label": "Task queue",
+}
+_redis_url = env.str("PRICEFEED_REDIS_URL", default="")
+if _redis_url:
+    Q_CLUSTER["redis"] = _redis_url
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Logging ------------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "line": {
+            "format": "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "line"},
+        "mail_admins": {
+            "class": "django.utils.log.AdminEmailHandler",
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+        },
+    },
+    "filters": {"require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "imapclient": {"level": "WARNING"},
+        "django_q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},
+    },
+}

@@ -179,6 +179,9 @@ class ImapSession:
     def uids_after(self, last_uid: int) -> list[int]:
         """UIDs above ``last_uid`` in ascending order (``n:*`` always includes the
         highest UID, so the result is filtered)."""
+        # NOOP first: a server may only refresh the session's view of the folder on a
+        # command that allows untagged updates (pymap's SEARCH alone saw a stale view).
+        self.client.noop()
         found = self.client.search(["UID", f"{last_uid + 1}:*"])
         return sorted(uid for uid in found if uid > last_uid)
 

@@ -115,6 +115,9 @@ class MailboxListener(threading.Thread):
                     failures, last_error = 0, ""
                     services.mailbox_report_connected(mailbox_id=self.mailbox_id)
                     self._listen(session, state.uidvalidity, state.uidnext)
+                except UidValidityChanged as exc:
+                    # Not a failure: reconnect at once, the new SELECT resets the checkpoint.
+                    logger.warning("mailbox=%s %s: reselecting", self.mailbox_name, exc)
                 except LeaseLost as exc:
                     logger.warning("mailbox=%s stops listening: %s", self.mailbox_name, exc)
                     self.lost_lease = True
@@ -164,19 +167,43 @@ class MailboxListener(threading.Thread):
         )
         has_idle = b"IDLE" in session.client.capabilities()
         refresh = settings.PRICEFEED_IMAP_IDLE_REFRESH
+        selected_at = time.monotonic()
         while not self.stopping.is_set():
             last_uid = self._catch_up(session, uidvalidity, last_uid)
             if self.stopping.is_set():
                 return
             if has_idle:
+                # Re-issued well before the server's 29-minute limit (RFC 2177).
                 session.idle_wait(refresh, self.waker.read_fd)
                 self.waker.drain()
             else:
                 self._sleep(POLL_WITHOUT_IDLE)
                 session.noop()
             close_old_connections()
+            if time.monotonic() - selected_at >= refresh:
+                # An idling client is not told of a UIDVALIDITY change; a SELECT is.
+                selected_at = time.monotonic()
+                state = session.select(self.conn.folder)
+                if state.uidvalidity != uidvalidity:
+                    raise UidValidityChanged(
+                        f"UIDVALIDITY changed from {uidvalidity} to {state.uidvalidity}"
+                    )
 
     def _catch_up(self, session: ImapSession, uidvalidity: int, last_uid: int) -> int:
+        """Records every message above ``last_uid`` until a search finds nothing new.
+
+        Searching again after each round matters: some servers (pymap) never report in
+        IDLE what arrived before IDLE began, so mail that lands while we fetch must be
+        found by the next SEARCH, not by waiting for a push that never comes.
+        """
+        while not self.stopping.is_set():
+            found = self._catch_up_once(session, uidvalidity, last_uid)
+            if found == last_uid:
+                return last_uid
+            last_uid = found
+        return last_uid
+
+    def _catch_up_once(self, session: ImapSession, uidvalidity: int, last_uid: int) -> int:
         """Records every message above ``last_uid``, in UID order, in bounded batches."""
         uids = session.uids_after(last_uid)
         if not uids:
@@ -204,15 +231,12 @@ class MailboxListener(threading.Thread):
                 ]
                 # A UID that vanished between SEARCH and FETCH (expunged) is skipped.
                 crash_point("after_fetch")
-                try:
-                    created = services.messages_record(
-                        lease=self.lease,
-                        folder=self.conn.folder,
-                        uidvalidity=uidvalidity,
-                        fetched=fetched,
-                    )
-                except UidValidityChanged:
-                    raise
+                created = services.messages_record(
+                    lease=self.lease,
+                    folder=self.conn.folder,
+                    uidvalidity=uidvalidity,
+                    fetched=fetched,
+                )
                 self.recorded += len(created)
                 if created:
                     logger.info(

@@ -1,0 +1,116 @@
+"""End to end on one instance: IMAP server → listen_mail → InboundMessage → qcluster."""
+
+from __future__ import annotations
+
+from mailboxes.models import InboundMessage
+from pricefeed.models import PriceImport
+
+from .support import price_email, wait_until
+
+Status = InboundMessage.Status
+
+
+def _statuses():
+    return list(InboundMessage.objects.order_by("uid").values_list("uid", "status"))
+
+
+def test_three_messages_in_one_window_make_three_imports(
+    imap_server, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(imap_server)
+    make_config(mailbox)
+    listener = manage("listen_mail")
+    manage("qcluster")
+    listener.wait_for_log("listening mailbox=prices")
+    # Let the listener reach IDLE, then append three messages back to back: they land
+    # between two wake-ups.
+    listener.wait_for_log(r"lease acquired")
+    wait_until(lambda: mailbox.checkpoints.exists(), 10, "checkpoint created")
+    uids = [imap_server.append(price_email(subject=f"Prices {i}")) for i in range(3)]
+
+    wait_until(
+        lambda: InboundMessage.objects.filter(status=Status.DONE).count() == 3,
+        30,
+        "three DONE messages",
+        on_timeout=listener.log,
+    )
+    records = list(InboundMessage.objects.order_by("pk"))
+    assert [r.subject for r in records] == ["Prices 0", "Prices 1", "Prices 2"]
+    assert [r.uid for r in records] == sorted(r.uid for r in records)
+    if all(uids):
+        assert [r.uid for r in records] == uids
+    # Workers process in parallel, so imports are created in any order; each belongs to
+    # exactly one message, and ordered by message they follow the UIDs.
+    imports = list(PriceImport.objects.order_by("message__uid").select_related("message"))
+    assert len(imports) == 3
+    assert [i.message_id for i in imports] == [r.pk for r in records]
+    assert {i.status for i in imports} == {PriceImport.Status.PENDING}
+    assert mailbox.checkpoints.get().last_uid == records[-1].uid
+
+
+def test_two_attachments_matching_two_configs_make_two_imports(
+    imap_server, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(imap_server)
+    prices = make_config(mailbox, "prices", filename_pattern="price*.csv")
+    stock = make_config(mailbox, "stock", filename_pattern="stock*.csv")
+    other = make_config(mailbox, "other supplier", sender_pattern="*@other.test")
+    manage("listen_mail")
+    manage("qcluster")
+    imap_server.append(
+        price_email(
+            attachments=[("price_2026.csv", b"sku;price\n1;2\n"), ("stock_2026.csv", b"sku;qty\n")]
+        )
+    )
+    message = wait_until(
+        lambda: InboundMessage.objects.filter(status=Status.DONE).first(), 30, "DONE message"
+    )
+    imports = {(i.config_id, i.filename) for i in message.imports.all()}
+    assert imports == {(prices.pk, "price_2026.csv"), (stock.pk, "stock_2026.csv")}
+    verdicts = {c["name"]: c["matched"] for c in message.match_report["configs"]}
+    assert verdicts == {"prices": True, "stock": True, "other supplier": False}
+    assert other.imports.count() == 0
+
+
+def test_message_matching_nothing_is_ignored_with_a_reason_per_config(
+    imap_server, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(imap_server)
+    make_config(mailbox, "acme csv")
+    make_config(mailbox, "beta", sender_pattern="*@beta.test", subject_pattern="re:прайс")
+    manage("listen_mail")
+    manage("qcluster")
+    imap_server.append(
+        price_email(
+            sender="news@spam.test", subject="Weekly news", attachments=[("flyer.pdf", b"%PDF")]
+        )
+    )
+    message = wait_until(
+        lambda: InboundMessage.objects.filter(status=Status.IGNORED).first(), 30, "IGNORED"
+    )
+    assert message.imports.count() == 0
+    report = {c["name"]: c for c in message.match_report["configs"]}
+    assert set(report) == {"acme csv", "beta"}
+    assert not report["acme csv"]["matched"]
+    acme_why = " ".join(report["acme csv"]["reasons"])
+    assert "sender 'news@spam.test' does not match '*@acme.test'" in acme_why
+    assert "flyer.pdf" in acme_why
+    beta_why = " ".join(report["beta"]["reasons"])
+    assert "subject 'Weekly news' does not match 're:прайс'" in beta_why
+
+
+def test_receiving_never_changes_the_mailbox(dovecot, make_mailbox, make_config, manage):
+    from imapclient import IMAPClient
+
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox)
+    manage("listen_mail")
+    dovecot.append(price_email())
+    wait_until(lambda: InboundMessage.objects.exists(), 20, "recorded")
+    client = IMAPClient(dovecot.host, dovecot.port, ssl=False, timeout=10)
+    client.login(dovecot.user, dovecot.password)
+    client.select_folder("INBOX", readonly=True)
+    flags = client.get_flags(client.search("ALL"))
+    client.logout()
+    assert len(flags) == 1
+    assert b"\\Seen" not in next(iter(flags.values()))

@@ -1,0 +1,299 @@
+"""mailboxes.admin: what an operator sees and can do in the Django admin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from mailboxes import services
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed.devservers import free_port
+from pricefeed.devservers.pymap import PymapServer
+from pricefeed.models import PriceListConfig
+
+from .factories import price_mail
+
+pytestmark = pytest.mark.django_db
+
+Status = InboundMessage.Status
+MESSAGES_URL = "admin:mailboxes_inboundmessage_changelist"
+MAILBOXES_URL = "admin:mailboxes_mailbox_changelist"
+
+
+def listed(response) -> set[int]:
+    assert response.status_code == 200
+    return {obj.pk for obj in response.context["cl"].result_list}
+
+
+def flashed(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+@pytest.fixture
+def messages(mailbox, make_message) -> dict[str, InboundMessage]:
+    other = Mailbox.objects.create(name="Другой", host="h", username="u", password="p")
+    return {
+        "done": make_message(
+            status=Status.DONE, subject="Прайс-лист июнь", message_id="<june@supplier.ru>"
+        ),
+        "ignored": make_message(
+            status=Status.IGNORED, subject="Счёт на оплату", message_id="<invoice@x.ru>"
+        ),
+        "other": make_message(
+            status=Status.DONE, subject="Остатки", message_id="<stock@other.ru>", mailbox=other
+        ),
+    }
+
+
+# -- InboundMessage changelist ----------------------------------------------------------------
+
+
+def test_message_changelist_renders_every_message(admin_client, messages):
+    response = admin_client.get(reverse(MESSAGES_URL))
+
+    assert listed(response) == {m.pk for m in messages.values()}
+    content = response.content.decode()
+    assert "Прайс-лист июнь" in content
+    assert "Счёт на оплату" in content
+
+
+def test_message_changelist_filters_by_status(admin_client, messages):
+    response = admin_client.get(reverse(MESSAGES_URL), {"status__exact": Status.IGNORED})
+
+    assert listed(response) == {messages["ignored"].pk}
+
+
+def test_message_changelist_filters_by_mailbox(admin_client, mailbox, messages):
+    response = admin_client.get(reverse(MESSAGES_URL), {"mailbox__id__exact": mailbox.pk})
+
+    assert listed(response) == {messages["done"].pk, messages["ignored"].pk}
+
+
+def test_message_changelist_searches_by_subject(admin_client, messages):
+    response = admin_client.get(reverse(MESSAGES_URL), {"q": "прайс"})
+
+    assert listed(response) == {messages["done"].pk}
+
+
+def test_message_changelist_searches_by_message_id(admin_client, messages):
+    response = admin_client.get(reverse(MESSAGES_URL), {"q": "<stock@other.ru>"})
+
+    assert listed(response) == {messages["other"].pk}
+
+
+# -- InboundMessage change page and raw download -------------------------------------------------
+
+
+def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_message):
+    PriceListConfig.objects.create(name="Опт", mailbox=mailbox, filename_pattern="прайс_*.xlsx")
+    PriceListConfig.objects.create(
+        name="Другой поставщик", mailbox=mailbox, sender_pattern="*@other.ru"
+    )
+    message = make_message(price_mail([("прайс_июнь.xlsx", b"data")]))
+    services.message_process(message_id=message.pk, worker="w1")
+
+    response = admin_client.get(
+        reverse("admin:mailboxes_inboundmessage_change", args=[message.pk])
+    )
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "<th>config</th><th>verdict</th><th>why</th>" in content
+    assert "<tr><td>Опт</td><td>✔ matched</td><td>matched 1 attachment(s)</td></tr>" in content
+    assert "<td>Другой поставщик</td><td>✘ no match</td>" in content
+    assert "does not match &#x27;*@other.ru&#x27;" in content
+    assert "прайс_июнь.xlsx" in content
+    assert reverse("admin:mailboxes_inboundmessage_raw", args=[message.pk]) in content
+
+
+def test_unprocessed_message_page_says_not_processed_yet(admin_client, make_message):
+    message = make_message()
+
+    response = admin_client.get(
+        reverse("admin:mailboxes_inboundmessage_change", args=[message.pk])
+    )
+
+    assert response.status_code == 200
+    assert "not processed yet" in response.content.decode()
+
+
+def test_raw_download_returns_the_exact_bytes_as_rfc822(admin_client, make_message):
+    raw = price_mail([("прайс.xlsx", bytes(range(256)))]) + b"\r\n\x00trailing\xff"
+    message = make_message(raw)
+
+    response = admin_client.get(reverse("admin:mailboxes_inboundmessage_raw", args=[message.pk]))
+
+    assert response.status_code == 200
+    assert response.content == raw
+    assert response["Content-Type"] == "message/rfc822"
+    assert response["Content-Disposition"] == f'attachment; filename="message-{message.pk}.eml"'
+
+
+def test_raw_download_of_a_message_refused_unread_is_not_found(admin_client, make_message):
+    message = make_message(None, status=Status.REJECTED)
+
+    response = admin_client.get(reverse("admin:mailboxes_inboundmessage_raw", args=[message.pk]))
+
+    assert response.status_code == 404
+
+
+def test_raw_download_requires_staff_login(client, make_message):
+    message = make_message()
+
+    response = client.get(reverse("admin:mailboxes_inboundmessage_raw", args=[message.pk]))
+
+    assert response.status_code == 302
+    assert "/login/" in response["Location"]
+
+
+# -- InboundMessage actions -----------------------------------------------------------------------
+
+
+def test_reprocess_action_requeues_finished_messages(
+    admin_client, make_message, enqueued, django_capture_on_commit_callbacks
+):
+    done = make_message(status=Status.DONE, attempts=1)
+    failed = make_message(status=Status.FAILED, attempts=5, last_error="boom")
+    processing = make_message(status=Status.PROCESSING, claimed_by="w1")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            reverse(MESSAGES_URL),
+            {"action": "reprocess", "_selected_action": [done.pk, failed.pk, processing.pk]},
+        )
+
+    assert response.status_code == 302
+    statuses = dict(InboundMessage.objects.values_list("pk", "status"))
+    assert statuses == {
+        done.pk: Status.RECEIVED,
+        failed.pk: Status.RECEIVED,
+        processing.pk: Status.PROCESSING,
+    }
+    assert sorted(enqueued) == sorted([done.pk, failed.pk])
+    assert flashed(response) == [
+        "2 message(s) queued for processing.",
+        "1 skipped: in progress, waiting, or with no stored body.",
+    ]
+
+
+def test_mark_failed_action_fails_the_selected_messages(admin_client, admin_user, make_message):
+    received = make_message(status=Status.RECEIVED)
+    done = make_message(status=Status.DONE)
+
+    response = admin_client.post(
+        reverse(MESSAGES_URL),
+        {"action": "mark_failed", "_selected_action": [received.pk, done.pk]},
+    )
+
+    assert response.status_code == 302
+    received.refresh_from_db()
+    done.refresh_from_db()
+    assert received.status == Status.FAILED
+    assert received.last_error == f"marked failed by {admin_user.username}"
+    assert done.status == Status.DONE
+    assert flashed(response) == ["1 message(s) marked failed."]
+
+
+# -- Mailbox pages ----------------------------------------------------------------------------
+
+
+def test_mailbox_changelist_renders_without_the_password(admin_client, mailbox):
+    response = admin_client.get(reverse(MAILBOXES_URL))
+
+    assert listed(response) == {mailbox.pk}
+    content = response.content.decode()
+    assert "buyer@imap.supplier.example:993 (ssl)" in content
+    assert "s3cret-imap-password" not in content
+    assert "fernet:" not in content
+
+
+def test_mailbox_change_page_renders_without_the_password(admin_client, mailbox):
+    PriceListConfig.objects.create(name="Опт", mailbox=mailbox, filename_pattern="прайс*")
+
+    response = admin_client.get(reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk]))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "imap.supplier.example" in content
+    assert "Опт" in content
+    assert "s3cret-imap-password" not in content
+    assert "fernet:" not in content
+
+
+def test_mailbox_add_page_renders(admin_client):
+    assert admin_client.get(reverse("admin:mailboxes_mailbox_add")).status_code == 200
+
+
+def run_test_connection(admin_client, mailbox: Mailbox) -> list[str]:
+    response = admin_client.post(
+        reverse(MAILBOXES_URL), {"action": "test_connection", "_selected_action": [mailbox.pk]}
+    )
+    assert response.status_code == 302
+    return flashed(response)
+
+
+def plain_mailbox(host: str, port: int, password: str, **fields: object) -> Mailbox:
+    return Mailbox.objects.create(
+        name="pymap",
+        host=host,
+        port=port,
+        security=fields.pop("security", Mailbox.Security.PLAIN),
+        username=fields.pop("username", "pricefeed"),
+        password=password,
+        **fields,
+    )
+
+
+def test_test_connection_to_a_closed_port_says_the_connection_was_refused(admin_client):
+    port = free_port()
+    mailbox = plain_mailbox("127.0.0.1", port, "whatever")
+
+    (message,) = run_test_connection(admin_client, mailbox)
+
+    assert message == f"pymap: connection to 127.0.0.1:{port} refused (nothing listening?)"
+
+
+@pytest.fixture(scope="module")
+def pymap_server() -> Iterator[PymapServer]:
+    with PymapServer() as server:
+        yield server
+
+
+def test_test_connection_with_a_wrong_password_says_authentication_failed(
+    admin_client, pymap_server
+):
+    mailbox = plain_mailbox(pymap_server.host, pymap_server.port, "wrong-password")
+
+    (message,) = run_test_connection(admin_client, mailbox)
+
+    assert message == "pymap: authentication failed for user 'pricefeed'"
+    assert "wrong-password" not in message
+
+
+def test_test_connection_with_the_right_password_reports_the_folder(admin_client, pymap_server):
+    mailbox = plain_mailbox(pymap_server.host, pymap_server.port, pymap_server.password)
+
+    (message,) = run_test_connection(admin_client, mailbox)
+
+    assert message.startswith(f"pymap: connected to {pymap_server.host}:{pymap_server.port}")
+    assert "folder 'INBOX'" in message
+    assert "IDLE supported" in message
+
+
+def test_test_connection_with_tls_to_a_plain_server_says_the_handshake_failed(
+    admin_client, pymap_server
+):
+    mailbox = plain_mailbox(
+        pymap_server.host,
+        pymap_server.port,
+        pymap_server.password,
+        security=Mailbox.Security.SSL,
+    )
+
+    (message,) = run_test_connection(admin_client, mailbox)
+
+    assert message.startswith(f"pymap: TLS handshake with {pymap_server.host}:")
+    assert message.endswith("check the security setting")

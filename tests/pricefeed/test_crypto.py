@@ -1,0 +1,119 @@
+"""pricefeed.crypto: mailbox passwords are Fernet-encrypted at rest."""
+
+from __future__ import annotations
+
+import pytest
+from cryptography.fernet import Fernet
+from django.db import connection
+
+from mailboxes.models import Mailbox
+from pricefeed import crypto
+from pricefeed.crypto import DecryptionError
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "Пароль-от-IMAP 42!"
+
+
+@pytest.fixture(autouse=True)
+def fresh_fernet_cache():
+    crypto._fernet.cache_clear()
+    yield
+    crypto._fernet.cache_clear()
+
+
+def new_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+def stored_password(pk: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT password FROM mailboxes_mailbox WHERE id = %s", [pk])
+        return cursor.fetchone()[0]
+
+
+def make_mailbox(password: str = PASSWORD, name: str = "m") -> Mailbox:
+    return Mailbox.objects.create(name=name, host="h", username="u", password=password)
+
+
+def test_password_is_stored_encrypted_in_the_database():
+    mailbox = make_mailbox()
+
+    stored = stored_password(mailbox.pk)
+
+    assert stored.startswith("fernet:")
+    assert PASSWORD not in stored
+
+
+def test_password_reads_back_as_plaintext():
+    mailbox = make_mailbox()
+
+    assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
+
+
+def test_same_password_encrypts_differently_each_time():
+    first, second = make_mailbox(name="m1"), make_mailbox(name="m2")
+
+    assert stored_password(first.pk) != stored_password(second.pk)
+
+
+def test_empty_password_is_stored_empty():
+    mailbox = make_mailbox(password="")
+
+    assert stored_password(mailbox.pk) == ""
+    assert Mailbox.objects.get(pk=mailbox.pk).password == ""
+
+
+def test_plaintext_written_by_hand_in_the_database_reads_as_is():
+    mailbox = make_mailbox()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE mailboxes_mailbox SET password = %s WHERE id = %s", ["legacy", mailbox.pk]
+        )
+
+    assert Mailbox.objects.get(pk=mailbox.pk).password == "legacy"
+
+
+def test_password_decrypts_after_key_rotation_with_the_old_key_second(settings):
+    old, new = new_key(), new_key()
+    settings.PRICEFEED_ENCRYPTION_KEYS = [old]
+    mailbox = make_mailbox()
+
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new, old]
+    crypto._fernet.cache_clear()
+
+    assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
+
+
+def test_resaving_after_rotation_lets_the_old_key_be_dropped(settings):
+    old, new = new_key(), new_key()
+    settings.PRICEFEED_ENCRYPTION_KEYS = [old]
+    mailbox = make_mailbox()
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new, old]
+    Mailbox.objects.get(pk=mailbox.pk).save()
+
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new]
+    crypto._fernet.cache_clear()
+
+    assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
+
+
+def test_wrong_key_raises_decryption_error(settings):
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
+    mailbox = make_mailbox()
+
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
+    crypto._fernet.cache_clear()
+
+    with pytest.raises(DecryptionError, match="cannot be decrypted"):
+        Mailbox.objects.get(pk=mailbox.pk)
+
+
+def test_changed_secret_key_without_explicit_keys_raises_decryption_error(settings):
+    settings.PRICEFEED_ENCRYPTION_KEYS = []
+    mailbox = make_mailbox()
+
+    settings.SECRET_KEY = settings.SECRET_KEY + "-rotated"
+
+    with pytest.raises(DecryptionError):
+        Mailbox.objects.get(pk=mailbox.pk)

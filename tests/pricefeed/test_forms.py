@@ -1,0 +1,114 @@
+"""pricefeed.forms: PriceListConfigForm turns bad patterns and columns into messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mailboxes.models import Mailbox
+from pricefeed.forms import PriceListConfigForm
+from pricefeed.models import PriceListConfig
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def mailbox() -> Mailbox:
+    return Mailbox.objects.create(name="Поставщик", host="h", username="u", password="p")
+
+
+def form(mailbox: Mailbox, **overrides: object) -> PriceListConfigForm:
+    data = {
+        "name": "Опт",
+        "mailbox": mailbox.pk,
+        "enabled": "on",
+        "sender_pattern": "*@supplier.ru",
+        "subject_pattern": "re:прайс|price",
+        "filename_pattern": "прайс_*.xlsx",
+        "columns": json.dumps({"sku": "Артикул", "price": "C"}, ensure_ascii=False),
+        "sheet": "",
+        "number_format": PriceListConfig.NumberFormat.AUTO,
+        "mode": PriceListConfig.Mode.SNAPSHOT,
+    }
+    data.update(overrides)
+    return PriceListConfigForm(data=data)
+
+
+def test_valid_config_is_accepted_and_saved(mailbox):
+    f = form(mailbox)
+
+    assert f.is_valid(), f.errors
+    config = f.save()
+    assert config.columns == {"sku": "Артикул", "price": "C"}
+    assert config.filename_pattern == "прайс_*.xlsx"
+
+
+def test_patterns_are_stored_without_surrounding_spaces(mailbox):
+    f = form(mailbox, sender_pattern="  *@supplier.ru  ")
+
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["sender_pattern"] == "*@supplier.ru"
+
+
+def test_empty_patterns_and_columns_are_accepted(mailbox):
+    f = form(mailbox, sender_pattern="", subject_pattern="", filename_pattern="", columns="{}")
+
+    assert f.is_valid(), f.errors
+
+
+@pytest.mark.parametrize("field", ["sender_pattern", "subject_pattern", "filename_pattern"])
+def test_invalid_regex_is_rejected_with_a_message(mailbox, field):
+    f = form(mailbox, **{field: "re:(прайс"})
+
+    assert not f.is_valid()
+    (message,) = f.errors[field]
+    assert message.startswith("invalid regular expression:")
+    assert "Traceback" not in message
+
+
+def test_unbalanced_glob_is_rejected_with_a_message(mailbox):
+    f = form(mailbox, filename_pattern="прайс[.xlsx")
+
+    assert not f.is_valid()
+    (message,) = f.errors["filename_pattern"]
+    assert "unbalanced [ ]" in message
+
+
+def test_unknown_column_field_is_rejected_naming_it(mailbox):
+    f = form(mailbox, columns=json.dumps({"sku": "A", "цена": "B", "colour": "C"}))
+
+    assert not f.is_valid()
+    (message,) = f.errors["columns"]
+    assert message.startswith("Unknown field(s) colour, цена;")
+    assert "sku, name, price, currency, quantity" in message
+
+
+def test_columns_that_are_not_an_object_are_rejected(mailbox):
+    f = form(mailbox, columns=json.dumps(["sku", "price"]))
+
+    assert not f.is_valid()
+    assert "Expected an object" in f.errors["columns"][0]
+
+
+def test_empty_column_reference_is_rejected(mailbox):
+    f = form(mailbox, columns=json.dumps({"sku": "  "}))
+
+    assert not f.is_valid()
+    assert "Column for 'sku'" in f.errors["columns"][0]
+
+
+def test_all_known_column_fields_are_accepted(mailbox):
+    columns = {"sku": "A", "name": "Наименование", "price": "C", "currency": "D", "quantity": "E"}
+
+    f = form(mailbox, columns=json.dumps(columns, ensure_ascii=False))
+
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["columns"] == columns
+
+
+def test_sheet_number_zero_is_rejected(mailbox):
+    f = form(mailbox, sheet="0")
+
+    assert not f.is_valid()
+    assert f.errors["sheet"] == ["Sheet numbers start at 1."]

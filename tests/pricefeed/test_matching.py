@@ -1,0 +1,248 @@
+"""pricefeed.matching: which configs a message matches, and why the others do not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pricefeed.matching import (
+    Attachment,
+    Envelope,
+    PatternError,
+    Rule,
+    compile_pattern,
+    evaluate,
+    evaluate_all,
+    pattern_matches,
+    report,
+)
+
+
+def matches(pattern: str, value: str) -> bool:
+    compiled = compile_pattern(pattern)
+    return pattern_matches(compiled, value, regex=pattern.strip().startswith("re:"))
+
+
+def attachment(key: str, filename: str) -> Attachment:
+    return Attachment(
+        key=key,
+        filename=filename,
+        content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        size=10,
+        sha256="0" * 64,
+    )
+
+
+def envelope(
+    sender: str = "prices@supplier.ru",
+    subject: str = "Прайс-лист на 01.06",
+    filenames: tuple[str, ...] = ("прайс_июнь.xlsx",),
+) -> Envelope:
+    return Envelope(
+        sender=sender,
+        subject=subject,
+        attachments=tuple(attachment(f"part{i + 2}", name) for i, name in enumerate(filenames)),
+    )
+
+
+# -- patterns ---------------------------------------------------------------------------
+
+
+def test_glob_sender_pattern_is_case_insensitive():
+    assert matches("*@Supplier.RU", "PRICES@supplier.ru")
+
+
+def test_glob_with_cyrillic_is_case_insensitive():
+    assert matches("прайс*", "ПРАЙС-ЛИСТ на июнь")
+    assert matches("прайс_*.xlsx", "Прайс_2024.XLSX")
+
+
+def test_glob_matches_the_whole_value_not_a_prefix():
+    assert not matches("*@supplier.ru", "prices@supplier.ru.evil.example")
+    assert not matches("price*.xlsx", "price.xlsx.exe")
+
+
+def test_glob_matches_the_whole_value_not_a_suffix():
+    assert not matches("прайс*", "Новый прайс-лист")
+
+
+def test_regex_pattern_searches_anywhere_in_the_value():
+    assert matches("re:прайс", "Новый ПРАЙС-лист")
+    assert matches(r"re:\d{2}\.\d{2}", "Прайс-лист на 01.06 готов")
+
+
+def test_regex_pattern_is_case_insensitive():
+    assert matches("re:^prices@", "PRICES@supplier.ru")
+
+
+def test_regex_pattern_that_does_not_occur_does_not_match():
+    assert not matches("re:остатки", "Прайс-лист")
+
+
+@pytest.mark.parametrize("pattern", ["", "   "])
+def test_empty_pattern_matches_anything(pattern):
+    assert compile_pattern(pattern) is None
+    assert matches(pattern, "")
+    assert matches(pattern, "anything at all")
+
+
+def test_invalid_regex_raises_pattern_error():
+    with pytest.raises(PatternError, match="invalid regular expression"):
+        compile_pattern("re:(unclosed")
+
+
+def test_unbalanced_bracket_in_glob_raises_pattern_error():
+    with pytest.raises(PatternError, match="unbalanced"):
+        compile_pattern("price[.xlsx")
+
+
+def test_glob_character_class_matches():
+    assert matches("price_[0-9][0-9].xlsx", "PRICE_07.xlsx")
+    assert not matches("price_[0-9][0-9].xlsx", "price_ab.xlsx")
+
+
+def test_escaped_bracket_suggested_by_the_error_message_is_accepted():
+    # The PatternError text tells operators to write "[[]" for a literal "[",
+    # so that spelling has to be a valid glob matching a literal bracket.
+    assert matches("[[]*", "[1C] прайс.xlsx")
+
+
+# -- evaluate ---------------------------------------------------------------------------
+
+
+def test_matching_config_lists_every_matching_attachment_key():
+    env = envelope(filenames=("прайс_опт.xlsx", "readme.txt", "ПРАЙС_розница.XLSX"))
+    rule = Rule(1, "Опт", "*@supplier.ru", "прайс*", "прайс_*.xlsx")
+
+    result = evaluate(rule, env)
+
+    assert result.matched
+    assert result.attachments == ["part2", "part4"]
+    assert result.reasons == ["matched 2 attachment(s)"]
+
+
+def test_config_with_empty_patterns_matches_any_message_with_attachments():
+    result = evaluate(Rule(1, "any"), envelope())
+
+    assert result.matched
+    assert result.attachments == ["part2"]
+
+
+def test_sender_mismatch_gives_a_reason_naming_sender_and_pattern():
+    result = evaluate(Rule(1, "r", sender_pattern="*@supplier.ru"), envelope(sender="x@other.ru"))
+
+    assert not result.matched
+    assert result.attachments == []
+    assert result.reasons == ["sender 'x@other.ru' does not match '*@supplier.ru'"]
+
+
+def test_missing_sender_is_shown_as_none_in_the_reason():
+    result = evaluate(Rule(1, "r", sender_pattern="*@supplier.ru"), envelope(sender=""))
+
+    assert result.reasons == ["sender '(none)' does not match '*@supplier.ru'"]
+
+
+def test_subject_mismatch_gives_a_reason_naming_subject_and_pattern():
+    result = evaluate(Rule(1, "r", subject_pattern="остатки*"), envelope(subject="Прайс-лист"))
+
+    assert not result.matched
+    assert result.reasons == ["subject 'Прайс-лист' does not match 'остатки*'"]
+
+
+def test_message_without_attachments_gives_a_reason():
+    result = evaluate(Rule(1, "r"), envelope(filenames=()))
+
+    assert not result.matched
+    assert result.reasons == ["message has no attachments"]
+
+
+def test_no_matching_attachment_name_lists_the_attachment_names():
+    env = envelope(filenames=("остатки.xlsx", "readme.txt"))
+
+    result = evaluate(Rule(1, "r", filename_pattern="прайс_*.xlsx"), env)
+
+    assert not result.matched
+    assert result.attachments == []
+    assert result.reasons == [
+        "no attachment name matches 'прайс_*.xlsx' (attachments: 'остатки.xlsx', 'readme.txt')"
+    ]
+
+
+def test_every_failed_criterion_gives_its_own_reason():
+    rule = Rule(1, "r", "*@supplier.ru", "прайс*", "прайс_*.xlsx")
+    env = envelope(sender="spam@evil.example", subject="Hello", filenames=("invoice.pdf",))
+
+    result = evaluate(rule, env)
+
+    assert not result.matched
+    assert len(result.reasons) == 3
+    assert result.reasons[0].startswith("sender 'spam@evil.example'")
+    assert result.reasons[1].startswith("subject 'Hello'")
+    assert result.reasons[2].startswith("no attachment name matches")
+    assert "'invoice.pdf'" in result.reasons[2]
+
+
+def test_sender_and_subject_mismatch_without_attachments_gives_three_reasons():
+    rule = Rule(1, "r", "*@supplier.ru", "прайс*")
+
+    result = evaluate(rule, envelope(sender="a@b.c", subject="x", filenames=()))
+
+    assert [r.split(" ")[0] for r in result.reasons] == ["sender", "subject", "message"]
+
+
+def test_config_with_invalid_pattern_does_not_match_and_says_why():
+    result = evaluate(Rule(1, "broken", subject_pattern="re:(("), envelope())
+
+    assert not result.matched
+    assert result.attachments == []
+    assert len(result.reasons) == 1
+    assert result.reasons[0].startswith("config has an invalid pattern: invalid regular expression")
+
+
+# -- evaluate_all / report ----------------------------------------------------------------
+
+
+def test_evaluate_all_gives_one_result_per_config_in_order():
+    rules = [
+        Rule(1, "Опт", filename_pattern="прайс_*.xlsx"),
+        Rule(2, "Остатки", filename_pattern="остатки*.xlsx"),
+    ]
+
+    results = evaluate_all(rules, envelope())
+
+    assert [(r.config_id, r.name, r.matched) for r in results] == [
+        (1, "Опт", True),
+        (2, "Остатки", False),
+    ]
+
+
+def test_report_is_json_serialisable_and_names_every_config():
+    env = envelope(filenames=("прайс_июнь.xlsx", "фото.jpg"))
+    rules = [
+        Rule(7, "Опт", sender_pattern="*@supplier.ru", filename_pattern="прайс_*.xlsx"),
+        Rule(8, "Другой поставщик", sender_pattern="*@other.ru"),
+    ]
+
+    data = report(env, evaluate_all(rules, env), warnings=["w1"])
+    decoded = json.loads(json.dumps(data, ensure_ascii=False))
+
+    assert decoded["sender"] == "prices@supplier.ru"
+    assert decoded["subject"] == "Прайс-лист на 01.06"
+    assert [a["filename"] for a in decoded["attachments"]] == ["прайс_июнь.xlsx", "фото.jpg"]
+    assert decoded["attachments"][0]["key"] == "part2"
+    assert [c["name"] for c in decoded["configs"]] == ["Опт", "Другой поставщик"]
+    assert decoded["configs"][0]["matched"] is True
+    assert decoded["configs"][0]["attachments"] == ["part2"]
+    assert decoded["configs"][1]["matched"] is False
+    assert decoded["configs"][1]["reasons"] == [
+        "sender 'prices@supplier.ru' does not match '*@other.ru'"
+    ]
+    assert decoded["warnings"] == ["w1"]
+
+
+def test_report_without_configs_has_an_empty_config_list():
+    data = report(envelope(), [])
+
+    assert data["configs"] == []
+    json.dumps(data)

@@ -260,7 +260,12 @@ def messages_record(
             checkpoint.save(update_fields=["last_uid", "updated_at"])
         crash_point("record_before_commit")
         to_process = [r.pk for r in created if r.status == Status.RECEIVED]
-        transaction.on_commit(lambda: enqueue_processing(to_process))
+
+        def after_commit() -> None:
+            crash_point("record_before_enqueue")
+            enqueue_processing(to_process)
+
+        transaction.on_commit(after_commit)
     crash_point("record_after_commit")
     for record in created:
         if record.status == Status.REJECTED:

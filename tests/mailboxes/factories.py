@@ -12,7 +12,7 @@ def price_mail(
     attachments: Sequence[tuple[str, bytes]] = (("прайс_июнь.xlsx", b"PK\x03\x04 price"),),
     *,
     subject: str = "Прайс-лист на июнь",
-    sender: str = "ООО Поставщик <prices@supplier.ru>",
+    sender: str = "Торговый дом Поставщик <prices@supplier.ru>",
     message_id: str | None = "<june@supplier.ru>",
     date: str = "Mon, 03 Jun 2024 10:15:00 +0300",
     body: str = "Добрый день, прайс во вложении.",

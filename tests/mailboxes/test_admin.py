@@ -23,6 +23,12 @@ MESSAGES_URL = "admin:mailboxes_inboundmessage_changelist"
 MAILBOXES_URL = "admin:mailboxes_mailbox_changelist"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # admin_user hashes its password; the default PBKDF2 costs ~0.5 s per test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def listed(response) -> set[int]:
     assert response.status_code == 200
     return {obj.pk for obj in response.context["cl"].result_list}
@@ -84,7 +90,7 @@ def test_message_changelist_searches_by_message_id(admin_client, messages):
     assert listed(response) == {messages["other"].pk}
 
 
-# -- InboundMessage change page and raw download -------------------------------------------------
+# -- InboundMessage change page and raw download ----------------------------------------------
 
 
 def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_message):
@@ -95,9 +101,7 @@ def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_mes
     message = make_message(price_mail([("прайс_июнь.xlsx", b"data")]))
     services.message_process(message_id=message.pk, worker="w1")
 
-    response = admin_client.get(
-        reverse("admin:mailboxes_inboundmessage_change", args=[message.pk])
-    )
+    response = admin_client.get(reverse("admin:mailboxes_inboundmessage_change", args=[message.pk]))
 
     assert response.status_code == 200
     content = response.content.decode()
@@ -109,12 +113,23 @@ def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_mes
     assert reverse("admin:mailboxes_inboundmessage_raw", args=[message.pk]) in content
 
 
+def test_rejected_message_page_shows_the_mime_defects(admin_client, make_message):
+    raw = b"From: a@supplier.ru\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed\r\n\r\nx\r\n"
+    message = make_message(raw)
+    services.message_process(message_id=message.pk, worker="w1")
+
+    response = admin_client.get(reverse("admin:mailboxes_inboundmessage_change", args=[message.pk]))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "malformed MIME" in content
+    assert "<div>NoBoundaryInMultipartDefect</div>" in content
+
+
 def test_unprocessed_message_page_says_not_processed_yet(admin_client, make_message):
     message = make_message()
 
-    response = admin_client.get(
-        reverse("admin:mailboxes_inboundmessage_change", args=[message.pk])
-    )
+    response = admin_client.get(reverse("admin:mailboxes_inboundmessage_change", args=[message.pk]))
 
     assert response.status_code == 200
     assert "not processed yet" in response.content.decode()
@@ -149,7 +164,7 @@ def test_raw_download_requires_staff_login(client, make_message):
     assert "/login/" in response["Location"]
 
 
-# -- InboundMessage actions -----------------------------------------------------------------------
+# -- InboundMessage actions -------------------------------------------------------------------
 
 
 def test_reprocess_action_requeues_finished_messages(

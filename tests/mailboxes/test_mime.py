@@ -38,7 +38,7 @@ def price_mail(
     return msg
 
 
-# -- header_fields ------------------------------------------------------------------------
+# -- header_fields ----------------------------------------------------------------------------
 
 
 def test_message_id_is_kept_with_angle_brackets():
@@ -80,11 +80,12 @@ def test_rfc2047_quoted_printable_subject_mixed_with_plain_text_is_decoded():
 
 @pytest.mark.parametrize("charset", ["utf-8", "windows-1251", "koi8-r"])
 def test_rfc2047_encoded_from_display_name_is_decoded(charset):
-    raw = f"From: {encoded_word('ООО Поставщик', charset)} <sales@supplier.ru>\r\n\r\n".encode()
+    name = encoded_word("Торговый дом Поставщик", charset)
+    raw = f"From: {name} <sales@supplier.ru>\r\n\r\n".encode()
 
     fields = header_fields(raw)
 
-    assert fields.from_header == "ООО Поставщик <sales@supplier.ru>"
+    assert fields.from_header == "Торговый дом Поставщик <sales@supplier.ru>"
     assert fields.from_address == "sales@supplier.ru"
 
 
@@ -171,7 +172,7 @@ def test_split_headers_returns_the_header_block_only():
     assert split_headers(raw) == b"Subject: x\r\nFrom: a@b.c\r\n\r\n"
 
 
-# -- parse_message: attachments -------------------------------------------------------------
+# -- parse_message: attachments ---------------------------------------------------------------
 
 
 def test_attachments_are_listed_in_mime_order_with_part_keys():
@@ -276,7 +277,7 @@ def test_message_without_attachments_has_none():
     assert parse_message(msg.as_bytes()).attachments == []
 
 
-# -- parse_message: defects -----------------------------------------------------------------
+# -- parse_message: defects -------------------------------------------------------------------
 
 
 def test_clean_message_has_no_structural_defects():

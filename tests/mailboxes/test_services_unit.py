@@ -97,7 +97,7 @@ def test_dedup_key_without_message_id_and_content_uses_the_uid():
     assert key(**no_content, uid=1) == key(**no_content, uid=1)
 
 
-# -- checkpoint_sync ----------------------------------------------------------------------------
+# -- checkpoint_sync --------------------------------------------------------------------------
 
 
 def test_missing_checkpoint_starts_at_start_uid(lease):
@@ -126,7 +126,7 @@ def test_checkpoint_sync_with_a_stale_lease_raises_lease_lost(mailbox, lease):
     assert not MailboxCheckpoint.objects.exists()
 
 
-# -- messages_record ------------------------------------------------------------------------------
+# -- messages_record --------------------------------------------------------------------------
 
 
 def test_records_are_created_in_uid_order_and_advance_the_checkpoint(
@@ -312,7 +312,7 @@ def test_after_uidvalidity_change_re_recorded_messages_are_skipped_as_duplicates
     assert (checkpoint.uidvalidity, checkpoint.last_uid) == (2, 4)
 
 
-# -- message_process --------------------------------------------------------------------------------
+# -- message_process --------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -338,9 +338,7 @@ TWO_PRICES_AND_STOCK = [
 ]
 
 
-def test_matching_message_is_done_with_one_import_per_config_and_attachment(
-    configs, make_message
-):
+def test_matching_message_is_done_with_one_import_per_config_and_attachment(configs, make_message):
     opt, stock = configs
     message = make_message(price_mail(TWO_PRICES_AND_STOCK))
 
@@ -367,9 +365,7 @@ def test_matching_message_is_done_with_one_import_per_config_and_attachment(
     assert all(c["matched"] for c in report["configs"])
 
 
-def test_processing_a_done_message_again_claims_nothing_and_adds_no_imports(
-    configs, make_message
-):
+def test_processing_a_done_message_again_claims_nothing_and_adds_no_imports(configs, make_message):
     message = make_message(price_mail(TWO_PRICES_AND_STOCK))
     services.message_process(message_id=message.pk, worker="w1")
 
@@ -539,7 +535,7 @@ def test_exception_after_the_last_attempt_fails_the_message_with_an_alert(
     assert "matching exploded" in mail.outbox[0].body
 
 
-# -- sweep, requeue, mark failed ------------------------------------------------------------------
+# -- sweep, requeue, mark failed --------------------------------------------------------------
 
 
 def test_sweep_returns_an_expired_processing_claim_to_retryable(settings, make_message, enqueued):

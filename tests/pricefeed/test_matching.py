@@ -46,7 +46,7 @@ def envelope(
     )
 
 
-# -- patterns ---------------------------------------------------------------------------
+# -- patterns ---------------------------------------------------------------------------------
 
 
 def test_glob_sender_pattern_is_case_insensitive():
@@ -108,7 +108,7 @@ def test_escaped_bracket_suggested_by_the_error_message_is_accepted():
     assert matches("[[]*", "[1C] прайс.xlsx")
 
 
-# -- evaluate ---------------------------------------------------------------------------
+# -- evaluate ---------------------------------------------------------------------------------
 
 
 def test_matching_config_lists_every_matching_attachment_key():
@@ -200,7 +200,7 @@ def test_config_with_invalid_pattern_does_not_match_and_says_why():
     assert result.reasons[0].startswith("config has an invalid pattern: invalid regular expression")
 
 
-# -- evaluate_all / report ----------------------------------------------------------------
+# -- evaluate_all / report --------------------------------------------------------------------
 
 
 def test_evaluate_all_gives_one_result_per_config_in_order():

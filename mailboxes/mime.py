@@ -10,11 +10,12 @@ import email
 import email.errors
 import email.header
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from email import policy
 from email.message import EmailMessage, Message
-from email.parser import BytesHeaderParser, BytesParser
+from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
 from pricefeed.matching import Attachment
@@ -55,7 +56,17 @@ def _header(msg: Message, name: str) -> str:
     return clean(value)
 
 
+_ANGLE_ADDR = re.compile(r"<\s*([^<>\s@]+@[^<>\s@]+)\s*>")
+
+
 def _first_address(from_header: str) -> str:
+    """The sender's address: the first ``<angle-addr>`` when there is one, so a display
+    name that merely looks like an address (``prices@supplier.ru <x@evil>``) never wins;
+    otherwise the first bare address. Python 3.11's ``getaddresses`` lacks the strict
+    parsing fix (CVE-2023-27043), hence the explicit rule."""
+    match = _ANGLE_ADDR.search(from_header)
+    if match:
+        return clean(match.group(1).lower(), 320)
     try:
         addresses = getaddresses([from_header])
     except Exception:
@@ -66,12 +77,21 @@ def _first_address(from_header: str) -> str:
     return ""
 
 
+def _header_text(raw_headers: bytes) -> str:
+    """The header block as text: UTF-8 (RFC 6532), else cp1251, the usual legacy charset
+    of raw 8-bit headers in this trade."""
+    try:
+        return raw_headers.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw_headers.decode("cp1251", errors="replace")
+
+
 def header_fields(raw_headers: bytes) -> HeaderFields:
     """Reads the header fields a record keeps; never raises on malformed headers."""
-    msg = BytesHeaderParser(policy=policy.compat32).parsebytes(raw_headers)
-    message_id = clean(msg.get("Message-ID", "")).strip()
-    if message_id and not message_id.startswith("<"):
-        message_id = f"<{message_id.strip('<>')}>"
+    msg = HeaderParser(policy=policy.compat32).parsestr(_header_text(raw_headers))
+    message_id = clean(msg.get("Message-ID", ""))
+    if message_id:
+        message_id = f"<{message_id.strip('<> ')}>"
     date = clean(msg.get("Date", ""))
     try:
         sent_at = parsedate_to_datetime(date) if date else None
@@ -79,13 +99,15 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
             sent_at = None
     except (TypeError, ValueError, IndexError, OverflowError):
         sent_at = None
-    from_header = _decoded(msg.get("From", ""))
+    raw_from = clean(msg.get("From", ""))
     return HeaderFields(
         message_id=message_id,
         date=date,
         sent_at=sent_at,
-        from_header=from_header,
-        from_address=_first_address(from_header),
+        from_header=_decoded(raw_from),
+        # The address comes from the undecoded header: an encoded display name such as
+        # "=?utf-8?q?prices=40supplier.ru?=" must never pass for the sender's address.
+        from_address=_first_address(raw_from),
         subject=_decoded(msg.get("Subject", "")),
     )
 
@@ -95,14 +117,8 @@ def _decoded(value: object) -> str:
     if not value:
         return ""
     try:
-        parts = email.header.decode_header(str(value))
-        text = "".join(
-            chunk.decode(charset or "ascii", errors="replace")
-            if isinstance(chunk, bytes)
-            else chunk
-            for chunk, charset in parts
-        )
-    except (LookupError, ValueError, email.errors.HeaderParseError):
+        text = str(email.header.make_header(email.header.decode_header(str(value))))
+    except (LookupError, ValueError, UnicodeError, email.errors.HeaderParseError):
         text = str(value)
     return clean(text)
 

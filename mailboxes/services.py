@@ -510,20 +510,15 @@ def message_retry_or_fail(
 
 def messages_requeue(*, message_ids: Iterable[int]) -> int:
     """Operator action: processes finished or stuck-in-retry messages again from the start."""
-    ids = list(
-        InboundMessage.objects.filter(
-            pk__in=list(message_ids),
-            status__in=[
-                Status.DONE,
-                Status.IGNORED,
-                Status.FAILED,
-                Status.REJECTED,
-                Status.RETRYABLE,
-            ],
-            raw__isnull=False,
-        ).values_list("pk", flat=True)
+    requeueable = InboundMessage.objects.filter(
+        pk__in=list(message_ids),
+        status__in=[Status.DONE, Status.IGNORED, Status.FAILED, Status.REJECTED, Status.RETRYABLE],
+        raw__isnull=False,
     )
-    moved = InboundMessage.objects.filter(pk__in=ids).update(
+    ids = list(requeueable.values_list("pk", flat=True))
+    # The status condition is repeated in the UPDATE: a message a worker claimed in
+    # between stays PROCESSING.
+    moved = requeueable.filter(pk__in=ids).update(
         status=Status.RECEIVED,
         attempts=0,
         next_attempt_at=None,

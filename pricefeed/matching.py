@@ -29,8 +29,6 @@ def compile_pattern(pattern: str) -> re.Pattern[str] | None:
             return re.compile(pattern[len(REGEX_PREFIX) :], re.IGNORECASE)
         except re.error as exc:
             raise PatternError(f"invalid regular expression: {exc}") from None
-    if pattern.count("[") != pattern.count("]"):
-        raise PatternError("unbalanced [ ] in glob; use [[] for a literal '[' or 're:' for a regex")
     # fnmatch.translate anchors at the end; match() anchors at the start.
     return re.compile(fnmatch.translate(pattern), re.IGNORECASE)
 

@@ -17,7 +17,8 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """Returns the delay before retry number ``attempt`` (1-based)."""
-        ceiling = min(self.maximum, self.base * (2 ** max(attempt - 1, 0)))
+        exponent = min(max(attempt - 1, 0), 62)  # a float overflows long before 2**1024
+        ceiling = min(self.maximum, self.base * (2**exponent))
         # Half fixed, half random: never hammers, and spreads a herd of reconnects.
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 

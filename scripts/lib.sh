@@ -1,0 +1,89 @@
+# Shared by scripts/test, scripts/demo and .ci/run: installs what they need, idempotently.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+say() { printf '%s\n' "$*" >&2; }
+
+ensure_venv() {
+    local python="${PYTHON:-python3}"
+    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        say "pricefeed needs Python >= 3.11 (set PYTHON=/path/to/python3.11)"; exit 2
+    fi
+    [ -x "$VENV/bin/python" ] || "$python" -m venv "$VENV"
+    # Reinstall only when the dependency list changed.
+    local stamp="$VENV/.pricefeed-installed"
+    local want
+    want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        say "installing pricefeed and its dev dependencies into .venv ..."
+        "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+        "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+        echo "$want" > "$stamp"
+    fi
+}
+
+ensure_dovecot() {
+    command -v dovecot >/dev/null && command -v doveadm >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing Dovecot (dovecot-imapd) for the IMAP integration tests ..."
+        # The package tries to start the system service; we only need the binaries.
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            dovecot-imapd >/dev/null
+    else
+        say "note: Dovecot is not installed and cannot be installed without root;"
+        say "      the Dovecot tests will be skipped (the pymap ones still run)."
+    fi
+}
+
+pg_ready() { # host port
+    command -v pg_isready >/dev/null || return 1
+    pg_isready -q -h "$1" -p "$2" -t 3
+}
+
+# Sets DATABASE_URL to a reachable PostgreSQL: the given one, the local server on 5432
+# (started if installed and down), or a throwaway cluster in var/pgtest.
+ensure_postgres() {
+    if [ -n "${DATABASE_URL:-}" ]; then
+        return 0
+    fi
+    local url="postgres://postgres@127.0.0.1:5432/postgres"
+    if pg_ready 127.0.0.1 5432; then export DATABASE_URL="$url"; return 0; fi
+    if [ "$(id -u)" = 0 ] && command -v pg_ctlcluster >/dev/null; then
+        local version
+        for version in $(ls /etc/postgresql 2>/dev/null); do
+            say "starting PostgreSQL $version ..."
+            pg_ctlcluster --skip-systemctl-redirect "$version" main start 2>/dev/null || true
+        done
+        for _ in $(seq 1 30); do
+            if pg_ready 127.0.0.1 5432; then export DATABASE_URL="$url"; return 0; fi
+            sleep 0.5
+        done
+    fi
+    local initdb
+    initdb="$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1)"
+    if [ -z "$initdb" ]; then initdb="$(command -v initdb || true)"; fi
+    if [ -z "$initdb" ]; then
+        say "No PostgreSQL reachable: set DATABASE_URL=postgres://user@host:port/db, or install"
+        say "PostgreSQL (apt-get install postgresql) so a throwaway cluster can be started."
+        exit 2
+    fi
+    local bin data port run_as=()
+    bin="$(dirname "$initdb")"
+    data="$ROOT/var/pgtest"
+    port=55432
+    if [ "$(id -u)" = 0 ]; then run_as=(runuser -u postgres --); fi
+    if [ ! -f "$data/PG_VERSION" ]; then
+        say "creating a throwaway PostgreSQL cluster in var/pgtest ..."
+        mkdir -p "$data"
+        [ "$(id -u)" = 0 ] && chown postgres "$data"
+        "${run_as[@]}" "$bin/initdb" -D "$data" -U postgres -A trust >/dev/null
+    fi
+    if ! pg_ready 127.0.0.1 "$port"; then
+        "${run_as[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w \
+            -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+    fi
+    export DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
+}

@@ -18,8 +18,11 @@ ensure_venv() {
     want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         say "installing pricefeed and its dev dependencies into .venv ..."
-        "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-        "$VENV/bin/python" -m pip install -q -e "$ROOT[dev]"
+        mkdir -p "$ROOT/var"
+        if ! { "$VENV/bin/python" -m pip install --upgrade pip &&
+               "$VENV/bin/python" -m pip install -e "$ROOT[dev]"; } >"$ROOT/var/pip.log" 2>&1; then
+            tail -n 30 "$ROOT/var/pip.log" >&2; say "pip install failed (var/pip.log)"; exit 1
+        fi
         echo "$want" > "$stamp"
     fi
 }

@@ -10,12 +10,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
-from email.message import EmailMessage
-from email.utils import format_datetime
 from pathlib import Path
 
 from django.db import close_old_connections, connection
+
+from pricefeed.devservers.samples import supplier_email
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,26 +147,8 @@ def wait_until(
 
 def price_email(
     *,
-    subject: str = "Price list",
-    sender: str = "Sales <sales@acme.test>",
     attachments: Iterable[tuple[str, bytes]] = (("price.csv", b"sku;price\nA-1;10,50\n"),),
-    message_id: str | None = "auto",
-    date: datetime | None = None,
-    body: str = "Please find our price list attached.",
+    **fields,
 ) -> bytes:
-    msg = EmailMessage()
-    msg["From"] = sender
-    msg["To"] = "prices@buyer.test"
-    msg["Subject"] = subject
-    msg["Date"] = format_datetime(date or datetime.now(UTC))
-    if message_id == "auto":
-        message_id = f"<{uuid.uuid4().hex}@acme.test>"
-    if message_id:
-        msg["Message-ID"] = message_id
-    msg.set_content(body)
-    for filename, payload in attachments:
-        maintype, subtype = (
-            ("text", "csv") if filename.endswith(".csv") else ("application", "octet-stream")
-        )
-        msg.add_attachment(payload, maintype=maintype, subtype=subtype, filename=filename)
-    return msg.as_bytes()
+    """A supplier message from acme.test with a small CSV price list."""
+    return supplier_email(attachments=attachments, **fields)

@@ -1,0 +1,62 @@
+"""The README's demo command: sample mail arrives, is recorded and matched; admin answers."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+from pricefeed.devservers import free_port
+
+from .support import ROOT
+
+
+def test_demo_records_and_matches_sample_mail_with_admin_reachable(tmp_path):
+    port = free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key != "DATABASE_URL" and not key.startswith("PRICEFEED_")
+    }
+    env |= {"PRICEFEED_VAR_DIR": str(tmp_path / "var"), "DEBUG": "1"}
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "demo",
+            "--count",
+            "4",
+            "--interval",
+            "2.5",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = []
+    login_page = ""
+    for line in demo.stdout:
+        lines.append(line)
+        if "Ctrl-C stops everything" in line:
+            login_page = (
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=5)
+                .read()
+                .decode()
+            )
+    assert demo.wait(30) == 0, "".join(lines)
+    output = "".join(lines)
+    assert f"http://127.0.0.1:{port}/admin/" in output
+    assert "login: demo / demo" in output
+    assert "pricefeed" in login_page
+    # Four e-mails: three match a config (one of them twice), one matches nothing.
+    final = [line for line in lines if line.strip().startswith("messages:")][-1]
+    assert re.search(r"done 3\b", final), final
+    assert re.search(r"ignored 1\b", final), final
+    assert re.search(r"price imports: 4\b", final), final
+    assert (tmp_path / "var" / "pricefeed.sqlite3").exists()

@@ -21,42 +21,32 @@ def test_demo_records_and_matches_sample_mail_with_admin_reachable(tmp_path):
         if key != "DATABASE_URL" and not key.startswith("PRICEFEED_")
     }
     env |= {"PRICEFEED_VAR_DIR": str(tmp_path / "var"), "DEBUG": "1"}
-    demo = subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "demo",
-            "--count",
-            "4",
-            "--interval",
-            "2.5",
-            "--port",
-            str(port),
-        ],
+    command = [sys.executable, "manage.py", "demo", "--count", "4", "--interval", "2.5"]
+    lines = []
+    login_page = ""
+    with subprocess.Popen(
+        [*command, "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    )
-    lines = []
-    login_page = ""
-    for line in demo.stdout:
-        lines.append(line)
-        if "Ctrl-C stops everything" in line:
-            login_page = (
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=5)
-                .read()
-                .decode()
-            )
-    assert demo.wait(30) == 0, "".join(lines)
+    ) as demo:
+        for line in demo.stdout:
+            lines.append(line)
+            if "Ctrl-C stops everything" in line:
+                url = f"http://127.0.0.1:{port}/admin/login/"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    login_page = response.read().decode()
+        returncode = demo.wait(30)
     output = "".join(lines)
+    assert returncode == 0, output
     assert f"http://127.0.0.1:{port}/admin/" in output
     assert "login: demo / demo" in output
     assert "pricefeed" in login_page
     # Four e-mails: three match a config (one of them twice), one matches nothing.
     final = [line for line in lines if line.strip().startswith("messages:")][-1]
-    assert re.search(r"done 3\b", final), final
-    assert re.search(r"ignored 1\b", final), final
-    assert re.search(r"price imports: 4\b", final), final
+    assert re.search(r"done 3\b", final), output
+    assert re.search(r"ignored 1\b", final), output
+    assert re.search(r"price imports: 4\b", final), output
     assert (tmp_path / "var" / "pricefeed.sqlite3").exists()

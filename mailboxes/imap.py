@@ -182,6 +182,7 @@ class ImapSession:
         # NOOP first: a server may only refresh the session's view of the folder on a
         # command that allows untagged updates (pymap's SEARCH alone saw a stale view).
         self.client.noop()
+        self.new_mail_announced()  # what NOOP announced, this SEARCH covers
         found = self.client.search(["UID", f"{last_uid + 1}:*"])
         return sorted(uid for uid in found if uid > last_uid)
 
@@ -253,6 +254,18 @@ class ImapSession:
             return False
         finally:
             sock.settimeout(self.settings.timeout)
+
+    def new_mail_announced(self) -> bool:
+        """True (once) when the server announced new mail (``* N EXISTS``) in a response
+        to some other command since the last call.
+
+        A server tells each session about a new message once: if the announcement
+        arrives with a FETCH after our SEARCH, the server will not repeat it in IDLE,
+        so the caller must search again instead of idling.
+        """
+        untagged = self.client._imap.untagged_responses
+        announced = untagged.pop("EXISTS", None) is not None
+        return untagged.pop("RECENT", None) is not None or announced
 
     def noop(self) -> None:
         self.client.noop()

@@ -11,10 +11,11 @@ import logging
 import os
 import socket
 from dataclasses import dataclass
-from datetime import timedelta
 
-from django.db.models import DateTimeField, ExpressionWrapper, F, Q, Value
+from django.db.models import F, Q
 from django.db.models.functions import Now
+
+from pricefeed.dbtime import db_now_plus
 
 from .exceptions import LeaseLost
 from .models import InstanceHeartbeat, MailboxLease
@@ -29,12 +30,6 @@ class Lease:
     token: int
 
 
-def _in(seconds: float) -> ExpressionWrapper:
-    return ExpressionWrapper(
-        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
-    )
-
-
 def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     """Takes the lease if it is free, expired or already ours; returns it with a new token."""
     MailboxLease.objects.get_or_create(mailbox_id=mailbox_id)
@@ -46,7 +41,7 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
             token=F("token") + 1,
             acquired_at=Now(),
             renewed_at=Now(),
-            expires_at=_in(ttl),
+            expires_at=db_now_plus(ttl),
         )
     )
     if not taken:
@@ -73,7 +68,7 @@ def leases_renew(*, leases: list[Lease], owner: str, ttl: float) -> set[int]:
         return set()
     ids = [lease.mailbox_id for lease in leases]
     MailboxLease.objects.filter(mailbox_id__in=ids, owner=owner, expires_at__gt=Now()).update(
-        renewed_at=Now(), expires_at=_in(ttl)
+        renewed_at=Now(), expires_at=db_now_plus(ttl)
     )
     current = dict(
         MailboxLease.objects.filter(

@@ -193,12 +193,14 @@ class MailboxListener(threading.Thread):
         """Records every message above ``last_uid`` until a search finds nothing new.
 
         Searching again after each round matters: some servers (pymap) never report in
-        IDLE what arrived before IDLE began, so mail that lands while we fetch must be
-        found by the next SEARCH, not by waiting for a push that never comes.
+        IDLE what arrived before IDLE began, and a server that announced a message in
+        the response to our FETCH (Dovecot) does not announce it again in IDLE. Mail that
+        lands while we fetch must be found by the next SEARCH, not by waiting for a push
+        that never comes.
         """
         while not self.stopping.is_set():
             found = self._catch_up_once(session, uidvalidity, last_uid)
-            if found == last_uid:
+            if found == last_uid and not session.new_mail_announced():
                 return last_uid
             last_uid = found
         return last_uid

@@ -11,15 +11,15 @@ import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import DateTimeField, ExpressionWrapper, F, Value
+from django.db.models import F
 from django.db.models.functions import Now
 
 from pricefeed import matching
 from pricefeed.alerts import alert
+from pricefeed.dbtime import db_now_minus, db_now_plus
 from pricefeed.faults import crash_point
 from pricefeed.models import PriceListConfig
 from pricefeed.retry import processing_retry_policy
@@ -34,18 +34,6 @@ logger = logging.getLogger(__name__)
 
 Status = InboundMessage.Status
 PROCESS_TASK = "mailboxes.tasks.process_message"
-
-
-def _in(seconds: float) -> ExpressionWrapper:
-    return ExpressionWrapper(
-        Now() + Value(timedelta(seconds=seconds)), output_field=DateTimeField()
-    )
-
-
-def _ago(seconds: float) -> ExpressionWrapper:
-    return ExpressionWrapper(
-        Now() - Value(timedelta(seconds=seconds)), output_field=DateTimeField()
-    )
 
 
 def enqueue_processing(message_ids: Iterable[int]) -> None:
@@ -493,7 +481,7 @@ def message_retry_or_fail(
         last_error=text[:5000],
         claimed_by="",
         claimed_at=None,
-        next_attempt_at=_in(delay),
+        next_attempt_at=db_now_plus(delay),
         updated_at=Now(),
     )
     if moved:
@@ -559,7 +547,7 @@ def messages_sweep() -> SweepResult:
     expired = list(
         InboundMessage.objects.filter(
             status=Status.PROCESSING,
-            claimed_at__lt=_ago(settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT),
+            claimed_at__lt=db_now_minus(settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT),
         ).values_list("pk", "claimed_by")
     )
     for message_id, worker in expired:
@@ -576,7 +564,7 @@ def messages_sweep() -> SweepResult:
     )
     forgotten = list(
         InboundMessage.objects.filter(
-            status=Status.RECEIVED, updated_at__lt=_ago(requeue_after)
+            status=Status.RECEIVED, updated_at__lt=db_now_minus(requeue_after)
         ).values_list("pk", flat=True)[:1000]
     )
     # Touch them so the next sweep does not enqueue them again before a worker could run.

@@ -18,7 +18,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-VAR_DIR = Path(env.str("PRICEFEED_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR = Path(env.str("PRICEFEED_VAR_DIR", default="") or BASE_DIR / "var")
 
 
 def _secret_key() -> str:
@@ -93,7 +93,9 @@ WSGI_APPLICATION = "pricefeed.wsgi.application"
 # single instance (the demo). Connections are persistent: django-q2's ORM broker would
 # otherwise open a new connection for every enqueue and dequeue (~26 ms each).
 DATABASES = {
-    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'pricefeed.sqlite3'}"),
+    "default": env.db_url_config(
+        env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'pricefeed.sqlite3'}"
+    ),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("PRICEFEED_DB_CONN_MAX_AGE", default=600)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -128,7 +130,7 @@ STATIC_ROOT = VAR_DIR / "static"
 
 # --- Outgoing mail -----------------------------------------------------------------
 # Django's SMTP backend verifies certificates for STARTTLS/SSL; a timeout is always set.
-EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
+EMAIL_CONFIG = env.email_url_config(env.str("EMAIL_URL", default="") or "consolemail://")
 vars().update(EMAIL_CONFIG)
 EMAIL_TIMEOUT = env.int("PRICEFEED_EMAIL_TIMEOUT", default=30)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="pricefeed@localhost")
@@ -137,16 +139,17 @@ SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
 ADMINS = [
     (addr.split("<")[0].strip() or addr, addr.split("<")[-1].rstrip(">").strip())
     for addr in env.list("ADMINS", default=[])
+    if addr.strip()
 ]
 
 # --- pricefeed ---------------------------------------------------------------------
-PRICEFEED_INSTANCE_ID = env.str(
-    "PRICEFEED_INSTANCE_ID", default=f"{socket.gethostname()}:{os.getpid()}"
+PRICEFEED_INSTANCE_ID = (
+    env.str("PRICEFEED_INSTANCE_ID", default="") or f"{socket.gethostname()}:{os.getpid()}"
 )
 # Fernet keys for secrets at rest (mailbox passwords); the first one encrypts, all of
 # them decrypt, so a new key is rotated in by putting it first. Empty: derived from
 # SECRET_KEY.
-PRICEFEED_ENCRYPTION_KEYS = env.list("PRICEFEED_ENCRYPTION_KEYS", default=[])
+PRICEFEED_ENCRYPTION_KEYS = [k for k in env.list("PRICEFEED_ENCRYPTION_KEYS", default=[]) if k]
 
 # Input limits.
 PRICEFEED_MAX_MESSAGE_BYTES = env.int("PRICEFEED_MAX_MESSAGE_BYTES", default=25 * 1024 * 1024)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import time
+
 from mailboxes.models import InboundMessage
 from pricefeed.models import PriceImport
 
@@ -114,3 +117,34 @@ def test_receiving_never_changes_the_mailbox(dovecot, make_mailbox, make_config,
     client.logout()
     assert len(flags) == 1
     assert b"\\Seen" not in next(iter(flags.values()))
+
+
+def test_a_steady_trickle_of_messages_is_each_recorded_promptly(
+    dovecot, make_mailbox, make_config, manage
+):
+    # Each message is appended right after the previous one was recorded, so it lands
+    # while the listener is between commands. A server announces a message once per
+    # session; when the announcement rides on a SEARCH or FETCH response the listener
+    # must search again rather than idle, or the message waits for the next wake-up
+    # (minutes). Dovecot's own push delay is 0.5 s.
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox)
+    listener = manage("listen_mail")
+    wait_until(lambda: mailbox.checkpoints.exists(), 10, "listening")
+    slow = []
+    jitter = random.Random(7)
+    for i in range(60):
+        # Spread the arrivals over the listener's NOOP/SEARCH/FETCH round trips.
+        time.sleep(jitter.uniform(0, 0.008))
+        dovecot.append(price_email(subject=f"trickle {i}", message_id=f"<t{i}@acme.test>"))
+        started = time.monotonic()
+        wait_until(
+            lambda i=i: InboundMessage.objects.filter(message_id=f"<t{i}@acme.test>").exists(),
+            30,
+            f"message {i}",
+            interval=0.002,
+            on_timeout=listener.log,
+        )
+        if time.monotonic() - started > 2.0:
+            slow.append((i, round(time.monotonic() - started, 1)))
+    assert slow == []

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import imapclient
-from imapclient.exceptions import IMAPClientError, LoginError
+from django.conf import settings as django_settings
+from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 from imapclient.imapclient import SocketTimeout
 
 logger = logging.getLogger(__name__)
@@ -75,16 +76,36 @@ def describe_error(exc: BaseException, settings: ConnectionSettings | None = Non
     if isinstance(exc, FolderMissing):
         return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
+        # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
+        if exc.verify_code in (62, 64):
+            return (
+                f"TLS certificate of {where} is for another host "
+                f"({exc.verify_message.rstrip('.')}); connect by a name the certificate lists"
+            )
         return f"TLS certificate of {where} not trusted: {exc.verify_message}"
     if isinstance(exc, ssl.SSLError):
+        # What a client speaking TLS first reads from a plain port: the IMAP greeting.
+        if exc.reason == "WRONG_VERSION_NUMBER":
+            return (
+                f"TLS handshake with {where} failed: the server does not speak TLS on that "
+                "port; check the security setting"
+            )
         return (
             f"TLS handshake with {where} failed ({exc.reason or exc}); check the security setting"
         )
+    if isinstance(exc, CapabilityError) and "STARTTLS" in str(exc):
+        return f"{where} does not offer STARTTLS; choose SSL/TLS or plain"
     if isinstance(exc, socket.gaierror):
         return f"host {settings.host if settings else ''!r} not found ({exc.strerror})"
     if isinstance(exc, ConnectionRefusedError):
         return f"connection to {where} refused (nothing listening?)"
     if isinstance(exc, TimeoutError | socket.timeout):
+        if settings and settings.security != "ssl":
+            # An implicit-TLS port waits for the client's handshake and never greets.
+            return (
+                f"{where} did not answer in time; if that port expects TLS from the start, "
+                "choose SSL/TLS"
+            )
         return f"{where} did not answer in time"
     if isinstance(exc, OSError) and exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
         return f"{where} unreachable ({exc.strerror})"
@@ -120,7 +141,18 @@ class ImapSession:
     def open(self) -> FolderState:
         """Connects, secures, logs in and selects the folder read-only."""
         s = self.settings
-        context = ssl.create_default_context()  # verifies certificate and host name
+        # Verifies certificate and host name. The private CA file is trusted in addition to
+        # the system store: create_default_context(cafile=...) would trust it instead, and
+        # every mailbox on a publicly certified server would fail once one needed a CA file.
+        context = ssl.create_default_context()
+        ca_file = django_settings.PRICEFEED_IMAP_CA_FILE
+        if ca_file:
+            try:
+                context.load_verify_locations(cafile=ca_file)
+            except OSError as exc:  # missing, unreadable, or no PEM certificate in it
+                raise ImapError(
+                    f"cannot load PRICEFEED_IMAP_CA_FILE {ca_file!r}: {exc.strerror or exc}"
+                ) from exc
         timeout = SocketTimeout(connect=s.connect_timeout, read=s.timeout)
         client = imapclient.IMAPClient(
             s.host, port=s.port, ssl=s.security == "ssl", ssl_context=context, timeout=timeout

@@ -19,6 +19,7 @@ from django.db import close_old_connections, connection
 
 from pricefeed.faults import crash_point
 from pricefeed.retry import imap_reconnect_backoff
+from pricefeed.services import price_imports_sweep
 
 from . import leases, services
 from .exceptions import LeaseLost, UidValidityChanged
@@ -290,6 +291,7 @@ class Supervisor:
                     if now >= next_sweep:
                         next_sweep = now + settings.PRICEFEED_SWEEP_INTERVAL
                         services.messages_sweep()
+                        price_imports_sweep()
                 except Exception:
                     logger.exception("supervisor step failed instance=%s", self.instance_id)
                     connection.close()

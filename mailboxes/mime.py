@@ -138,6 +138,8 @@ class ParsedMessage:
     attachments: list[Attachment] = field(default_factory=list)
     structural_defects: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Decoded attachment bytes by attachment key.
+    payloads: dict[str, bytes] = field(default_factory=dict, repr=False)
 
 
 def _defect_text(defect: Exception) -> str:
@@ -165,6 +167,7 @@ def parse_message(raw: bytes) -> ParsedMessage:
         if not filename:
             continue
         payload = part.get_payload(decode=True) or b""
+        parsed.payloads[f"part{index}"] = payload
         parsed.attachments.append(
             Attachment(
                 key=f"part{index}",

@@ -19,11 +19,11 @@ from django.db.models.functions import Now
 
 from pricefeed import matching
 from pricefeed.alerts import alert
-from pricefeed.dbtime import db_now_minus, db_now_plus
+from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
 from pricefeed.faults import crash_point
 from pricefeed.models import PriceListConfig
 from pricefeed.retry import processing_retry_policy
-from pricefeed.services import price_imports_create
+from pricefeed.services import attachments_inspect, enqueue_imports, price_imports_create
 
 from . import mime
 from .exceptions import ClaimLost, UidValidityChanged
@@ -391,10 +391,11 @@ def message_process(*, message_id: int, worker: str) -> str | None:
                 "pk"
             )
         )
+        attachments = attachments_inspect(parsed.attachments, parsed.payloads)
         envelope = matching.Envelope(
             sender=parsed.headers.from_address,
             subject=parsed.headers.subject,
-            attachments=tuple(parsed.attachments),
+            attachments=tuple(attachments),
         )
         rules = [
             matching.Rule(c.pk, c.name, c.sender_pattern, c.subject_pattern, c.filename_pattern)
@@ -405,14 +406,17 @@ def message_process(*, message_id: int, worker: str) -> str | None:
         if not configs:
             report["note"] = "the mailbox has no enabled configs"
         matched = [(r.config_id, key) for r in results if r.matched for key in r.attachments]
-        by_key = {a.key: a for a in parsed.attachments}
+        by_key = {a.key: a for a in attachments}
         with transaction.atomic(durable=True):
             status = Status.DONE if matched else Status.IGNORED
             _finish(message_id, worker, status, match_report=report)
-            price_imports_create(
+            pending = price_imports_create(
                 message_id=message_id,
-                items=[(config_id, by_key[key]) for config_id, key in matched],
+                items=[
+                    (config_id, by_key[key.split("/", 1)[0]], key) for config_id, key in matched
+                ],
             )
+            transaction.on_commit(lambda: enqueue_imports(pending))
         logger.info(
             "message processed id=%s status=%s imports=%s",
             message_id,
@@ -556,20 +560,16 @@ def messages_sweep() -> SweepResult:
             worker=worker,
             error=f"processing claim by {worker} expired (worker died or timed out)",
         )
-    requeue_after = settings.PRICEFEED_REQUEUE_AFTER
     due = list(
-        InboundMessage.objects.filter(
-            status=Status.RETRYABLE, next_attempt_at__lte=Now()
-        ).values_list("pk", flat=True)[:1000]
-    )
-    forgotten = list(
-        InboundMessage.objects.filter(
-            status=Status.RECEIVED, updated_at__lt=db_now_minus(requeue_after)
-        ).values_list("pk", flat=True)[:1000]
+        InboundMessage.objects.filter(status__in=[Status.RECEIVED, Status.RETRYABLE])
+        .filter(due_and_not_queued(settings.PRICEFEED_REQUEUE_AFTER, "updated_at"))
+        .values_list("pk", flat=True)[:1000]
     )
     # Touch them so the next sweep does not enqueue them again before a worker could run.
-    InboundMessage.objects.filter(pk__in=forgotten, status=Status.RECEIVED).update(updated_at=Now())
-    enqueue_processing(due + forgotten)
-    if expired or due or forgotten:
-        logger.info("sweep expired_claims=%s requeued=%s", len(expired), len(due) + len(forgotten))
-    return SweepResult(expired_claims=len(expired), requeued=len(due) + len(forgotten))
+    InboundMessage.objects.filter(
+        pk__in=due, status__in=[Status.RECEIVED, Status.RETRYABLE]
+    ).update(updated_at=Now())
+    enqueue_processing(due)
+    if expired or due:
+        logger.info("sweep expired_claims=%s requeued=%s", len(expired), len(due))
+    return SweepResult(expired_claims=len(expired), requeued=len(due))

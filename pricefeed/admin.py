@@ -1,7 +1,17 @@
-from django.contrib import admin
+from __future__ import annotations
 
-from .forms import PriceListConfigForm
-from .models import PriceImport, PriceListConfig
+from django.contrib import admin, messages
+from django.db.models import F
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from . import services
+from .forms import PreviewForm, PriceListConfigForm
+from .models import PriceImport, PriceItem, PriceListConfig
+
+PREVIEW_ROWS = 20
 
 
 @admin.register(PriceListConfig)
@@ -15,9 +25,51 @@ class PriceListConfigAdmin(admin.ModelAdmin):
         "subject_pattern",
         "filename_pattern",
         "mode",
+        "preview_link",
     ]
     list_filter = ["enabled", "mailbox", "mode"]
     search_fields = ["name", "sender_pattern", "subject_pattern", "filename_pattern"]
+    readonly_fields = ["preview_link"]
+
+    @admin.display(description="preview")
+    def preview_link(self, obj: PriceListConfig) -> str:
+        if not obj.pk:
+            return "save the config first"
+        url = reverse("admin:pricefeed_pricelistconfig_preview", args=[obj.pk])
+        return format_html('<a href="{}">Preview a file against this config</a>', url)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:pk>/preview/",
+                self.admin_site.admin_view(self.preview_view),
+                name="pricefeed_pricelistconfig_preview",
+            ),
+            *super().get_urls(),
+        ]
+
+    def preview_view(self, request, pk: int):
+        """Parses an uploaded file as this config would and shows the first rows."""
+        config = get_object_or_404(PriceListConfig, pk=pk)
+        if not self.has_view_permission(request, config):
+            raise PermissionError
+        form = PreviewForm(request.POST or None, request.FILES or None)
+        results = None
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            results = services.preview_file(
+                config=config, filename=upload.name, data=upload.read(), rows=PREVIEW_ROWS
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Preview a file against “{config}”",
+            "opts": self.model._meta,
+            "original": config,
+            "form": form,
+            "results": results,
+            "preview_rows": PREVIEW_ROWS,
+        }
+        return TemplateResponse(request, "admin/pricefeed/pricelistconfig/preview.html", context)
 
 
 @admin.register(PriceImport)
@@ -28,14 +80,162 @@ class PriceImportAdmin(admin.ModelAdmin):
         "config",
         "filename",
         "status",
+        "format",
         "rows_ok",
         "rows_failed",
-        "message",
+        "duration",
+        "message_link",
     ]
-    list_filter = ["status", "config"]
-    search_fields = ["filename", "sha256"]
-    raw_id_fields = ["message"]
-    readonly_fields = [f.name for f in PriceImport._meta.fields]
+    list_filter = ["status", "config__mailbox", "config", "format"]
+    search_fields = ["filename", "sha256", "message__subject"]
+    date_hierarchy = "created_at"
+    actions = ["rerun_failed"]
+    readonly_fields = [
+        "message_link",
+        "config",
+        "attachment_key",
+        "filename",
+        "content_type",
+        "size",
+        "sha256",
+        "status",
+        "format",
+        "last_error",
+        "rows_total",
+        "rows_ok",
+        "rows_failed",
+        "rows_skipped",
+        "items_link",
+        "parse_info",
+        "diff_summary",
+        "row_errors",
+        "attempts",
+        "claimed_by",
+        "claimed_at",
+        "next_attempt_at",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "duration",
+    ]
+    fieldsets = [
+        (None, {"fields": ["status", "last_error", "config", "message_link", "filename"]}),
+        (
+            "Rows",
+            {"fields": [("rows_total", "rows_ok", "rows_failed", "rows_skipped"), "items_link"]},
+        ),
+        ("Changes against the previous import", {"fields": ["diff_summary"]}),
+        ("Row errors", {"fields": ["row_errors"]}),
+        (
+            "File",
+            {
+                "fields": [
+                    "attachment_key",
+                    "content_type",
+                    "size",
+                    "sha256",
+                    "format",
+                    "parse_info",
+                ]
+            },
+        ),
+        (
+            "Run",
+            {
+                "fields": [
+                    "attempts",
+                    ("claimed_by", "claimed_at"),
+                    "next_attempt_at",
+                    ("created_at", "started_at", "finished_at", "duration"),
+                ]
+            },
+        ),
+    ]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("config", "message")
+            .defer("message__raw", "message__match_report")
+            .annotate(run_time=F("finished_at") - F("started_at"))
+        )
 
     def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="duration", ordering="run_time")
+    def duration(self, obj: PriceImport) -> str:
+        run_time = getattr(obj, "run_time", None)
+        return f"{run_time.total_seconds():.2f} s" if run_time else "—"
+
+    @admin.display(description="message")
+    def message_link(self, obj: PriceImport) -> str:
+        url = reverse("admin:mailboxes_inboundmessage_change", args=[obj.message_id])
+        return format_html('<a href="{}">#{} {}</a>', url, obj.message_id, obj.message.subject)
+
+    @admin.display(description="price items")
+    def items_link(self, obj: PriceImport) -> str:
+        url = reverse("admin:pricefeed_priceitem_changelist") + f"?price_import__id__exact={obj.pk}"
+        return format_html('<a href="{}">{} item(s)</a>', url, obj.rows_ok)
+
+    @admin.display(description="diff")
+    def diff_summary(self, obj: PriceImport) -> str:
+        diff = obj.diff or {}
+        if not diff:
+            return "—"
+        if diff.get("previous_import") is None:
+            return f"first import of this config: {diff.get('added', 0)} item(s)"
+        changed = format_html_join(
+            "",
+            "<li>{}: {} → {}</li>",
+            ((c["sku"], c["old"], c["new"]) for c in diff.get("changed_sample", [])),
+        )
+        return format_html(
+            "against import #{}: {} added, {} removed, {} price(s) changed"
+            "<ul>{}</ul><div>added: {}</div><div>removed: {}</div>",
+            diff["previous_import"],
+            diff.get("added", 0),
+            diff.get("removed", 0),
+            diff.get("changed", 0),
+            changed,
+            ", ".join(diff.get("added_sample", [])) or "—",
+            ", ".join(diff.get("removed_sample", [])) or "—",
+        )
+
+    @admin.display(description="row errors")
+    def row_errors(self, obj: PriceImport) -> str:
+        if not obj.errors:
+            return "—"
+        rows = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td></tr>", ((e["row"], e["error"]) for e in obj.errors)
+        )
+        total = (obj.parse_info or {}).get("errors_total", len(obj.errors))
+        more = f" (first {len(obj.errors)} of {total})" if total > len(obj.errors) else ""
+        return format_html("<table><tr><th>row</th><th>error{}</th></tr>{}</table>", more, rows)
+
+    @admin.action(description="Run failed imports again")
+    def rerun_failed(self, request, queryset):
+        moved = services.price_imports_requeue(import_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{moved} import(s) queued again.", messages.SUCCESS)
+        if skipped := queryset.count() - moved:
+            self.message_user(request, f"{skipped} skipped: not FAILED.", messages.WARNING)
+
+
+@admin.register(PriceItem)
+class PriceItemAdmin(admin.ModelAdmin):
+    list_display = ["sku", "name", "price", "currency", "quantity", "row_number", "price_import"]
+    search_fields = ["sku", "name"]
+    raw_id_fields = ["price_import"]
+    list_select_related = ["price_import__config"]
+    show_full_result_count = False
+    readonly_fields = ["price_import", "sku", "name", "price", "currency", "quantity", "row_number"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -22,6 +22,8 @@ class PriceListConfigForm(forms.ModelForm):
             "sheet",
             "number_format",
             "mode",
+            "default_currency",
+            "max_bad_rows_percent",
         ]
 
     def _clean_pattern(self, field: str) -> str:
@@ -62,3 +64,7 @@ class PriceListConfigForm(forms.ModelForm):
         if sheet.isdigit() and int(sheet) < 1:
             raise forms.ValidationError("Sheet numbers start at 1.")
         return sheet
+
+
+class PreviewForm(forms.Form):
+    file = forms.FileField(help_text="A price-list file or an archive; nothing is stored.")

@@ -8,6 +8,7 @@ whole value (``*@supplier.ru``, ``прайс*``, ``price_*.xlsx``); a pattern st
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -46,6 +47,43 @@ class Attachment:
     content_type: str
     size: int
     sha256: str
+    # For an archive: the paths of the files inside it (nested archives as "a.zip/b.csv"),
+    # or why it could not be opened.
+    members: tuple[str, ...] = ()
+    archive_error: str = ""
+
+
+MAX_KEY = 255
+
+
+def member_key(attachment_key: str, path: str) -> str:
+    """The key of one file inside an archive attachment: "part<N>/<path>"."""
+    key = f"{attachment_key}/{path}"
+    if len(key) <= MAX_KEY:
+        return key
+    digest = hashlib.sha256(path.encode()).hexdigest()[:16]
+    return f"{key[: MAX_KEY - 18]}~{digest}"
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _files_matching(pattern: str, attachment: Attachment) -> list[str]:
+    """Keys of the files an attachment contributes under a filename pattern.
+
+    An attachment whose own name matches gives itself, or every file inside it when it
+    is an archive; otherwise, an archive gives the files inside whose name matches.
+    """
+    if _check(pattern, attachment.filename):
+        if attachment.members:
+            return [member_key(attachment.key, m) for m in attachment.members]
+        return [attachment.key]
+    return [
+        member_key(attachment.key, m)
+        for m in attachment.members
+        if _check(pattern, _basename(m)) or _check(pattern, m)
+    ]
 
 
 @dataclass(frozen=True)
@@ -95,10 +133,15 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
             result.reasons.append("message has no attachments")
         else:
             result.attachments = [
-                a.key for a in envelope.attachments if _check(rule.filename_pattern, a.filename)
+                key
+                for attachment in envelope.attachments
+                for key in _files_matching(rule.filename_pattern, attachment)
             ]
             if not result.attachments:
-                names = ", ".join(repr(a.filename) for a in envelope.attachments)
+                names = ", ".join(
+                    repr(a.filename) + (f" [{', '.join(a.members)}]" if a.members else "")
+                    for a in envelope.attachments
+                )
                 result.reasons.append(
                     f"no attachment name matches {rule.filename_pattern!r} (attachments: {names})"
                 )
@@ -109,7 +152,7 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
     if not result.matched:
         result.attachments = []
     else:
-        result.reasons.append(f"matched {len(result.attachments)} attachment(s)")
+        result.reasons.append(f"matched {len(result.attachments)} file(s)")
     return result
 
 

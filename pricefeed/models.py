@@ -40,6 +40,13 @@ class PriceListConfig(models.Model):
     )
     number_format = models.CharField(max_length=10, choices=NumberFormat, default=NumberFormat.AUTO)
     mode = models.CharField(max_length=10, choices=Mode, default=Mode.SNAPSHOT)
+    default_currency = models.CharField(
+        max_length=10, blank=True, help_text="Currency when the file names none, e.g. RUB."
+    )
+    max_bad_rows_percent = models.PositiveSmallIntegerField(
+        default=10,
+        help_text="More failed rows than this share of data rows fails the whole import.",
+    )
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -68,16 +75,27 @@ class PriceImport(models.Model):
         "mailboxes.InboundMessage", on_delete=models.CASCADE, related_name="imports"
     )
     config = models.ForeignKey(PriceListConfig, on_delete=models.PROTECT, related_name="imports")
-    # Identifies the attachment inside the message: "part<N>" in MIME walk order.
+    # Identifies the file inside the message: "part<N>" in MIME walk order, then
+    # "/<path>" for a file inside an archive attachment.
     attachment_key = models.CharField(max_length=255)
     filename = models.CharField(max_length=500, blank=True)
     content_type = models.CharField(max_length=255, blank=True)
     size = models.BigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=10, choices=Status, default=Status.PENDING, db_index=True)
+    format = models.CharField(max_length=10, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_by = models.CharField(max_length=255, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Last time the import was handed to the task queue (creation or sweep).
+    queued_at = models.DateTimeField(db_default=Now())
     rows_total = models.PositiveIntegerField(default=0)
     rows_ok = models.PositiveIntegerField(default=0)
     rows_failed = models.PositiveIntegerField(default=0)
+    rows_skipped = models.PositiveIntegerField(default=0)
+    # How the file was read: sheet, encoding, delimiter, header row, column mapping.
+    parse_info = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
     diff = models.JSONField(default=dict, blank=True)
     last_error = models.TextField(blank=True)

@@ -5,6 +5,11 @@ and runs ``dovecot -F -c <conf>`` from it: its own base_dir, state_dir and insta
 free port on 127.0.0.1, plaintext LOGIN, users in a passwd-file and maildirs under the
 directory. The system Dovecot service and its configuration are never touched.
 
+With ``tls=True`` the server also speaks TLS: a throwaway CA signs a certificate for the
+names in ``tls_names`` (``localhost`` and 127.0.0.1 by default), the plain port offers
+STARTTLS and a second port speaks implicit TLS (imaps). Clients trust the server by loading
+:attr:`DovecotServer.ca_path`; plaintext LOGIN stays allowed on both ports.
+
 Run as root, Dovecot keeps its usual privilege separation (login processes as ``dovenull``,
 auth as ``dovecot``) and mail is accessed as uid/gid 65534, because Dovecot refuses to access
 mail as root. Run as any other user, everything runs as that user with chroots disabled.
@@ -16,7 +21,9 @@ whether the server is running or has been killed.
 
 from __future__ import annotations
 
+import datetime
 import grp
+import ipaddress
 import math
 import os
 import pwd
@@ -29,10 +36,15 @@ import tempfile
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pricefeed.devservers import (
     LOCALHOST,
@@ -46,6 +58,8 @@ from pricefeed.devservers import (
 __all__ = ["DovecotError", "DovecotServer"]
 
 DEFAULT_USERS: Mapping[str, str] = {"pricefeed": "secret"}
+DEFAULT_TLS_NAMES: tuple[str, ...] = ("localhost", LOCALHOST)
+CERTIFICATE_DAYS = 30
 NOBODY_ID = 65534
 START_TIMEOUT = 15.0
 DOVEADM_TIMEOUT = 30.0
@@ -75,9 +89,21 @@ class DovecotServer:
 
         with DovecotServer() as server:
             append_message(server.host, server.port, "pricefeed", "secret", raw)
+
+    ``tls=True`` adds STARTTLS on :attr:`port` and implicit TLS on :attr:`tls_port`, with a
+    certificate for ``tls_names`` (host names and IP addresses) issued by the CA in
+    :attr:`ca_path`. Without it the server speaks plain IMAP only and offers no STARTTLS.
     """
 
-    def __init__(self, users: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        users: Mapping[str, str] | None = None,
+        *,
+        tls: bool = False,
+        tls_names: Sequence[str] = DEFAULT_TLS_NAMES,
+    ) -> None:
+        if tls and not tls_names:
+            raise ValueError("a TLS server needs at least one name for its certificate")
         self._users: dict[str, str] = {}
         for name, password in (DEFAULT_USERS if users is None else users).items():
             _check_credentials(name, password)
@@ -94,7 +120,10 @@ class DovecotServer:
             self._mail_uid, self._mail_gid = os.getuid(), os.getgid()
         else:
             self._mail_uid = self._mail_gid = NOBODY_ID
+        self._tls = tls
+        self._tls_names = tuple(tls_names)
         self._port = free_port()
+        self._tls_port = free_port() if tls else 0
         self._instance = f"pricefeed-{uuid.uuid4().hex[:12]}"
         self._has_started = False
         self._passwd_mtime = 0
@@ -118,6 +147,29 @@ class DovecotServer:
     def port(self) -> int:
         """Returns the IMAP port; it stays the same across :meth:`restart`."""
         return self._port
+
+    @property
+    def tls(self) -> bool:
+        """Tells whether the server offers STARTTLS and implicit TLS."""
+        return self._tls
+
+    @property
+    def tls_port(self) -> int:
+        """Returns the implicit-TLS (imaps) port; it stays the same across :meth:`restart`.
+
+        Raises :class:`DovecotError` when the server was created without ``tls=True``.
+        """
+        self._require_tls()
+        return self._tls_port
+
+    @property
+    def ca_path(self) -> Path:
+        """Returns the PEM file of the CA that issued the server's certificate.
+
+        Raises :class:`DovecotError` when the server was created without ``tls=True``.
+        """
+        self._require_tls()
+        return self._tls_dir / "ca.pem"
 
     @property
     def root(self) -> Path:
@@ -153,7 +205,7 @@ class DovecotServer:
         Raises :class:`~pricefeed.devservers.StartError` with the end of Dovecot's log when
         the server exits or does not greet within ``timeout`` seconds. If the port picked at
         construction has been taken by someone else in the meantime, the first start moves
-        to a new port; later starts keep the port.
+        to new ports; later starts keep the ports.
         """
         if self._resources.process is not None:
             raise DovecotError("Dovecot is already running; use restart() to restart it")
@@ -175,7 +227,10 @@ class DovecotServer:
             except StartError as exc:
                 if not exc.port_taken or attempt == attempts:
                     raise
+                # The log does not say which listener failed to bind, so both move.
                 self._port = free_port()
+                if self._tls:
+                    self._tls_port = free_port()
                 self._write_config()
             else:
                 self._has_started = True
@@ -196,7 +251,7 @@ class DovecotServer:
         self.kill()
 
     def restart(self, timeout: float = START_TIMEOUT) -> None:
-        """Kills the server if it runs and starts it again on the same port.
+        """Kills the server if it runs and starts it again on the same port(s).
 
         Configuration, users and maildirs are kept; only the runtime files in base_dir
         (sockets, pid file) are recreated.
@@ -276,6 +331,10 @@ class DovecotServer:
         return self._root / "base"
 
     @property
+    def _tls_dir(self) -> Path:
+        return self._root / "tls"
+
+    @property
     def _passwd_path(self) -> Path:
         return self._root / "passwd"
 
@@ -297,8 +356,31 @@ class DovecotServer:
             directory.mkdir(mode=0o755)
             self._give_to_mail_user(directory)
         self._write_passwd()
+        if self._tls:
+            self._write_certificates()
         self._write_config()
         self.log_path.touch(mode=0o644)
+
+    def _require_tls(self) -> None:
+        if not self._tls:
+            raise DovecotError("this server has no TLS; create it with DovecotServer(tls=True)")
+
+    def _write_certificates(self) -> None:
+        """Writes the CA certificate, and the server certificate and key it signs.
+
+        The CA's key is thrown away: nothing else is ever signed with it. Dovecot's config
+        process (root, or the rootless user) reads the key, so it can stay private.
+        """
+        self._tls_dir.mkdir(mode=0o755)
+        ca_pem, cert_pem, key_pem = _certificates(self._tls_names)
+        for name, data, mode in (
+            ("ca.pem", ca_pem, 0o644),
+            ("server.pem", cert_pem, 0o644),
+            ("server.key", key_pem, 0o600),
+        ):
+            path = self._tls_dir / name
+            path.touch(mode=mode)
+            path.write_bytes(data)
 
     def _give_to_mail_user(self, path: Path) -> None:
         """Hands ``path`` to the mail uid/gid when running as root."""
@@ -325,7 +407,7 @@ class DovecotServer:
         self._passwd_mtime = mtime
 
     def _write_config(self) -> None:
-        """Writes dovecot.conf for the current port."""
+        """Writes dovecot.conf for the current port(s)."""
         self.conf_path.write_text(self._config_text(), encoding="utf-8")
         self.conf_path.chmod(0o644)
 
@@ -346,6 +428,22 @@ class DovecotServer:
             )
         else:
             identity = ""
+        if self._tls:
+            tls = (
+                "ssl = yes\n"
+                f"ssl_cert = <{self._tls_dir / 'server.pem'}\n"
+                f"ssl_key = <{self._tls_dir / 'server.key'}\n"
+            )
+            imaps = (
+                "  inet_listener imaps {\n"
+                f"    address = {LOCALHOST}\n"
+                f"    port = {self._tls_port}\n"
+                "    ssl = yes\n"
+                "  }\n"
+            )
+        else:
+            tls = "ssl = no\n"
+            imaps = "  inet_listener imaps {\n    port = 0\n  }\n"
         passwd = self._passwd_path
         return (
             "# Generated by pricefeed.devservers.dovecot for a throwaway server.\n"
@@ -356,7 +454,8 @@ class DovecotServer:
             f"info_log_path = {self.log_path}\n"
             f"listen = {LOCALHOST}\n"
             "protocols = imap\n"
-            "ssl = no\n"
+            f"{tls}"
+            # Also with TLS: tests append over the plain port without STARTTLS.
             "disable_plaintext_auth = no\n"
             "auth_mechanisms = plain login\n"
             "auth_verbose = yes\n"
@@ -388,9 +487,7 @@ class DovecotServer:
             f"    address = {LOCALHOST}\n"
             f"    port = {self._port}\n"
             "  }\n"
-            "  inet_listener imaps {\n"
-            "    port = 0\n"
-            "  }\n"
+            f"{imaps}"
             "}\n"
             "service anvil {\n"
             f"{chroot}"
@@ -403,22 +500,15 @@ class DovecotServer:
         )
 
     def _wait_until_port_free(self, timeout: float = 5.0) -> None:
-        """Waits until nothing listens on the port any more (killed children exit async)."""
+        """Waits until nothing listens on the port(s) any more (killed children exit async)."""
         deadline = time.monotonic() + timeout
-        while True:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                # Dovecot binds with SO_REUSEADDR too, so only a live listener conflicts.
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    probe.bind((LOCALHOST, self._port))
-                except OSError:
-                    if time.monotonic() >= deadline:
-                        raise DovecotError(
-                            f"port {self._port} still busy {timeout:.0f} s after killing Dovecot"
-                        ) from None
-                else:
-                    return
-            time.sleep(0.01)
+        for port in (self._port, self._tls_port) if self._tls else (self._port,):
+            while not _port_free(port):
+                if time.monotonic() >= deadline:
+                    raise DovecotError(
+                        f"port {port} still busy {timeout:.0f} s after killing Dovecot"
+                    )
+                time.sleep(0.01)
 
     def _run_doveadm(self, user: str, arguments: list[str], stdin: bytes | None = None) -> str:
         """Runs doveadm for ``user`` directly on the maildir and returns its output.
@@ -461,6 +551,117 @@ class DovecotServer:
                 f"{result.returncode}: {result.stderr.decode('utf-8', 'replace').strip()}"
             )
         return result.stdout.decode("utf-8", "replace")
+
+
+def _port_free(port: int) -> bool:
+    """Tells whether nothing listens on ``port`` of 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # Dovecot binds with SO_REUSEADDR too, so only a live listener conflicts.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOCALHOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def _certificates(names: Sequence[str]) -> tuple[bytes, bytes, bytes]:
+    """Returns a new CA certificate and a server certificate and key it signs, as PEM.
+
+    The server certificate lists ``names`` as subjectAltNames: IP addresses as IP entries,
+    everything else as DNS names. Both carry the extensions strict verifiers insist on
+    (Python 3.13 sets VERIFY_X509_STRICT by default): key usages, basic constraints and key
+    identifiers.
+    """
+    now = datetime.datetime.now(datetime.UTC)
+    not_before = now - datetime.timedelta(hours=1)
+    not_after = now + datetime.timedelta(days=CERTIFICATE_DAYS)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "pricefeed devservers"),
+            x509.NameAttribute(
+                NameOID.COMMON_NAME, f"pricefeed throwaway CA {uuid.uuid4().hex[:8]}"
+            ),
+        ]
+    )
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(ca_ski, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    alt_names: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            alt_names.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            alt_names.append(x509.DNSName(name))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return (
+        ca_cert.public_bytes(serialization.Encoding.PEM),
+        cert.public_bytes(serialization.Encoding.PEM),
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )
 
 
 def _check_credentials(name: str, password: str) -> None:

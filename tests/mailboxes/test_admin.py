@@ -106,7 +106,7 @@ def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_mes
     assert response.status_code == 200
     content = response.content.decode()
     assert "<th>config</th><th>verdict</th><th>why</th>" in content
-    assert "<tr><td>Опт</td><td>✔ matched</td><td>matched 1 attachment(s)</td></tr>" in content
+    assert "<tr><td>Опт</td><td>✔ matched</td><td>matched 1 file(s)</td></tr>" in content
     assert "<td>Другой поставщик</td><td>✘ no match</td>" in content
     assert "does not match &#x27;*@other.ru&#x27;" in content
     assert "прайс_июнь.xlsx" in content

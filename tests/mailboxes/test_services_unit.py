@@ -563,8 +563,12 @@ def test_sweep_returns_an_expired_processing_claim_to_retryable(settings, make_m
 
 
 def test_sweep_enqueues_a_retryable_message_that_is_due(make_message, enqueued):
+    # Marked RETRYABLE two minutes ago, due one minute ago.
     due = make_message(
         status=Status.RETRYABLE, attempts=1, next_attempt_at=timezone.now() - timedelta(minutes=1)
+    )
+    InboundMessage.objects.filter(pk=due.pk).update(
+        updated_at=timezone.now() - timedelta(minutes=2)
     )
     make_message(
         status=Status.RETRYABLE, attempts=1, next_attempt_at=timezone.now() + timedelta(hours=1)
@@ -574,6 +578,9 @@ def test_sweep_enqueues_a_retryable_message_that_is_due(make_message, enqueued):
 
     assert enqueued == [due.pk]
     assert result.requeued == 1
+    # Handed to the queue once: the next sweep leaves it to the worker.
+    assert services.messages_sweep().requeued == 0
+    assert enqueued == [due.pk]
 
 
 def test_sweep_enqueues_a_received_message_nobody_picked_up(settings, make_message, enqueued):

@@ -30,6 +30,8 @@ def form(mailbox: Mailbox, **overrides: object) -> PriceListConfigForm:
         "sheet": "",
         "number_format": PriceListConfig.NumberFormat.AUTO,
         "mode": PriceListConfig.Mode.SNAPSHOT,
+        "default_currency": "RUB",
+        "max_bad_rows_percent": "10",
     }
     data.update(overrides)
     return PriceListConfigForm(data=data)

@@ -117,7 +117,7 @@ def test_matching_config_lists_every_matching_attachment_key():
 
     assert result.matched
     assert result.attachments == ["part2", "part4"]
-    assert result.reasons == ["matched 2 attachment(s)"]
+    assert result.reasons == ["matched 2 file(s)"]
 
 
 def test_config_with_empty_patterns_matches_any_message_with_attachments():

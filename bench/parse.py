@@ -1,0 +1,184 @@
+#!/usr/bin/env python
+"""Parsing benchmark: the library's part of issue 3's speed and memory bars.
+
+    .venv/bin/python bench/parse.py [--rows 100000] [--csv-rows 1000000] [--seed 3]
+
+Generates, in a temporary directory and from a fixed seed, a 100k-row x 8-column xlsx
+(openpyxl write_only, two title rows above the header) and a 1M-row cp1251 ';' CSV with
+Russian numbers ("1 234,50"), then prints:
+
+* the xlsx through pricefeed.parsing.parse(): seconds, rows/s, and the workbook guard's
+  share (inflate + DTD + span checks before calamine);
+* the same file through a plain openpyxl read-only loop, and the ratio;
+* the CSV through parse(): seconds and rows/s;
+* peak RSS of the xlsx parse.
+
+Each parse runs in a child process of its own, so that one file's memory does not
+pollute another's figures and the peak RSS (VmHWM) is that parse's. No database, no
+thresholds: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+WORDS = (
+    "Кабель ВВГ-нг медный Розетка Выключатель Лампа светодиодная Автомат Щит "
+    "Провод ПВС белый чёрный 3х2,5 IP44 накладной скрытый двойной"
+).split()
+BRANDS = ("IEK", "ABB", "Legrand", "Schneider", "EKF", "TDM")
+
+
+def make_xlsx(path: Path, rows: int, seed: int) -> None:
+    import openpyxl
+
+    rnd = random.Random(seed)
+    wb = openpyxl.Workbook(write_only=True)
+    ws = wb.create_sheet("Прайс")
+    ws.append(["Прайс-лист ООО «Ромашка»"])
+    ws.append(["Цены в рублях с НДС"])
+    ws.append(
+        ["Артикул", "Наименование", "Бренд", "Цена", "Валюта", "Остаток", "Ед.", "Примечание"]
+    )
+    for i in range(rows):
+        ws.append(
+            [
+                f"A-{i:07d}",
+                " ".join(rnd.choice(WORDS) for _ in range(5)),
+                rnd.choice(BRANDS),
+                round(rnd.uniform(1, 50000), 2),
+                "RUB",
+                rnd.randint(0, 500),
+                "шт",
+                rnd.choice(("", "новинка", "хит продаж", "")),
+            ]
+        )
+    wb.save(path)
+
+
+def make_csv(path: Path, rows: int, seed: int) -> None:
+    rnd = random.Random(seed)
+    lines = [
+        "Прайс-лист ООО «Ромашка»;;;;;;;",
+        "Артикул;Наименование;Бренд;Цена;Валюта;Остаток;Ед.;Примечание",
+    ]
+    for i in range(rows):
+        price = f"{rnd.uniform(1, 50000):,.2f}".replace(",", " ").replace(".", ",")
+        lines.append(
+            f"A-{i:07d};{' '.join(rnd.choice(WORDS) for _ in range(5))};"
+            f"{rnd.choice(BRANDS)};{price};RUB;{rnd.randint(0, 500)};шт;"
+        )
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode("cp1251"))
+
+
+def _peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def child(kind: str, path: str) -> None:
+    """Runs in a fresh interpreter; prints one JSON line."""
+    from pricefeed.parsing import Limits, ParseOptions, parse
+    from pricefeed.parsing.workbook_guard import check_workbook
+
+    data = Path(path).read_bytes()
+    # A 1M-row CSV is ~75 MB, over the default 50 MiB attachment cap: the bench
+    # measures speed, so it lifts that one cap.
+    limits = Limits(max_file_bytes=max(Limits().max_file_bytes, len(data)))
+    out: dict[str, float] = {"rss_before_mb": _peak_rss_mb(), "bytes": len(data)}
+    if kind == "openpyxl":
+        import io
+
+        import openpyxl
+
+        started = time.perf_counter()
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True)
+        rows = sum(1 for _ in wb.worksheets[0].iter_rows(values_only=True))
+        out["seconds"] = time.perf_counter() - started
+        out["rows"] = rows
+    else:
+        started = time.perf_counter()
+        result = parse(data, ParseOptions(), limits)
+        out["seconds"] = time.perf_counter() - started
+        out["rows"] = result.rows_total
+        out["ok_rows"] = len(result.rows)
+        out["peak_rss_mb"] = _peak_rss_mb()
+        if kind == "xlsx":
+            started = time.perf_counter()
+            check_workbook(data, limits)
+            out["guard_seconds"] = time.perf_counter() - started
+    print(json.dumps(out))
+
+
+def run_child(kind: str, path: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", kind, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="xlsx data rows")
+    parser.add_argument("--csv-rows", type=int, default=1_000_000, help="CSV data rows")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+
+    with tempfile.TemporaryDirectory(prefix="pricefeed-bench-") as tmp:
+        xlsx = Path(tmp) / "prices.xlsx"
+        csv_path = Path(tmp) / "prices.csv"
+        started = time.perf_counter()
+        make_xlsx(xlsx, args.rows, args.seed)
+        make_csv(csv_path, args.csv_rows, args.seed)
+        print(
+            f"generated {xlsx.stat().st_size / 2**20:.1f} MiB xlsx ({args.rows:,} rows x 8) and "
+            f"{csv_path.stat().st_size / 2**20:.1f} MiB cp1251 csv ({args.csv_rows:,} rows) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
+        ours = run_child("xlsx", xlsx)
+        plain = run_child("openpyxl", xlsx)
+        text = run_child("csv", csv_path)
+
+    print(
+        f"xlsx  pricefeed.parsing.parse : {ours['seconds']:.2f} s, "
+        f"{ours['rows'] / ours['seconds']:,.0f} rows/s "
+        f"(workbook guard {ours['guard_seconds']:.2f} s of it)"
+    )
+    print(
+        f"xlsx  openpyxl read_only loop : {plain['seconds']:.2f} s, "
+        f"{plain['rows'] / plain['seconds']:,.0f} rows/s"
+    )
+    print(f"xlsx  ratio parse/openpyxl    : {plain['seconds'] / ours['seconds']:.1f}x faster")
+    print(
+        f"xlsx  peak RSS (VmHWM)        : {ours['peak_rss_mb']:.0f} MB "
+        f"(interpreter and imports before parsing: {ours['rss_before_mb']:.0f} MB)"
+    )
+    print(
+        f"csv   pricefeed.parsing.parse : {text['seconds']:.2f} s, "
+        f"{text['rows'] / text['seconds']:,.0f} rows/s, peak RSS {text['peak_rss_mb']:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

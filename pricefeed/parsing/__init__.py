@@ -1,0 +1,69 @@
+"""Supplier price lists: bytes in, typed rows out. Pure logic: no database, no files.
+
+    members = expand(attachment_bytes, "prices.zip", Limits.from_settings())
+    for member in members:
+        parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
+
+See docs in each module: archives (caps, zip-slip), workbook_guard (XML and memory
+bombs before calamine), text (encodings, delimiters), numbers (separator rules),
+headers (synonyms), reader (rows, errors).
+"""
+
+from __future__ import annotations
+
+from .archives import expand
+from .detect import detect_format
+from .errors import (
+    ArchiveRefused,
+    ArchiveTooLarge,
+    CorruptFile,
+    EmptyFile,
+    FileTooLarge,
+    MissingColumns,
+    NestingTooDeep,
+    NoHeaderRow,
+    OverlappingEntries,
+    ParseError,
+    SheetNotFound,
+    SheetTooLarge,
+    TooManyEntries,
+    TooManyRows,
+    UnsafeEntryName,
+    UnsupportedArchive,
+    UnsupportedFormat,
+    XmlRefused,
+)
+from .reader import parse
+from .types import FIELDS, Limits, Member, ParsedFile, ParseOptions, Row
+from .workbook_guard import check_xml_defences
+
+__all__ = [
+    "FIELDS",
+    "ArchiveRefused",
+    "ArchiveTooLarge",
+    "CorruptFile",
+    "EmptyFile",
+    "FileTooLarge",
+    "Limits",
+    "Member",
+    "MissingColumns",
+    "NestingTooDeep",
+    "NoHeaderRow",
+    "OverlappingEntries",
+    "ParseError",
+    "ParseOptions",
+    "ParsedFile",
+    "Row",
+    "SheetNotFound",
+    "SheetTooLarge",
+    "TooManyEntries",
+    "TooManyRows",
+    "UnsafeEntryName",
+    "UnsupportedArchive",
+    "UnsupportedFormat",
+    "XmlRefused",
+    "check_xml_defences",
+    "detect_format",
+    "expand",
+    "parse",
+]

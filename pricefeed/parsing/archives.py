@@ -1,0 +1,388 @@
+"""Unpacking attachments in memory, under caps counted on the bytes as they inflate.
+
+Nothing here touches the filesystem: archives are read from ``bytes`` and members come
+back as ``bytes``. Entry names are only ever used as labels, but they are still checked:
+an archive that carries an absolute name, a ``..`` component, a drive letter or a link
+is refused as a whole (UnsafeEntryName). Skipping just that entry would hide an archive
+built to attack some other unpacker, and a refusal is what the operator should see.
+
+Python 3.11's zipfile trusts the central directory: it lacks gh-109858's check for
+entries that share their data (the "overlapping" zip bomb), and builds one ZipInfo per
+directory record before anyone can count them. Both are checked here first.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import stat
+import struct
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+
+from .errors import (
+    ArchiveTooLarge,
+    CorruptFile,
+    FileTooLarge,
+    NestingTooDeep,
+    OverlappingEntries,
+    TooManyEntries,
+    UnsafeEntryName,
+    UnsupportedArchive,
+)
+from .types import Limits, Member
+
+CHUNK = 1 << 16
+# The ratio cap applies once a member has inflated past this: a small file of blanks
+# compresses far better than 200:1 and is no threat.
+RATIO_GRACE = 1 << 20
+
+ARCHIVE_FORMATS = frozenset({"zip", "gzip", "tar"})
+UNSUPPORTED_ARCHIVES = frozenset({"rar", "7z", "bzip2", "xz", "zstd", "cab", "arj"})
+
+_DRIVE = re.compile(r"[A-Za-z]:")
+_GZIP_SUFFIXES = (".tgz", ".gz", ".gzip")
+
+
+def mib(n: int) -> str:
+    if n >= 2**20 and n % 2**20 == 0:
+        return f"{n // 2**20} MiB"
+    return f"{n:,} bytes"
+
+
+class Budget:
+    """What one attachment has used so far: inflated bytes and archive entries."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.inflated = 0
+        self.entries = 0
+
+    def add_entries(self, n: int, where: str) -> None:
+        self.entries += n
+        if self.entries > self.limits.max_entries:
+            raise TooManyEntries(
+                f"{where}: more than {self.limits.max_entries:,} archive entries in all"
+            )
+
+    def charge(self, n: int, label: str, member_total: int, compressed: int, cap: int) -> None:
+        """Account for ``n`` more inflated bytes of one member (``member_total`` so far)."""
+        self.inflated += n
+        limits = self.limits
+        if member_total > cap:
+            raise ArchiveTooLarge(f"{label} inflates to more than {mib(cap)}")
+        if self.inflated > limits.max_total_inflated:
+            raise ArchiveTooLarge(
+                f"{label}: the attachment inflates to more than "
+                f"{mib(limits.max_total_inflated)} in all"
+            )
+        if member_total > RATIO_GRACE and member_total > limits.max_ratio * max(compressed, 1):
+            raise ArchiveTooLarge(
+                f"{label} inflates more than {limits.max_ratio}x its compressed size "
+                f"({compressed:,} bytes): a zip bomb?"
+            )
+
+
+def sanitise_name(raw: str, where: str) -> str:
+    """``raw`` as a safe relative path ("dir/file.csv"), or UnsafeEntryName."""
+    if any(ord(ch) < 32 for ch in raw):
+        raise UnsafeEntryName(f"{where}: entry {raw!r} has control characters in its name")
+    name = raw.replace("\\", "/")
+    if name.startswith("/"):
+        raise UnsafeEntryName(f"{where}: entry {raw!r} has an absolute path")
+    if _DRIVE.match(name):
+        raise UnsafeEntryName(f"{where}: entry {raw!r} names a drive")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeEntryName(f"{where}: entry {raw!r} climbs out of the archive ('..')")
+    if not parts:
+        raise UnsafeEntryName(f"{where}: entry {raw!r} has an empty name")
+    return "/".join(parts)
+
+
+# --- zip --------------------------------------------------------------------------------
+
+
+def _central_directory_records(data: bytes) -> int:
+    """Directory records in ``data`` counted without building them (0 if none found)."""
+    eocd = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 65535))
+    if eocd < 0 or eocd + 22 > len(data):
+        return 0
+    total, cd_size = struct.unpack_from("<xxxxxxxxxxHL", data, eocd)
+    cd_end = eocd
+    if total == 0xFFFF or cd_size == 0xFFFFFFFF:
+        locator = eocd - 20
+        if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
+            z64 = data.rfind(b"PK\x06\x06", 0, locator)
+            if z64 >= 0 and z64 + 56 <= len(data):
+                (cd_size,) = struct.unpack_from("<Q", data, z64 + 40)
+                cd_end = z64
+    return data.count(b"PK\x01\x02", max(0, cd_end - cd_size), cd_end)
+
+
+def open_zip(data: bytes, where: str, budget: Budget) -> tuple[zipfile.ZipFile, list]:
+    """A ZipFile over ``data`` after the entry-count and overlap checks, with its entries."""
+    remaining = budget.limits.max_entries - budget.entries
+    if _central_directory_records(data) > remaining:
+        raise TooManyEntries(
+            f"{where}: more than {budget.limits.max_entries:,} archive entries in all"
+        )
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        raise CorruptFile(f"{where}: damaged zip archive ({exc})") from None
+    infos = zf.infolist()
+    budget.add_entries(len(infos), where)
+    _check_overlaps(data, zf, infos, where)
+    return zf, infos
+
+
+def _check_overlaps(data: bytes, zf: zipfile.ZipFile, infos: list, where: str) -> None:
+    """Refuse entries whose local header + data ranges overlap each other or the central
+    directory (one compressed stream referenced many times inflates many times)."""
+    spans = []
+    for info in infos:
+        start = info.header_offset
+        if start < 0 or start + 30 > len(data) or data[start : start + 4] != b"PK\x03\x04":
+            raise CorruptFile(f"{where}: entry {info.orig_filename!r} has no local header")
+        name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
+        spans.append((start, start + 30 + name_len + extra_len + info.compress_size, info))
+    spans.sort(key=lambda s: s[0])
+    end_of_data = getattr(zf, "start_dir", len(data))
+    prev_end = 0
+    for start, end, info in spans:
+        if start < prev_end:
+            raise OverlappingEntries(
+                f"{where}: entry {info.orig_filename!r} overlaps another entry's data "
+                f"(overlapping-entry zip bomb)"
+            )
+        prev_end = end
+    if prev_end > end_of_data:
+        raise OverlappingEntries(f"{where}: entry data overlaps the central directory")
+
+
+def member_chunks(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    label: str,
+    budget: Budget,
+    cap: int,
+    size: int = CHUNK,
+) -> Iterator[bytes]:
+    """The inflated bytes of one zip entry in chunks, charged to ``budget`` as they come."""
+    total = 0
+    try:
+        with zf.open(info) as f:
+            while True:
+                chunk = f.read(size)
+                if not chunk:
+                    return
+                total += len(chunk)
+                budget.charge(len(chunk), label, total, info.compress_size, cap)
+                yield chunk
+    except RuntimeError as exc:  # zipfile's "File ... is encrypted, password required"
+        raise UnsupportedArchive(f"{label}: encrypted (password-protected) archive") from exc
+    except NotImplementedError as exc:
+        raise UnsupportedArchive(f"{label}: unsupported compression ({exc})") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+        raise CorruptFile(f"{label}: damaged archive entry ({exc})") from None
+
+
+def entry_name(info: zipfile.ZipInfo) -> str:
+    """The entry's name as its creator meant it: zip tools on Russian Windows write names
+    in the OEM code page (cp866) without the UTF-8 flag; zipfile reads those as cp437."""
+    name = info.orig_filename
+    if not info.flag_bits & 0x800:
+        try:
+            raw = name.encode("cp437")
+        except UnicodeEncodeError:
+            return name
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("cp866")
+    return name
+
+
+def _is_link_or_special(info: zipfile.ZipInfo) -> str | None:
+    mode = info.external_attr >> 16
+    kind = stat.S_IFMT(mode)
+    if kind == stat.S_IFLNK:
+        return "is a symbolic link"
+    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
+        return "is a special file (device, pipe or socket)"
+    return None
+
+
+def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[Member]) -> None:
+    where = f"archive '{prefix or 'attachment'}'"
+    zf, infos = open_zip(data, where, budget)
+    with zf:
+        files = []
+        for info in infos:  # check every name before inflating anything
+            name = sanitise_name(entry_name(info), where)
+            problem = _is_link_or_special(info)
+            if problem:
+                raise UnsafeEntryName(f"{where}: entry {name!r} {problem}")
+            if not info.is_dir():
+                files.append((info, name))
+        for info, name in files:
+            path = f"{prefix}/{name}" if prefix else name
+            content = b"".join(
+                member_chunks(zf, info, f"entry '{path}'", budget, cap=budget.limits.max_file_bytes)
+            )
+            _expand(content, path, name, depth, budget, out)
+
+
+# --- gzip -------------------------------------------------------------------------------
+
+
+def _gzip_name(data: bytes, fallback: str) -> str:
+    """The FNAME from a gzip header, else ``fallback`` without its .gz suffix."""
+    name = ""
+    if len(data) >= 10 and data[3] & 8:
+        pos = 10
+        if data[3] & 4:
+            pos = 12 + int.from_bytes(data[10:12], "little")
+        end = data.find(b"\0", pos, pos + 1024)
+        if end > pos:
+            raw = data[pos:end]
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                name = raw.decode("latin-1")
+            # Only the base name: the header is the creator's, not a path we trust.
+            name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    if not name or name in (".", ".."):
+        base = fallback.rsplit("/", 1)[-1]
+        low = base.lower()
+        for suffix in _GZIP_SUFFIXES:
+            if low.endswith(suffix) and len(base) > len(suffix):
+                base = base[: -len(suffix)] + (".tar" if suffix == ".tgz" else "")
+                break
+        name = base or "data"
+    if any(ord(ch) < 32 for ch in name):
+        name = "data"
+    return name
+
+
+def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
+    """All members of a gzip stream, inflated under the caps."""
+    out = []
+    total = 0
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    buf = data
+    while True:
+        try:
+            chunk = d.decompress(buf, CHUNK)
+        except zlib.error as exc:
+            raise CorruptFile(f"{label}: damaged gzip data ({exc})") from None
+        if chunk:
+            total += len(chunk)
+            budget.charge(len(chunk), label, total, len(data), cap)
+            out.append(chunk)
+        buf = d.unconsumed_tail
+        if d.eof:
+            rest = d.unused_data
+            if rest[:2] == b"\x1f\x8b":  # concatenated members, as `cat a.gz b.gz` makes
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                buf = rest
+                continue
+            return b"".join(out)  # trailing padding is ignored, as gzip(1) does
+        if not chunk and not buf:
+            raise CorruptFile(f"{label}: gzip data is truncated")
+
+
+# --- tar --------------------------------------------------------------------------------
+
+
+def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[Member]) -> None:
+    """Plain tar (its compression, if any, was a gzip layer already inflated). Tar members
+    are copies, not inflations: they count against entries and the per-file cap only."""
+    where = f"archive '{prefix or 'attachment'}'"
+    try:
+        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # "r:" never decompresses
+    except tarfile.TarError as exc:
+        raise CorruptFile(f"{where}: damaged tar archive ({exc})") from None
+    files = []
+    with tf:
+        try:
+            for m in tf:
+                budget.add_entries(1, where)
+                name = sanitise_name(m.name, where)
+                if m.issym() or m.islnk():
+                    raise UnsafeEntryName(f"{where}: entry {name!r} is a link")
+                if m.isdir():
+                    continue
+                if not m.isreg():
+                    raise UnsafeEntryName(f"{where}: entry {name!r} is a special file")
+                if m.issparse():
+                    raise UnsupportedArchive(f"{where}: entry {name!r} is a sparse file")
+                if m.size > budget.limits.max_file_bytes:
+                    raise ArchiveTooLarge(
+                        f"entry '{name}' is larger than {mib(budget.limits.max_file_bytes)}"
+                    )
+                files.append((m, name))
+            for m, name in files:
+                f = tf.extractfile(m)
+                content = f.read() if f is not None else b""
+                path = f"{prefix}/{name}" if prefix else name
+                _expand(content, path, name, depth, budget, out)
+        except tarfile.TarError as exc:
+            raise CorruptFile(f"{where}: damaged tar archive ({exc})") from None
+
+
+# --- entry point ------------------------------------------------------------------------
+
+
+def expand(data: bytes, name: str, limits: Limits) -> list[Member]:
+    """The files inside an attachment, in archive order, all in memory.
+
+    zip, gzip and tar are opened, nested up to ``limits.max_depth`` levels (the
+    attachment's own archive is level 1); xlsx/xlsm (zips themselves) are files, not
+    archives. Directories are skipped. A non-archive comes back as ``[Member("", data)]``;
+    a member's path is its sanitised path inside the archive, nested ones joined with "/"
+    ("inner.zip/prices.csv"); a gzip's member is named from its header or from ``name``
+    without ".gz". An archive with no files gives ``[]``.
+
+    Raises FileTooLarge, the ArchiveRefused family (ArchiveTooLarge, TooManyEntries,
+    NestingTooDeep, UnsafeEntryName, OverlappingEntries), UnsupportedArchive (rar, 7z,
+    bzip2, xz, encrypted zips) and CorruptFile.
+    """
+    if len(data) > limits.max_file_bytes:
+        raise FileTooLarge(
+            f"attachment is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}"
+        )
+    out: list[Member] = []
+    _expand(data, "", name or "", 0, Budget(limits), out)
+    return out
+
+
+def _expand(
+    data: bytes, path: str, name: str, depth: int, budget: Budget, out: list[Member]
+) -> None:
+    from .detect import detect_format
+
+    fmt = detect_format(data)
+    if fmt in UNSUPPORTED_ARCHIVES:
+        where = f"'{path}'" if path else "attachment"
+        raise UnsupportedArchive(f"unsupported archive: {fmt} ({where})")
+    if fmt not in ARCHIVE_FORMATS:
+        out.append(Member(path, data))
+        return
+    if depth + 1 > budget.limits.max_depth:
+        raise NestingTooDeep(
+            f"archive '{path}' is nested more than {budget.limits.max_depth} levels deep"
+        )
+    if fmt == "zip":
+        _expand_zip(data, path, depth + 1, budget, out)
+    elif fmt == "tar":
+        _expand_tar(data, path, depth + 1, budget, out)
+    else:
+        inner_name = _gzip_name(data, name)
+        label = f"gzip '{path or name or 'attachment'}'"
+        content = gunzip(data, label, budget, cap=budget.limits.max_file_bytes)
+        inner_path = f"{path}/{inner_name}" if path else inner_name
+        _expand(content, inner_path, inner_name, depth + 1, budget, out)

@@ -1,0 +1,108 @@
+"""Finding the header row and mapping its columns to fields."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SCAN_ROWS = 50
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "sku": ("Артикул", "Арт.", "Код товара", "Код", "SKU", "Article", "Part number",
+            "Item code", "Part No"),
+    "name": ("Наименование", "Название", "Товар", "Номенклатура", "Name", "Description",
+             "Product", "Описание"),
+    "price": ("Цена", "Стоимость", "Price", "Опт", "Розница"),
+    "quantity": ("Остаток", "Кол-во", "Количество", "Наличие", "Qty", "Quantity", "Stock"),
+    "currency": ("Валюта", "Currency"),
+}  # fmt: skip
+# A header that names one of these is never that field, whatever else it says:
+# "Штрих-код" is a barcode, not the supplier's code.
+EXCLUDE: dict[str, tuple[str, ...]] = {
+    "sku": ("штрих", "штрихкод", "ean", "barcode", "gtin"),
+}
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def norm(text: object) -> str:
+    """Header text compared case-, space- and punctuation-insensitively ("Кол-во" ==
+    "кол во", "Цена, руб." -> "цена руб"); ё reads as е."""
+    s = str(text).casefold().replace("ё", "е")
+    return _NON_WORD.sub(" ", s).strip()
+
+
+_NORM_SYNONYMS = {f: tuple(norm(s) for s in syns) for f, syns in SYNONYMS.items()}
+
+
+def _score(header: str, field: str) -> tuple[int, int] | None:
+    """How well a normalised header names ``field``: (3 exact | 2 starts with | 1
+    contains as whole words, -synonym rank), or None."""
+    if not header:
+        return None
+    words = header.split()
+    for bad in EXCLUDE.get(field, ()):
+        if any(w.startswith(bad) for w in words):
+            return None
+    padded = f" {header} "
+    best = None
+    for rank, syn in enumerate(_NORM_SYNONYMS[field]):
+        if header == syn:
+            level = 3
+        elif header.startswith(syn + " "):
+            level = 2
+        elif f" {syn} " in padded:
+            level = 1
+        else:
+            continue
+        score = (level, -rank)
+        if best is None or score > best:
+            best = score
+    return best
+
+
+def map_by_synonyms(cells: list[str], taken: dict[str, int]) -> dict[str, int]:
+    """Field -> column index for the fields not in ``taken``, best matches first, each
+    column used once (so "Цена опт" and "Цена розн." give price the first of them)."""
+    used = set(taken.values())
+    candidates = []
+    for field in SYNONYMS:
+        if field in taken:
+            continue
+        for col, cell in enumerate(cells):
+            if col in used:
+                continue
+            score = _score(cell, field)
+            if score:
+                candidates.append((score, -col, field, col))
+    candidates.sort(reverse=True)
+    out: dict[str, int] = {}
+    for _rank, _left, field, col in candidates:
+        if field in out or col in used:
+            continue
+        out[field] = col
+        used.add(col)
+    return out
+
+
+@dataclass
+class Header:
+    row: int  # 0-based index in the scanned rows of the last header line; -1: none
+    columns: dict[str, int]  # field -> 0-based column index
+    texts: dict[str, str]  # field -> header text as written (or the letter)
+    cells: list[str]  # the header cells as written, for messages
+
+
+def combine(top: list[str], below: list[str]) -> list[str]:
+    """Two header lines read as one ("Цены" over "Опт" -> "Цены Опт"); a value repeated
+    by a vertical merge is kept once."""
+    width = max(len(top), len(below))
+    out = []
+    for i in range(width):
+        a = top[i] if i < len(top) else ""
+        b = below[i] if i < len(below) else ""
+        if a and b and norm(a) != norm(b):
+            out.append(f"{a} {b}")
+        else:
+            out.append(a or b)
+    return out

@@ -1,0 +1,222 @@
+"""Prices and quantities as suppliers write them: "1 234,50", "1,234.50", "1234.5 руб.",
+"$1,234.50", "€12,50", "12.5", or typed numbers from a workbook."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+# Spaces that group thousands (space, NBSP, narrow NBSP, thin and figure spaces) and the
+# Swiss apostrophe: removed. The Unicode minus becomes "-".
+_CLEAN = str.maketrans(
+    {" ": None, "\xa0": None, "\u202f": None, "\u2009": None, "\u2007": None,
+     "'": None, "’": None, "\u2212": "-"}
+)  # fmt: skip
+_WITH_UNIT = re.compile(r"([+-]?)(\D*?)([+-]?\d[\d.,]*)(\D*)")
+_DIGITS = frozenset("0123456789")
+_NUMBER_START = frozenset("0123456789+-.,")
+_SIGNED_START = frozenset("0123456789-")
+
+CURRENCY_TOKENS = {
+    "₽": "RUB", "руб": "RUB", "р": "RUB", "rub": "RUB", "rur": "RUB", "рублей": "RUB",
+    "рубля": "RUB", "рубль": "RUB",
+    "$": "USD", "usd": "USD", "us$": "USD", "долл": "USD",
+    "€": "EUR", "eur": "EUR", "евро": "EUR",
+    "£": "GBP", "gbp": "GBP",
+    "¥": "CNY", "cny": "CNY", "rmb": "CNY", "юань": "CNY",
+    "₸": "KZT", "kzt": "KZT", "тенге": "KZT",
+    "₴": "UAH", "uah": "UAH", "грн": "UAH",
+    "byn": "BYN",
+}  # fmt: skip
+_QUANTITY_UNITS = frozenset({"шт", "pcs", "pc", "ед", "компл", "уп", "упак", "м", "кг", "л"})
+_CURRENCY_WORD = re.compile(r"[^\W\d_]+|[₽$€£¥₸₴]")
+
+
+def currency_code(token: str) -> str | None:
+    """RUB/USD/EUR... for a symbol or word ("руб.", "₽", "$", "usd"), else None."""
+    return CURRENCY_TOKENS.get(token.strip().strip(".").lower())
+
+
+def currency_in_text(text: str) -> str | None:
+    """A currency named anywhere in free text, such as a header "Цена, руб." or "Price $"."""
+    for word in _CURRENCY_WORD.findall(text.lower()):
+        code = CURRENCY_TOKENS.get(word)
+        if code:
+            return code
+    return None
+
+
+def normalise_currency(value: str) -> str:
+    """A currency cell as a code when it is a known symbol or word, else as written."""
+    value = value.strip()
+    if not value:
+        return ""
+    code = currency_code(value)
+    if code:
+        return code
+    if len(value) == 3 and value.isascii() and value.isalpha():
+        return value.upper()
+    return value
+
+
+def float_to_decimal(value: float) -> Decimal:
+    """A workbook float as the decimal a person typed: 10.1 stays 10.1 (repr is the
+    shortest string that round-trips), 12345.0 becomes 12345."""
+    if value.is_integer() and abs(value) < 1e16:
+        return Decimal(int(value))
+    return Decimal(repr(value))
+
+
+class NumberReader:
+    """Reads numbers in text with one file's separator convention.
+
+    A number is read by its own shape whenever its shape decides it: "1 234,50",
+    "12,5", "1.234.567" and "1.234,50" use ',' as the decimal separator; "12.5",
+    "1,234,567" and "1,234.50" use '.'. The one ambiguous shape is a single separator
+    followed by exactly three digits after a 1-3 digit, non-zero integer part: "1,234"
+    and "1.234". Those follow ``number_format``: "comma" reads ',' as decimal and '.' as
+    thousands, "dot" the other way round. In "auto" the file decides: the first
+    unambiguous number in it (in any numeric column) sets the convention for the whole
+    file, including ambiguous values read before it (the caller re-reads those, see
+    ``pending``). A file with no unambiguous number reads the lone separator as a
+    decimal point, both ',' and '.': Russian lists write "1,234" for 1.234 and a dot
+    thousands separator without a decimal part is rare.
+    """
+
+    def __init__(self, number_format: str = "auto") -> None:
+        self.decimal = {"comma": ",", "dot": ".", "auto": None}[number_format]
+        self.pending = False  # an ambiguous number was read before the file decided
+
+    def read(self, s: str) -> tuple[Decimal, str | None]:
+        """(value, currency named in the cell or None) for stripped, non-empty text;
+        ValueError when it is not a number."""
+        # Once the file's convention is known, a value with no other separator than the
+        # decimal one reads as Decimal after dropping spaces; whatever Decimal rejects
+        # (grouping, currency, junk) falls through to the full rules, which agree.
+        if self.decimal == ",":
+            if "." not in s and s[-1] in _DIGITS and s[0] in _SIGNED_START:
+                try:
+                    return Decimal(s.replace(" ", "").replace("\xa0", "").replace(",", ".")), None
+                except InvalidOperation:
+                    pass
+        elif self.decimal == ".":
+            if "," not in s and s[-1] in _DIGITS and s[0] in _SIGNED_START:
+                try:
+                    return Decimal(s.replace(" ", "").replace("\xa0", "")), None
+                except InvalidOperation:
+                    pass
+        return self._read(s)
+
+    def _read(self, s: str) -> tuple[Decimal, str | None]:
+        if s.isascii():
+            if s.isdigit():
+                return Decimal(s), None
+            t = s.replace(" ", "").replace("'", "") if (" " in s or "'" in s) else s
+        else:
+            t = s.translate(_CLEAN)
+        if not t:
+            raise ValueError(s)
+        if t[-1] in _DIGITS and t[0] in _NUMBER_START:
+            # Fast paths for the shapes that fill most files: "1234", "1234.5", "1234,50".
+            comma = t.find(",")
+            dot = t.find(".")
+            try:
+                if comma < 0 and dot < 0:
+                    return Decimal(t), None
+                if comma < 0 and len(t) - dot != 4 and t.find(".", dot + 1) < 0:
+                    value = Decimal(t)
+                    if self.decimal is None:
+                        self.decimal = "."
+                    return value, None
+                if dot < 0 and len(t) - comma != 4 and t.find(",", comma + 1) < 0:
+                    value = Decimal(t.replace(",", "."))
+                    if self.decimal is None:
+                        self.decimal = ","
+                    return value, None
+                return self._separators(t, s), None
+            except (InvalidOperation, ValueError):
+                pass  # "-$5", "1 234 руб": a sign or digits around a unit
+        m = _WITH_UNIT.fullmatch(t)
+        if m is None:
+            raise ValueError(s)
+        sign, prefix, t, suffix = m.groups()
+        unit = prefix or suffix
+        currency = currency_code(unit) if not (prefix and suffix) else None
+        if currency is None:
+            raise ValueError(s)
+        if sign:
+            if t[0] in "+-":
+                raise ValueError(s)
+            t = sign + t
+        return self._separators(t, s), currency
+
+    def quantity(self, s: str) -> Decimal | None:
+        """A stock figure, or None for text such as "в наличии", ">10", "много"."""
+        try:
+            return self.read(s)[0]
+        except ValueError:
+            pass
+        # "5 шт.", "10 pcs": a number with a unit.
+        m = _WITH_UNIT.fullmatch(s.translate(_CLEAN))
+        if m and not m.group(2) and m.group(4).strip(".").lower() in _QUANTITY_UNITS:
+            try:
+                return self._separators(m.group(1) + m.group(3), s)
+            except ValueError:
+                return None
+        return None
+
+    def _separators(self, t: str, original: str) -> Decimal:
+        comma = t.find(",")
+        dot = t.find(".")
+        if comma >= 0 or dot >= 0:
+            t = self._resolve(t, comma, dot, original)
+        try:
+            d = Decimal(t)
+        except InvalidOperation:
+            raise ValueError(original) from None
+        if not d.is_finite():
+            raise ValueError(original)
+        return d
+
+    def _resolve(self, t: str, comma: int, dot: int, original: str) -> str:
+        if comma >= 0 and dot >= 0:
+            # Both: the last one is the decimal separator, the other groups thousands.
+            if t.rfind(",") > t.rfind("."):
+                decimal, group = ",", "."
+            else:
+                decimal, group = ".", ","
+            if t.count(decimal) != 1:
+                raise ValueError(original)
+            whole, frac = t.split(decimal)
+            _check_groups(whole, group, original)
+            self._evidence(decimal)
+            return whole.replace(group, "") + "." + frac
+        sep = "," if comma >= 0 else "."
+        n = t.count(sep)
+        if n > 1:  # "1,234,567" / "1.234.567": thousands only
+            _check_groups(t, sep, original)
+            self._evidence("." if sep == "," else ",")
+            return t.replace(sep, "")
+        whole, frac = t.split(sep)
+        digits = whole.lstrip("+-")
+        if len(frac) == 3 and 1 <= len(digits) <= 3 and digits.strip("0"):
+            decimal = self.decimal
+            if decimal is None:
+                self.pending = True
+                decimal = sep
+            return t.replace(sep, ".") if decimal == sep else whole + frac
+        self._evidence(sep)
+        return t.replace(",", ".")
+
+    def _evidence(self, decimal: str) -> None:
+        if self.decimal is None:
+            self.decimal = decimal
+
+
+def _check_groups(whole: str, group: str, original: str) -> None:
+    """ "1,234,567" groups by three after a 1-3 digit head; anything else is not a number."""
+    parts = whole.lstrip("+-").split(group)
+    if len(parts) == 1:
+        return
+    if not 1 <= len(parts[0]) <= 3 or any(len(p) != 3 for p in parts[1:]):
+        raise ValueError(original)

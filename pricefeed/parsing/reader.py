@@ -1,0 +1,660 @@
+"""parse(): bytes of one price list in, typed rows out."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import gc
+import io
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
+from itertools import chain, islice
+from operator import itemgetter
+
+from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
+from .detect import detect_format
+from .errors import (
+    CorruptFile,
+    EmptyFile,
+    FileTooLarge,
+    MissingColumns,
+    NoHeaderRow,
+    ParseError,
+    SheetNotFound,
+    TooManyRows,
+    UnsupportedArchive,
+    UnsupportedFormat,
+)
+from .headers import (
+    SCAN_ROWS,
+    SYNONYMS,
+    Header,
+    combine,
+    map_by_synonyms,
+    norm,
+)
+from .numbers import NumberReader, currency_in_text, float_to_decimal, normalise_currency
+from .text import SAMPLE, detect_delimiter, detect_encoding, guess_cyrillic
+from .types import (
+    FIELDS,
+    REQUIRED_FIELDS,
+    Limits,
+    ParsedFile,
+    ParseOptions,
+    index_to_letter,
+)
+from .workbook_guard import check_workbook
+
+_FORMAT_NOTES = {
+    "encrypted": "encrypted (password-protected) workbook",
+    "html": "html (a web page, perhaps saved with a spreadsheet's name)",
+    "xml-spreadsheet": "Excel 2003 XML spreadsheet",
+    "xlsb": "xlsb (binary workbook; save it as xlsx)",
+    "ods": "ods (save it as xlsx)",
+    "image": "image",
+}
+_NUMBERISH = re.compile(r"[\s\d.,+\-\u00a0\u202f]+")
+_DIGITS = frozenset("0123456789")
+_SIGNED = frozenset("0123456789-")
+_ABSENT = 1 << 30  # column index of a field that is not mapped: always past the row's end
+
+
+def parse(
+    data: bytes, options: ParseOptions | None = None, limits: Limits | None = None
+) -> ParsedFile:
+    """Read one price list (one Member of an attachment) into typed rows.
+
+    Detects the format by content (xlsx/xlsm/xls through python-calamine after the
+    workbook guard, csv/tsv/txt through the csv module), finds the header row within
+    the first 50 rows, maps the columns (options.columns first, then synonyms) and reads
+    every row below it. Rows failing on their own go to ``errors``; a file that cannot
+    be read at all raises a ParseError subclass whose message is for operators.
+    """
+    options = options or ParseOptions()
+    limits = limits or Limits()
+    if len(data) > limits.max_file_bytes:
+        raise FileTooLarge(f"file is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}")
+    fmt = detect_format(data)
+    if fmt in ("xlsx", "xlsm"):
+        check_workbook(data, limits)
+        return _parse_workbook(data, fmt, options, limits)
+    if fmt == "xls":
+        return _parse_workbook(data, fmt, options, limits)
+    if fmt == "csv":
+        return _parse_text(data, options, limits)
+    if fmt == "empty":
+        raise EmptyFile("the file is empty")
+    if fmt in ARCHIVE_FORMATS or fmt in UNSUPPORTED_ARCHIVES:
+        raise UnsupportedArchive(f"unsupported format: {fmt} archive (expand it first)")
+    raise UnsupportedFormat(f"unsupported format: {_FORMAT_NOTES.get(fmt, fmt)}")
+
+
+# --- workbooks ----------------------------------------------------------------------
+
+
+def _calamine_failure(exc: BaseException) -> ParseError:
+    name = type(exc).__name__
+    if name == "PasswordError":
+        return UnsupportedFormat("unsupported format: encrypted (password-protected) workbook")
+    message = str(exc).splitlines()[0][:200] if str(exc) else name
+    return CorruptFile(f"damaged workbook: {message}")
+
+
+def _parse_workbook(data: bytes, fmt: str, options: ParseOptions, limits: Limits) -> ParsedFile:
+    from python_calamine import CalamineWorkbook
+
+    try:
+        wb = CalamineWorkbook.from_filelike(io.BytesIO(data))
+        sheet = _choose_sheet(wb, options.sheet)
+        start = sheet.start or (0, 0)
+        merged = sheet.merged_cell_ranges or []
+        rows = sheet.iter_rows()
+    except ParseError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # pyo3's PanicException derives from BaseException
+        raise _calamine_failure(exc) from None
+    # iter_rows() starts at the sheet's first row (leading empty rows included) but at
+    # its first used column: cell j of a row is column start[1] + j.
+    table = _Table(rows, typed=True, col_offset=start[1], merged=merged)
+    result = _read(table, options, limits, fmt)
+    result.sheet = sheet.name
+    return result
+
+
+def _choose_sheet(wb, wanted: str):
+    names = list(wb.sheet_names)
+    wanted = (wanted or "").strip()
+    if wanted:
+        folded = [n.strip().casefold() for n in names]
+        if wanted in names:
+            return wb.get_sheet_by_index(names.index(wanted))
+        if wanted.casefold() in folded:
+            return wb.get_sheet_by_index(folded.index(wanted.casefold()))
+        if wanted.isdigit() and 1 <= int(wanted) <= len(names):
+            return wb.get_sheet_by_index(int(wanted) - 1)
+        listed = ", ".join(f"'{n}'" for n in names[:20])
+        raise SheetNotFound(f"sheet '{wanted}' not found; the workbook has: {listed}")
+    meta = list(wb.sheets_metadata)
+    order = [i for i, m in enumerate(meta) if _visible(m)] + [
+        i for i, m in enumerate(meta) if not _visible(m)
+    ]
+    for i in order:
+        if "WorkSheet" not in str(meta[i].typ):
+            continue
+        sheet = wb.get_sheet_by_index(i)
+        if sheet.height and sheet.width:
+            return sheet
+    raise EmptyFile("the workbook has no non-empty sheet")
+
+
+def _visible(meta) -> bool:
+    return str(meta.visible).endswith("Visible")
+
+
+# --- text tables --------------------------------------------------------------------
+
+
+def _parse_text(data: bytes, options: ParseOptions, limits: Limits) -> ParsedFile:
+    encoding = detect_encoding(data)
+    delimiter = detect_delimiter(
+        data[:SAMPLE].decode(encoding, "replace"), complete=len(data) <= SAMPLE
+    )
+    try:
+        return _parse_stream(data, encoding, delimiter, options, limits)
+    except UnicodeDecodeError:
+        # The first 64 KB looked like UTF-8 and a later line is not: a Cyrillic file
+        # with an English head. Read it again as such.
+        encoding = guess_cyrillic(data[: SAMPLE * 16])
+        return _parse_stream(data, encoding, delimiter, options, limits)
+
+
+def _parse_stream(
+    data: bytes, encoding: str, delimiter: str, options: ParseOptions, limits: Limits
+) -> ParsedFile:
+    # Decoded a chunk at a time: a whole-file str (and StringIO's UCS-4 copy of it)
+    # would cost five times the file's size in memory.
+    errors = "strict" if encoding.startswith("utf-8") else "replace"
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=errors, newline="")
+    reader = csv.reader(stream, delimiter=delimiter)
+    try:
+        result = _read(_Table(reader, typed=False), options, limits, "csv")
+    except csv.Error as exc:
+        raise CorruptFile(f"malformed text table at line {reader.line_num}: {exc}") from None
+    result.encoding = encoding
+    result.delimiter = delimiter
+    return result
+
+
+# --- shared -------------------------------------------------------------------------
+
+
+class _Table:
+    """Rows from a reader: lists of str (text) or of typed cells (workbooks)."""
+
+    def __init__(
+        self,
+        rows: Iterable[list],
+        *,
+        typed: bool,
+        col_offset: int = 0,
+        merged: list | None = None,
+    ) -> None:
+        self.rows: Iterator[list] = iter(rows)
+        self.typed = typed
+        self.col_offset = col_offset
+        self.merged = merged or []
+
+    def head(self, n: int) -> list[list]:
+        return list(islice(self.rows, n))
+
+
+def cell_text(value: object) -> str:
+    """A cell as text: numbers without a spurious ".0", dates in ISO form."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return "" if value is None else str(value).strip()
+
+
+def _head_texts(table: _Table, head: list[list]) -> list[list[str]]:
+    if not table.typed:
+        return [[c.strip() for c in row] for row in head]
+    texts = [[cell_text(v) for v in row] for row in head]
+    # Merged cells hold their value in the top-left cell only; for header detection
+    # every cell of a merged range reads that value.
+    off = table.col_offset
+    for (r0, c0), (r1, c1) in table.merged:
+        if r0 >= len(texts) or c0 - off < 0 or c0 - off >= len(texts[r0]):
+            continue
+        value = texts[r0][c0 - off]
+        for r in range(r0, min(r1, len(texts) - 1) + 1):
+            row = texts[r]
+            for c in range(c0 - off, c1 - off + 1):
+                while len(row) <= c:
+                    row.append("")
+                if not row[c]:
+                    row[c] = value
+    return texts
+
+
+def _read(table: _Table, options: ParseOptions, limits: Limits, fmt: str) -> ParsedFile:
+    head = table.head(SCAN_ROWS + 1)
+    if not head:
+        raise EmptyFile("the file holds no rows")
+    texts = _head_texts(table, head)
+    header = _find_header(texts, options, table.col_offset)
+    num = NumberReader(options.number_format)
+    cols = header.columns
+    price_header = header.texts.get("price", "")
+    header_currency = (
+        currency_in_text(price_header)
+        if price_header and "price" not in options.column_letters()
+        else None
+    )
+    ctx = _Context(
+        columns=[cols.get(f, _ABSENT) for f in FIELDS],
+        header_norm=(
+            (norm(header.cells[cols["sku"]]), norm(header.cells[cols["price"]]))
+            if header.row >= 0 and max(cols["sku"], cols["price"]) < len(header.cells)
+            else None
+        ),
+        currency=header_currency or options.default_currency.strip(),
+        limits=limits,
+        num=num,
+    )
+    first = header.row + 1
+    if header.row < 0:  # no header: data starts at the first row with a number as price
+        first = _first_priced_row(texts, cols["price"])
+        ctx.skipped = first
+    rest = chain(head[first:], table.rows)
+    with _gc_paused():
+        if table.typed:
+            _rows_typed(rest, first + 1, ctx)
+        else:
+            _rows_text(rest, first + 1, ctx)
+    ctx.fix_ambiguous()
+    return ParsedFile(
+        format=fmt,
+        rows=ctx.rows,
+        errors=ctx.errors,
+        rows_total=ctx.total,
+        header_row=header.row + 1 if header.row >= 0 else 0,
+        columns=header.texts,
+        skipped_rows=ctx.skipped,
+    )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a million row tuples are made: the
+    rows hold no cycles, and the collector's repeated scans of the growing list cost
+    a third of the CSV time. The previous state is restored."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Context:
+    """Accumulates the rows of one file."""
+
+    def __init__(self, *, columns, header_norm, currency, limits, num) -> None:
+        self.columns = columns
+        self.header_norm = header_norm
+        self.currency = currency
+        self.limits = limits
+        self.num = num
+        self.rows: list[tuple] = []
+        self.errors: list[tuple[int, str]] = []
+        self.total = 0
+        self.skipped = 0
+        self.ambiguous: list[tuple[int, object, object]] = []
+
+    def error(self, row_number: int, reason: str) -> None:
+        if len(self.errors) < self.limits.max_errors:
+            self.errors.append((row_number, reason))
+
+    def too_many(self) -> TooManyRows:
+        return TooManyRows(f"more than {self.limits.max_rows:,} data rows")
+
+    def is_repeated_header(self, sku: str, price: str) -> bool:
+        """A page header repeated inside the data (long lists printed page by page)."""
+        return self.header_norm is not None and (norm(sku), norm(price)) == self.header_norm
+
+    def fix_ambiguous(self) -> None:
+        """Re-read the ambiguous numbers met before the file settled its convention."""
+        num = self.num
+        if not self.ambiguous or num.decimal is None:
+            return
+        for index, price, quantity in self.ambiguous:
+            r = self.rows[index]
+            new_price = num.read(price)[0] if isinstance(price, str) else r[3]
+            new_qty = num.quantity(quantity) if isinstance(quantity, str) and quantity else r[5]
+            self.rows[index] = (r[0], r[1], r[2], new_price, r[4], new_qty)
+
+
+def _first_priced_row(texts: list[list[str]], price_col: int) -> int:
+    for i, row in enumerate(texts[:SCAN_ROWS]):
+        if price_col < len(row) and row[price_col]:
+            try:
+                NumberReader("dot").read(row[price_col])
+            except ValueError:
+                continue
+            return i
+    return 0
+
+
+def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> None:
+    """The hot loop for text tables: every cell is a str. Rows as wide as the mapped
+    columns (nearly all) take one itemgetter call; absent fields read column sku and
+    are blanked."""
+    si, ni, pi, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
+    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
+    pick = itemgetter(*picks)
+    width = max(picks) + 1
+    out = ctx.rows
+    append = out.append
+    num = ctx.num
+    read = num.read
+    quantity = num.quantity
+    default_currency = ctx.currency
+    max_rows = ctx.limits.max_rows
+    qcache: dict[str, Decimal | None] = {}
+    ccache: dict[str, str] = {}
+    sep = num.decimal
+    other = "." if sep == "," else ","
+    digits, signed, decimal, invalid = _DIGITS, _SIGNED, Decimal, InvalidOperation
+    rn = row_number - 1
+    total = ctx.total
+    for row in rows:
+        rn += 1
+        if len(row) >= width:
+            sku, p, name, c, q = pick(row)
+        else:
+            sku, p, name, c, q = (row[i] if i < len(row) else "" for i in picks)
+        sku = sku.strip()
+        p = p.strip()
+        if not p or not sku:
+            outcome = _incomplete_row(row, sku, p, ctx)
+            if outcome is None:
+                ctx.skipped += 1
+            else:
+                total += 1
+                if total > max_rows:
+                    raise ctx.too_many()
+                ctx.error(rn, outcome)
+            continue
+        total += 1
+        if total > max_rows:
+            raise ctx.too_many()
+        # NumberReader.read's own fast path, inlined: this line runs a million times.
+        price = None
+        if sep and p.isascii() and other not in p and p[-1] in digits and p[0] in signed:
+            try:
+                price = decimal(
+                    p.replace(" ", "").replace(",", ".") if sep == "," else p.replace(" ", "")
+                )
+                currency = None
+            except invalid:
+                price = None
+        if price is None:
+            try:
+                price, currency = read(p)
+            except ValueError:
+                if ctx.is_repeated_header(sku, p):
+                    total -= 1
+                    ctx.skipped += 1
+                else:
+                    ctx.error(rn, f"price {p!r} is not a number")
+                continue
+            sep = num.decimal
+            other = "." if sep == "," else ","
+        if has_qty:
+            q = q.strip()
+            if q:
+                qty = qcache.get(q, False)
+                if qty is False:
+                    qty = quantity(q)
+                    if "," not in q and "." not in q and len(qcache) < 4096:
+                        qcache[q] = qty
+            else:
+                qty = None
+        else:
+            q = qty = None
+        if currency is None:
+            if has_currency and c:
+                currency = ccache.get(c)
+                if currency is None:
+                    currency = normalise_currency(c) or default_currency
+                    if len(ccache) < 1024:
+                        ccache[c] = currency
+            else:
+                currency = default_currency
+        if num.pending:
+            ctx.ambiguous.append((len(out), p, q))
+            num.pending = False
+        append((rn, sku, name.strip() if has_name else "", price, currency, qty))
+    ctx.total = total
+
+
+def _incomplete_row(row: list, sku: str, price: str, ctx: _Context) -> str | None:
+    """Why a row missing its sku or price is an error, or None when it is an empty,
+    section-title or repeated-header row (skipped)."""
+    if not price:
+        if not sku:
+            return None
+        # A section title such as "Кабели и провода" often sits in the sku column, alone
+        # on its row; a lone code with digits ("A-17") is an item without a price.
+        non_empty = sum(1 for c in row if (c.strip() if isinstance(c, str) else c != ""))
+        if non_empty <= 1 and not any(ch.isdigit() for ch in sku):
+            return None
+        return "price is missing"
+    try:
+        NumberReader("dot").read(price)
+    except ValueError:
+        return None  # no sku and no number: a note or sub-heading
+    return "sku is missing"
+
+
+def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
+    """The loop for workbooks: cells are str, float, int, bool, date/time or ""."""
+    si, ni, pi, ci, qi = ctx.columns
+    append = ctx.rows.append
+    num = ctx.num
+    read = num.read
+    default_currency = ctx.currency
+    max_rows = ctx.limits.max_rows
+    qcache: dict[float, Decimal] = {}
+    ccache: dict[object, str] = {}
+    rn = row_number - 1
+    total = ctx.total
+    for row in rows:
+        rn += 1
+        n = len(row)
+        v = row[si] if si < n else ""
+        sku = v.strip() if type(v) is str else cell_text(v)
+        raw = row[pi] if pi < n else ""
+        t = type(raw)
+        p_text = raw.strip() if t is str else "x"
+        if not sku or not p_text:
+            texts = [cell_text(c) for c in row]
+            outcome = _incomplete_row(texts, sku, cell_text(raw), ctx)
+            if outcome is None:
+                ctx.skipped += 1
+            else:
+                total += 1
+                if total > max_rows:
+                    raise ctx.too_many()
+                ctx.error(rn, outcome)
+            continue
+        total += 1
+        if total > max_rows:
+            raise ctx.too_many()
+        currency = None
+        if t is float:
+            # repr is the shortest text that round-trips: 10.1 stays 10.1.
+            price = Decimal(int(raw)) if raw.is_integer() else Decimal(repr(raw))
+        elif t is int:
+            price = Decimal(raw)
+        elif t is str:
+            try:
+                price, currency = read(p_text)
+            except ValueError:
+                if ctx.is_repeated_header(sku, p_text):
+                    total -= 1
+                    ctx.skipped += 1
+                else:
+                    ctx.error(rn, f"price {p_text!r} is not a number")
+                continue
+        else:
+            ctx.error(rn, f"price {cell_text(raw)!r} is not a number")
+            continue
+        q = row[qi] if qi < n else ""
+        qt = type(q)
+        if qt is float:
+            qty = qcache.get(q)
+            if qty is None:
+                qty = float_to_decimal(q)
+                if len(qcache) < 4096:
+                    qcache[q] = qty
+        elif qt is int:
+            qty = Decimal(q)
+        elif qt is str and q.strip():
+            qty = num.quantity(q.strip())
+        else:
+            qty = None
+        if currency is None:
+            c = row[ci] if ci < n else ""
+            currency = ccache.get(c)
+            if currency is None:
+                text = c.strip() if type(c) is str else cell_text(c)
+                currency = normalise_currency(text) if text else default_currency
+                if len(ccache) < 1024:
+                    ccache[c] = currency
+        if num.pending:
+            ctx.ambiguous.append(
+                (len(ctx.rows), p_text if t is str else None, q.strip() if type(q) is str else None)
+            )
+            num.pending = False
+        v = row[ni] if ni < n else ""
+        append((rn, sku, v.strip() if type(v) is str else cell_text(v), price, currency, qty))
+    ctx.total = total
+
+
+# --- header -------------------------------------------------------------------------
+
+
+def _find_header(texts: list[list[str]], options: ParseOptions, col_offset: int) -> Header:
+    configured = {f: norm(t) for f, t in options.column_texts().items()}
+    letters = {f: i - col_offset for f, i in options.column_letters().items()}
+    width = max((len(r) for r in texts), default=0)
+    for f, c in letters.items():
+        if c >= width:
+            last = index_to_letter(col_offset + width - 1) if width else "A"
+            raise MissingColumns(
+                f"column {options.columns[f].strip().upper()} for {f} is past the last "
+                f"column of the table ({last})"
+            )
+    best: tuple[int, Header] | None = None
+    limit = min(SCAN_ROWS, len(texts))
+    for i in range(limit):
+        candidates = [(i, texts[i])]
+        if i + 1 < len(texts) and _header_like(texts[i + 1]):
+            candidates.append((i + 1, combine(texts[i], texts[i + 1])))
+        for last, cells in candidates:
+            normed = [norm(c) for c in cells]
+            columns: dict[str, int] = {}
+            for f, want in configured.items():
+                if want in normed:
+                    columns[f] = normed.index(want)
+            found_configured = len(columns)
+            columns.update(letters)
+            synonyms = map_by_synonyms(normed, columns)
+            columns.update(synonyms)
+            header = Header(last, columns, {}, cells)
+            if configured:
+                ok = found_configured == len(configured)
+            else:
+                named = {f for f in synonyms} | {
+                    f for f, c in letters.items() if 0 <= c < len(normed) and _texty(normed[c])
+                }
+                ok = bool(named & {"sku", "name"}) and "price" in named
+            if ok:
+                return _finish_header(header, options, letters)
+            weight = found_configured * 10 + len(synonyms)
+            if (found_configured or len(synonyms) >= 2) and (best is None or weight > best[0]):
+                best = (weight, header)
+    if all(f in letters for f in REQUIRED_FIELDS):
+        header = Header(-1, dict(letters), {}, [])
+        return _finish_header(header, options, letters)
+    if best is not None:
+        _raise_missing(best[1], options, letters)
+    if configured:
+        wanted = ", ".join(f"'{t}'" for t in options.column_texts().values())
+        raise NoHeaderRow(f"no header row in the first {SCAN_ROWS} rows has {wanted}")
+    raise NoHeaderRow(
+        f"no header row in the first {SCAN_ROWS} rows: expected one naming the article "
+        f"(e.g. Артикул, Код, SKU) or the name (Наименование, Name) and the price "
+        f"(Цена, Price)"
+    )
+
+
+def _header_like(row: list[str]) -> bool:
+    """A line that can continue a header: some text, no numbers."""
+    return any(row) and not any(c and _NUMBERISH.fullmatch(c) for c in row)
+
+
+def _texty(cell: str) -> bool:
+    return bool(cell) and not _NUMBERISH.fullmatch(cell)
+
+
+def _finish_header(header: Header, options: ParseOptions, letters: dict[str, int]) -> Header:
+    missing = [f for f in REQUIRED_FIELDS if f not in header.columns]
+    if missing:
+        _raise_missing(header, options, letters)
+    texts = {}
+    for f in FIELDS:
+        if f not in header.columns:
+            continue
+        if f in letters:
+            texts[f] = options.columns[f].strip().upper()
+        else:
+            texts[f] = header.cells[header.columns[f]].strip()
+    # Columns left of the used range (letters before the sheet's first column) are
+    # empty: point them past every row.
+    header.columns = {f: (c if c >= 0 else _ABSENT) for f, c in header.columns.items()}
+    header.texts = texts
+    return header
+
+
+def _raise_missing(header: Header, options: ParseOptions, letters: dict[str, int]) -> None:
+    configured = options.column_texts()
+    normed = [norm(c) for c in header.cells]
+    missing = []
+    for f, text in configured.items():
+        if norm(text) not in normed:
+            missing.append(f"{f} ('{text}')")
+    for f in REQUIRED_FIELDS:
+        if f not in header.columns and f not in configured:
+            examples = ", ".join(SYNONYMS[f][:4])
+            missing.append(f"{f} (e.g. {examples})")
+    seen = [c for c in header.cells if c][:20]
+    cells = ", ".join(f"'{c}'" for c in seen) or "none"
+    raise MissingColumns(
+        f"missing columns: {'; '.join(missing)}. Header row {header.row + 1} has: {cells}"
+    )

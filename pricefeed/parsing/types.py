@@ -1,0 +1,166 @@
+"""Value objects of the parsing library: limits, options, members and results."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+
+FIELDS = ("sku", "name", "price", "currency", "quantity")
+REQUIRED_FIELDS = ("sku", "price")
+NUMBER_FORMATS = ("auto", "comma", "dot")
+
+# 1-2 ASCII letters are a column letter (A..ZZ, 702 columns); anything longer is header
+# text, so a header literally called "SKU" or "Qty" is not mistaken for column SKU.
+_COLUMN_LETTER = re.compile(r"[A-Za-z]{1,2}")
+
+# A row as parse() returns it: (row_number, sku, name, price, currency, quantity).
+Row = tuple[int, str, str, Decimal | None, str, Decimal | None]
+
+_SETTING_PREFIX = "PRICEFEED_PARSE_"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on untrusted input; every one is enforced on bytes actually inflated.
+
+    ``max_file_bytes``     one attachment, or one file inflated out of an archive;
+    ``max_total_inflated`` all bytes inflated from one attachment, nested archives and the
+                           XML parts of an xlsx included;
+    ``max_entries``        archive entries, summed over nested archives;
+    ``max_depth``          archive levels: the attachment's own archive is level 1;
+    ``max_ratio``          inflated/compressed size of one member (checked once the member
+                           has inflated past 1 MiB: tiny files of blanks compress very well);
+    ``max_rows``           data rows in one sheet or CSV;
+    ``max_cells``          cells a workbook sheet may span (calamine holds the whole span
+                           in memory, 32 bytes per cell: 32M cells is about 1 GiB);
+    ``max_errors``         row errors kept in ParsedFile.errors (all are counted).
+    """
+
+    max_file_bytes: int = 50 * 2**20
+    max_total_inflated: int = 200 * 2**20
+    max_entries: int = 1000
+    max_depth: int = 3
+    max_ratio: int = 200
+    max_rows: int = 2_000_000
+    max_cells: int = 32_000_000
+    max_errors: int = 10_000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
+
+    @classmethod
+    def from_settings(cls) -> Limits:
+        """Limits from ``PRICEFEED_PARSE_<FIELD>`` settings (e.g. PRICEFEED_PARSE_MAX_ROWS),
+        each falling back to the default above; read at call time."""
+        from django.conf import settings
+
+        values = {}
+        for f in fields(cls):
+            values[f.name] = getattr(settings, _SETTING_PREFIX + f.name.upper(), f.default)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """How to read one supplier's file.
+
+    ``columns``: field -> header text (matched case-, space- and punctuation-insensitively)
+    or column letter ("C", "AA": one or two Latin letters). Fields not given are found by
+    header synonyms. ``sheet``: sheet name or 1-based number; "" takes the first visible
+    non-empty sheet. ``number_format``: "auto", "comma" (1 234,50) or "dot" (1,234.50); it
+    only settles ambiguous numbers such as "1,234" (see numbers.NumberReader).
+    """
+
+    columns: dict[str, str] = field(default_factory=dict)
+    sheet: str = ""
+    number_format: str = "auto"
+    default_currency: str = ""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.columns) - set(FIELDS))
+        if unknown:
+            raise ValueError(
+                f"unknown column field(s) {', '.join(unknown)}; known: {', '.join(FIELDS)}"
+            )
+        for name, value in self.columns.items():
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"column for {name} must be a header text or a letter")
+        if self.number_format not in NUMBER_FORMATS:
+            raise ValueError(
+                f"number_format must be one of {', '.join(NUMBER_FORMATS)}, "
+                f"not {self.number_format!r}"
+            )
+
+    def column_letters(self) -> dict[str, int]:
+        """Fields given as column letters -> 0-based column index."""
+        out = {}
+        for name, value in self.columns.items():
+            v = value.strip()
+            if _COLUMN_LETTER.fullmatch(v):
+                out[name] = letter_to_index(v)
+        return out
+
+    def column_texts(self) -> dict[str, str]:
+        """Fields given as header text -> that text."""
+        letters = self.column_letters()
+        return {k: v.strip() for k, v in self.columns.items() if k not in letters}
+
+
+def letter_to_index(letter: str) -> int:
+    n = 0
+    for ch in letter.upper():
+        n = n * 26 + (ord(ch) - 64)
+    return n - 1
+
+
+def index_to_letter(index: int) -> str:
+    s = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        s = chr(65 + rem) + s
+    return s
+
+
+@dataclass(frozen=True)
+class Member:
+    """One file out of an attachment; ``path`` is "" for the attachment itself, else the
+    sanitised path inside the archive ("dir/file.csv", nested: "inner.zip/file.csv")."""
+
+    path: str
+    data: bytes
+
+    def __repr__(self) -> str:  # the bytes can be megabytes: keep reprs readable
+        return f"Member(path={self.path!r}, size={len(self.data)})"
+
+
+@dataclass
+class ParsedFile:
+    """Typed rows of one price list.
+
+    ``rows`` are tuples ``(row_number, sku, name, price, currency, quantity)``;
+    ``errors`` are ``(row_number, reason)`` for rows that look like data but fail, at most
+    Limits.max_errors of them (``rows_failed`` counts them all); ``rows_total`` counts data
+    rows (ok + failed); ``skipped_rows`` counts empty, section-title and repeated-header
+    rows. ``header_row`` is 1-based; 0 when every required column was given as a letter
+    and the file has no recognisable header.
+    """
+
+    format: str
+    rows: list[Row]
+    errors: list[tuple[int, str]]
+    rows_total: int
+    header_row: int
+    columns: dict[str, str]
+    sheet: str | None = None
+    encoding: str | None = None
+    delimiter: str | None = None
+    skipped_rows: int = 0
+
+    @property
+    def rows_failed(self) -> int:
+        return self.rows_total - len(self.rows)

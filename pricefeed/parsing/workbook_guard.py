@@ -1,0 +1,258 @@
+"""Checks an xlsx/xlsm before python-calamine opens it.
+
+Calamine is fast but trusts its input: it inflates parts without a cap, and it sizes
+memory from the file's own claims. Measured with python-calamine 0.9.1:
+
+* a 600-byte sheet with cells at A1 and XFD20000 makes it allocate 10 GB for one dense
+  cell range (32 bytes per cell between the extremes) and abort the whole process;
+* ``<sst uniqueCount="2000000000">`` in sharedStrings.xml makes it reserve 48 GB up
+  front and abort.
+
+So every part is stream-inflated here under the Limits (never trusting header sizes),
+and refused when its prolog declares a DTD (``<!DOCTYPE`` / ``<!ENTITY``: billion
+laughs, XXE; the first 64 KiB are searched, and a longer prolog is refused), when a
+shared-strings table claims more strings than it can hold, or when a sheet's cells can
+span more than ``Limits.max_cells``. (Calamine's XML reader does not expand entities
+anyway; the refusal makes the attack visible instead of a confusing parse error.)
+
+The span check is cheap on ordinary files and exact on the rest. While inflating, two
+literal-prefix regex searches look for any cell tag that is not in the form every common
+writer emits (``<c r="B12" s="1" t="s">``: r first, one letter, at most six digits,
+nothing but short attributes after it) or that has a namespace prefix. A sheet without
+one spans at most 999,999 x 26 cells. A sheet with one
+(more than 26 columns, a million rows, r-less, repeated-r or namespace-prefixed tags,
+UTF-16) is inflated again and every ``r="..."`` measured, counting r-less tags as
+calamine places them: one after another. Measured with python-calamine 0.9.1: a cell
+tag that repeats r (``<c r="A2" r="XFD20000">``) is placed by the last one.
+"""
+
+from __future__ import annotations
+
+import re
+from operator import itemgetter
+
+from .archives import Budget, member_chunks, mib, open_zip
+from .errors import SheetTooLarge, XmlRefused
+from .types import Limits, letter_to_index
+
+_SCAN = 1 << 18  # scan in 256 KiB pieces: big enough to amortise calls, small for cache
+_TAIL = 256  # bytes carried between pieces so that no tag is cut in two
+_LOOKAHEAD = 64  # a cell tag this close to a piece's end is judged with the next piece
+_PROLOG = 1 << 16  # a prolog (XML declaration, comments) longer than this is refused
+
+_DTD = re.compile(rb"<![Dd][Oo][Cc][Tt][Yy][Pp][Ee]|<![Ee][Nn][Tt][Ii][Tt][Yy]")
+# The whole cell tag as every common writer emits it (Excel, LibreOffice, openpyxl, 1C):
+# r first with one column letter and at most six row digits, then only short attributes
+# such as s="3" t="s", single spaces, double quotes. A sheet whose cell tags all look
+# like that spans at most 999,999 x 26 cells, whatever its row tags say: calamine places
+# a cell by its own r (the last one, if a tag repeats it: hence the whole tag is matched)
+# and uses a row's r only for r-less cells, which are not in that form. Anything else
+# (wider sheets, longer references, r-less, repeated-r or prefixed tags) is measured
+# exactly. Possessive quantifiers keep the lookahead cheap.
+_OTHER_CELL = re.compile(rb'<c(?! r="[A-Z][0-9]{1,6}"(?: [stcvmph]{1,2}="[^"<>]*+")*+ ?/?>)[\s/>]')
+_PREFIXED = re.compile(rb":(?:c|row)[\s/>]")
+_SIMPLE_SPAN = 999_999 * 26
+_SST_TAG = re.compile(rb"<(?:[\w.-]+:)?sst\b([^>]*)>")
+_UNIQUE_COUNT = re.compile(rb"""\buniqueCount\s*=\s*["']\s*(\d+)""")
+
+# Exact pass (wide, long or unusual sheets only).
+_R_ATTR = re.compile(rb"""\sr\s*=\s*["']([A-Za-z]*)([0-9]+)["']""")
+_C_TAG = re.compile(rb"<(?:[\w.-]+:)?c[\s/>]")
+_C_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?c\s(?:[^>]*?[\s"'])?r\s*=""")
+_ROW_TAG = re.compile(rb"<(?:[\w.-]+:)?row[\s/>]")
+_ROW_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?row\s(?:[^>]*?[\s"'])?r\s*=""")
+
+
+def check_workbook(data: bytes, limits: Limits) -> None:
+    """Refuse an xlsx/xlsm that is a zip bomb, an XML bomb or XXE, or a memory bomb for
+    calamine; see the module docstring. Raises ArchiveRefused, XmlRefused, SheetTooLarge
+    or CorruptFile; returns None for a workbook that is safe to open."""
+    budget = Budget(limits)
+    zf, infos = open_zip(data, "workbook", budget)
+    with zf:
+        for info in infos:
+            if info.is_dir():
+                continue
+            label = f"workbook part '{info.filename}'"
+            scan = _PartScan(info.filename)
+            for chunk in _member_chunks(zf, info, label, budget, limits):
+                scan.feed(chunk)
+            scan.finish()
+            if scan.sheet and (scan.unusual or limits.max_cells < _SIMPLE_SPAN):
+                # The same bytes again, already within the caps: not charged twice.
+                again = _member_chunks(zf, info, label, Budget(limits), limits)
+                _exact_span(b"".join(again), info.filename, limits)
+
+
+def _member_chunks(zf, info, label, budget, limits):
+    # An xlsx part is not a price-list file: a 100k-row sheet is ~45 MB of XML, so parts
+    # are capped by the attachment's total, not by max_file_bytes.
+    return member_chunks(zf, info, label, budget, cap=limits.max_total_inflated, size=_SCAN)
+
+
+class _PartScan:
+    """One part, piece by piece: its prolog, and whether its cells are all simple."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.head = b""
+        self.size = 0
+        self.tail = b""
+        self.sheet = False
+        self.unusual = False
+
+    def feed(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self.size += len(piece)
+        if len(self.head) < _PROLOG:
+            self.head += piece[: _PROLOG - len(self.head)]
+        buf = self.tail + piece
+        if not self.sheet and b"sheetData" in buf:
+            self.sheet = True
+        if not self.unusual and _unusual_tag(buf, len(buf) - _LOOKAHEAD):
+            self.unusual = True
+        self.tail = buf[-_TAIL:]
+
+    def finish(self) -> None:
+        if not self.unusual and _unusual_tag(self.tail, len(self.tail)):
+            self.unusual = True
+        self._check_prolog()
+        self._check_shared_strings()
+
+    def _check_prolog(self) -> None:
+        head = self.head
+        if _is_utf16(head):
+            self.sheet = self.unusual = True  # measured exactly after decoding
+            text = head.decode(_utf16_codec(head), "replace")
+            dtd = _DTD.search(text.encode("ascii", "replace"))
+        else:
+            text = head.decode("latin-1")  # an ASCII view of any ASCII-compatible encoding
+            dtd = _DTD.search(head)
+        if dtd:
+            self._refuse_dtd()
+        i = 0
+        if text.startswith("\ufeff"):
+            i = 1
+        elif text.startswith("\xef\xbb\xbf"):
+            i = 3
+        n = len(text)
+        while True:
+            while i < n and text[i] in " \t\r\n":
+                i += 1
+            if text.startswith("<?", i):
+                end = text.find("?>", i + 2)
+                close = 2
+            elif text.startswith("<!--", i):
+                end = text.find("-->", i + 4)
+                close = 3
+            elif text.startswith("<!", i):
+                self._refuse_dtd()
+            else:
+                return  # the root element, or not XML at all
+            if end < 0:
+                if self.size > len(self.head):
+                    raise XmlRefused(
+                        f"workbook part '{self.name}' has an XML prolog longer than "
+                        f"{mib(_PROLOG)}: refused"
+                    )
+                return
+            i = end + close
+
+    def _refuse_dtd(self) -> None:
+        raise XmlRefused(
+            f"workbook part '{self.name}' declares a DTD or entities (<!DOCTYPE>/<!ENTITY>): "
+            f"refused as a possible XML bomb or external-entity (XXE) attack"
+        )
+
+    def _check_shared_strings(self) -> None:
+        head = self.head
+        if _is_utf16(head):
+            head = head.decode(_utf16_codec(head), "replace").encode("utf-8")
+        m = _SST_TAG.search(head)
+        if not m:
+            return
+        u = _UNIQUE_COUNT.search(m.group(1))
+        # Every string needs at least "<si/>": a table cannot hold more than size/5.
+        if u and int(u.group(1)) > self.size // 5 + 1:
+            raise XmlRefused(
+                f"workbook part '{self.name}' claims {int(u.group(1)):,} shared strings but "
+                f"holds at most {self.size // 5 + 1:,}: refused (it would exhaust memory)"
+            )
+
+
+def _unusual_tag(buf: bytes, before: int) -> bool:
+    """Whether ``buf`` has an unusual tag starting before ``before``: a tag cut off by the
+    end of the piece is judged again, whole, with the next piece (the carried tail)."""
+    for pattern in (_OTHER_CELL, _PREFIXED):
+        m = pattern.search(buf)
+        if m and m.start() < before:
+            return True
+    return False
+
+
+def _is_utf16(head: bytes) -> bool:
+    return head[:2] in (b"\xff\xfe", b"\xfe\xff", b"<\0", b"\0<")
+
+
+def _utf16_codec(piece: bytes) -> str:
+    if piece[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    return "utf-16-le" if piece[:2] == b"<\0" else "utf-16-be"
+
+
+def _exact_span(data: bytes, name: str, limits: Limits) -> None:
+    """Measure a sheet's cell span from every r attribute, as calamine will place cells."""
+    if _is_utf16(data):
+        data = data.decode(_utf16_codec(data), "replace").encode("utf-8")
+    refs = _R_ATTR.findall(data)
+    max_row = max(map(int, set(map(itemgetter(1), refs))), default=0)
+    letters = {ref for ref in map(itemgetter(0), refs) if ref}
+    max_col = max((letter_to_index(x.decode()) + 1 for x in letters), default=0)
+    rless_rows = len(_ROW_TAG.findall(data)) - len(_ROW_TAG_WITH_R.findall(data))
+    rless_cells = len(_C_TAG.findall(data)) - len(_C_TAG_WITH_R.findall(data))
+    rows = max_row + max(0, rless_rows) + 1
+    cols = max_col + max(0, rless_cells) + 1
+    if rows * cols > limits.max_cells:
+        raise SheetTooLarge(
+            f"workbook part '{name}' places cells across {rows:,} rows x {cols:,} columns, "
+            f"more than {limits.max_cells:,} cells: refused (it would exhaust memory)"
+        )
+
+
+def check_xml_defences() -> list[str]:
+    """Problems with the XML defences of the libraries that read spreadsheets here, for a
+    Django system check: openpyxl must parse through defusedxml (it only does when
+    defusedxml is importable and OPENPYXL_DEFUSEDXML is not "False")."""
+    problems = []
+    try:
+        import defusedxml  # noqa: F401
+    except ImportError:
+        problems.append("defusedxml is not installed: openpyxl would parse XML unguarded")
+    try:
+        import openpyxl
+        from openpyxl.xml import functions as oxml
+    except ImportError:
+        return problems
+    if not getattr(openpyxl, "DEFUSEDXML", False):
+        problems.append(
+            "openpyxl.DEFUSEDXML is False (defusedxml missing or OPENPYXL_DEFUSEDXML=False): "
+            "openpyxl would expand XML entities"
+        )
+    if not getattr(oxml.iterparse, "__module__", "").startswith("defusedxml"):
+        problems.append("openpyxl.xml.functions.iterparse is not defusedxml's")
+    bomb = b'<!DOCTYPE x [<!ENTITY a "aaaa">]><x>&a;</x>'
+    try:
+        oxml.fromstring(bomb)
+    except Exception:  # defusedxml raises EntitiesForbidden; anything but success is fine
+        pass
+    else:
+        problems.append("openpyxl.xml.functions.fromstring expands XML entities")
+    try:
+        import python_calamine  # noqa: F401
+    except ImportError:
+        problems.append("python-calamine is not installed: xlsx/xls files cannot be read")
+    return problems
+
+
+__all__ = ["check_workbook", "check_xml_defences", "mib"]

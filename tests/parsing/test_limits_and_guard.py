@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import pytest
+
+from pricefeed.parsing import CorruptFile, Limits, parse
+from pricefeed.parsing.workbook_guard import _PartScan
+
+from . import builders as b
+
+
+def test_limits_come_from_settings_with_defaults(settings):
+    settings.PRICEFEED_PARSE_MAX_ENTRIES = 10
+    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = 1234
+    limits = Limits.from_settings()
+    assert limits.max_entries == 10
+    assert limits.max_file_bytes == 1234
+    assert limits.max_depth == Limits().max_depth
+
+
+def test_limits_must_be_positive_integers():
+    with pytest.raises(ValueError, match=r"Limits\.max_depth must be a positive integer"):
+        Limits(max_depth=0)
+
+
+def _scan(xml: bytes, piece: int) -> _PartScan:
+    scan = _PartScan("sheet.xml")
+    for i in range(0, len(xml), piece):
+        scan.feed(xml[i : i + piece])
+    scan.finish()
+    return scan
+
+
+ORDINARY = b.sheet_xml([["Артикул", "Цена"]] + [[f"A-{i}", i] for i in range(1, 40)]).encode()
+
+
+@pytest.mark.parametrize("piece", [7, 13, 64, 100, 257, len(ORDINARY)])
+def test_ordinary_sheets_stay_on_the_fast_path_however_they_are_cut(piece):
+    scan = _scan(ORDINARY, piece)
+    assert scan.sheet and not scan.unusual
+
+
+@pytest.mark.parametrize("piece", [7, 13, 64, 100, 257])
+def test_an_unusual_tag_is_seen_however_it_is_cut(piece):
+    xml = ORDINARY.replace(b'<c r="B20">', b'<c r="AB20">')
+    assert _scan(xml, piece).unusual
+
+
+def test_a_damaged_text_table_is_a_readable_error():
+    data = ("Артикул;Цена\nA;" + "x" * 200_000 + "\n").encode()
+    with pytest.raises(CorruptFile, match="malformed text table at line 2"):
+        parse(data)
+
+
+def test_a_damaged_workbook_is_a_readable_error():
+    good = b.xlsx([["Артикул", "Цена"], ["A", 1]])
+    with pytest.raises(CorruptFile, match=r"^workbook: damaged zip archive"):
+        parse(good[: len(good) // 2])

@@ -1,0 +1,178 @@
+"""Running imports: parse, store rows, diff, statuses; idempotent and all-or-nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from decimal import Decimal
+
+import pytest
+
+from mailboxes import services as mailbox_services
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed import services
+from pricefeed.devservers.samples import (
+    price_list_csv,
+    price_list_xlsx,
+    supplier_email,
+    zipped,
+)
+from pricefeed.models import PriceImport, PriceItem, PriceListConfig
+
+Status = PriceImport.Status
+
+ROWS = [
+    ("A-1", "Болт М8", Decimal("1234.50"), 10),
+    ("A-2", "Гайка М8", Decimal("1.15"), 0),
+    ("A-3", "Шайба", Decimal("0.60"), 500),
+]
+
+
+@pytest.fixture(autouse=True)
+def no_queue(monkeypatch):
+    """Work is run by calling the services; nothing goes to django-q2 here."""
+    queued = {"messages": [], "imports": []}
+    monkeypatch.setattr(mailbox_services, "enqueue_processing", queued["messages"].extend)
+    monkeypatch.setattr(services, "enqueue_imports", queued["imports"].extend)
+    monkeypatch.setattr(mailbox_services, "enqueue_imports", queued["imports"].extend)
+    return queued
+
+
+@pytest.fixture
+def mailbox(db):
+    return Mailbox.objects.create(
+        name="prices", host="imap.example", username="u", password="p", security="ssl"
+    )
+
+
+@pytest.fixture
+def config(mailbox):
+    return PriceListConfig.objects.create(
+        mailbox=mailbox, name="Поставщик", sender_pattern="*@acme.test", filename_pattern="*"
+    )
+
+
+def receive(mailbox, attachments, *, subject="Прайс") -> InboundMessage:
+    """Records a message and runs matching, as the listener and worker would."""
+    raw = supplier_email(subject=subject, attachments=attachments)
+    message = InboundMessage.objects.create(
+        mailbox=mailbox,
+        folder="INBOX",
+        uidvalidity=1,
+        uid=InboundMessage.objects.count() + 1,
+        raw=raw,
+        size=len(raw),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        dedup_key=uuid.uuid4().hex,
+    )
+    mailbox_services.message_process(message_id=message.pk, worker="w")
+    message.refresh_from_db()
+    return message
+
+
+def run_all(message) -> list[PriceImport]:
+    for price_import in message.imports.order_by("pk"):
+        services.price_import_run(import_id=price_import.pk, worker="w")
+    return list(message.imports.order_by("pk"))
+
+
+def test_csv_price_list_is_parsed_and_stored_with_counts(mailbox, config):
+    message = receive(mailbox, [("прайс.csv", price_list_csv(ROWS))])
+    (price_import,) = run_all(message)
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+    assert (price_import.rows_total, price_import.rows_ok, price_import.rows_failed) == (3, 3, 0)
+    assert price_import.format == "csv"
+    items = list(PriceItem.objects.filter(price_import=price_import).order_by("row_number"))
+    assert [(i.sku, i.price, i.quantity) for i in items] == [
+        ("A-1", Decimal("1234.50"), Decimal(10)),
+        ("A-2", Decimal("1.15"), Decimal(0)),
+        ("A-3", Decimal("0.60"), Decimal(500)),
+    ]
+    assert price_import.diff["previous_import"] is None
+    assert price_import.sha256 and price_import.size > 0
+
+
+def test_second_import_of_a_config_is_diffed_against_the_first(mailbox, config):
+    first = run_all(receive(mailbox, [("p.xlsx", price_list_xlsx(ROWS))]))[0]
+    changed = [
+        ("A-1", "Болт М8", Decimal("1300.00"), 10),  # price changed
+        ("A-2", "Гайка М8", Decimal("1.15"), 0),  # unchanged
+        ("A-4", "Дюбель", Decimal("0.95"), 7),  # added; A-3 removed
+    ]
+    second = run_all(receive(mailbox, [("p.xlsx", price_list_xlsx(changed))]))[0]
+    assert second.status == Status.SUCCEEDED, second.last_error
+    assert second.diff["previous_import"] == first.pk
+    assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (1, 1, 1)
+    assert second.diff["added_sample"] == ["A-4"]
+    assert second.diff["removed_sample"] == ["A-3"]
+    assert second.diff["changed_sample"] == [{"sku": "A-1", "old": "1234.5", "new": "1300"}]
+
+
+def test_unsupported_file_fails_with_a_reason_and_stores_nothing(mailbox, config):
+    message = receive(mailbox, [("price.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3 not a price list")])
+    (price_import,) = run_all(message)
+    assert price_import.status == Status.FAILED
+    assert "unsupported format" in price_import.last_error
+    assert not PriceItem.objects.exists()
+
+
+def test_bad_rows_make_a_partial_import_and_too_many_fail_it_whole(mailbox, config):
+    csv = (
+        "Артикул;Наименование;Цена\r\n"
+        "A-1;Болт;10,50\r\nA-2;Гайка;по запросу\r\n"
+        + "".join(f"B-{i};Шайба;{i},00\r\n" for i in range(1, 19))
+    ).encode("cp1251")
+    (partial,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert partial.status == Status.PARTIAL
+    assert (partial.rows_ok, partial.rows_failed) == (19, 1)
+    assert partial.errors[0]["row"] == 3
+    assert "по запросу" in partial.errors[0]["error"]
+
+    config.max_bad_rows_percent = 1
+    config.save()
+    (failed,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert failed.status == Status.FAILED
+    assert "over the limit of 1%" in failed.last_error
+    # All or nothing: a failed import leaves no rows behind.
+    assert not PriceItem.objects.filter(price_import=failed).exists()
+
+
+def test_running_a_finished_import_again_changes_nothing(mailbox, config):
+    (price_import,) = run_all(receive(mailbox, [("p.csv", price_list_csv(ROWS))]))
+    before = (price_import.status, price_import.finished_at, PriceItem.objects.count())
+    assert services.price_import_run(import_id=price_import.pk, worker="other") is None
+    price_import.refresh_from_db()
+    assert (price_import.status, price_import.finished_at, PriceItem.objects.count()) == before
+
+
+def test_zip_holding_two_price_lists_gives_two_imports_each_with_its_outcome(mailbox, config):
+    archive = zipped(
+        {
+            "prices/opt.csv": price_list_csv(ROWS),
+            "prices/retail.csv": price_list_csv(ROWS[:2]),
+            "prices/readme.pdf": b"%PDF-1.4 not a price list",
+        }
+    )
+    config.filename_pattern = "*.csv"
+    config.save()
+    message = receive(mailbox, [("prices.zip", archive)])
+    imports = run_all(message)
+    assert [(i.filename, i.status, i.rows_ok) for i in imports] == [
+        ("opt.csv", Status.SUCCEEDED, 3),
+        ("retail.csv", Status.SUCCEEDED, 2),
+    ]
+    assert [i.attachment_key.split("/", 1)[1] for i in imports] == [
+        "prices/opt.csv",
+        "prices/retail.csv",
+    ]
+
+
+def test_refused_archive_is_a_failed_import_with_the_reason(mailbox, config, settings):
+    settings.PRICEFEED_PARSE_MAX_ENTRIES = 2
+    archive = zipped({f"p{i}.csv": price_list_csv(ROWS) for i in range(5)})
+    message = receive(mailbox, [("prices.zip", archive)])
+    report = message.match_report["attachments"][0]
+    assert report["archive_error"]
+    (price_import,) = run_all(message)
+    assert price_import.status == Status.FAILED
+    assert price_import.last_error == report["archive_error"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -123,6 +124,88 @@ def child(kind: str, path: str) -> None:
     print(json.dumps(out))
 
 
+BENCH_DB = "pricefeed_bench_parse"
+
+
+def _bench_database_url() -> str:
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    return base.rsplit("/", 1)[0] + "/" + BENCH_DB
+
+
+def prepare_database() -> str:
+    """Creates a fresh PostgreSQL database for the store figures; returns its URL."""
+    import psycopg
+
+    url = _bench_database_url()
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin.replace("postgres://", "postgresql://"), autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        c.execute(f"CREATE DATABASE {BENCH_DB}")
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": url},
+    )
+    return url
+
+
+def child_store(path: str) -> None:
+    """Parse + store through the real import service (PostgreSQL, COPY, diff): twice, so
+    the second run also diffs 100k rows against the first."""
+    import hashlib
+    import uuid
+
+    os.environ["DATABASE_URL"] = _bench_database_url()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from mailboxes.models import InboundMessage, Mailbox
+    from pricefeed import services
+    from pricefeed.devservers.samples import supplier_email
+    from pricefeed.models import PriceImport, PriceListConfig
+
+    data = Path(path).read_bytes()
+    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = max(
+        settings.PRICEFEED_PARSE_MAX_FILE_BYTES, len(data)
+    )
+    settings.PRICEFEED_PARSE_MAX_TOTAL_INFLATED = max(
+        settings.PRICEFEED_PARSE_MAX_TOTAL_INFLATED, 4 * len(data)
+    )
+    name = Path(path).name
+    mailbox, _ = Mailbox.objects.get_or_create(
+        name="bench", defaults={"host": "localhost", "username": "u", "password": "p"}
+    )
+    config, _ = PriceListConfig.objects.get_or_create(mailbox=mailbox, name=name)
+    out: dict[str, float] = {"rss_before_mb": _peak_rss_mb()}
+    for run in ("first", "second"):
+        raw = supplier_email(subject=run, attachments=[(name, data)])
+        message = InboundMessage.objects.create(
+            mailbox=mailbox,
+            folder="INBOX",
+            uidvalidity=1,
+            uid=InboundMessage.objects.count() + 1,
+            raw=raw,
+            size=len(raw),
+            sha256=hashlib.sha256(raw).hexdigest(),
+            dedup_key=uuid.uuid4().hex,
+        )
+        price_import = PriceImport.objects.create(
+            message=message, config=config, attachment_key="part2", filename=name
+        )
+        started = time.perf_counter()
+        status = services.price_import_run(import_id=price_import.pk, worker="bench")
+        out[f"{run}_seconds"] = time.perf_counter() - started
+        price_import.refresh_from_db()
+        out["rows"] = price_import.rows_ok
+        out[f"{run}_status"] = status
+    out["peak_rss_mb"] = _peak_rss_mb()
+    print(json.dumps(out))
+
+
 def run_child(kind: str, path: Path) -> dict:
     done = subprocess.run(
         [sys.executable, __file__, "--child", kind, str(path)],
@@ -142,8 +225,12 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(*args.child)
+        if args.child[0] == "store":
+            child_store(args.child[1])
+        else:
+            child(*args.child)
         return
+    store_db = prepare_database()
 
     with tempfile.TemporaryDirectory(prefix="pricefeed-bench-") as tmp:
         xlsx = Path(tmp) / "prices.xlsx"
@@ -159,6 +246,8 @@ def main() -> None:
         ours = run_child("xlsx", xlsx)
         plain = run_child("openpyxl", xlsx)
         text = run_child("csv", csv_path)
+        stored = run_child("store", xlsx)
+        stored_csv = run_child("store", csv_path)
 
     print(
         f"xlsx  pricefeed.parsing.parse : {ours['seconds']:.2f} s, "
@@ -178,6 +267,16 @@ def main() -> None:
         f"csv   pricefeed.parsing.parse : {text['seconds']:.2f} s, "
         f"{text['rows'] / text['seconds']:,.0f} rows/s, peak RSS {text['peak_rss_mb']:.0f} MB"
     )
+    for label, figures in (("xlsx", stored), ("csv ", stored_csv)):
+        print(
+            f"{label}  parse + store (import)  : first {figures['first_seconds']:.2f} s "
+            f"({figures['rows'] / figures['first_seconds']:,.0f} rows/s), second with diff "
+            f"{figures['second_seconds']:.2f} s "
+            f"({figures['rows'] / figures['second_seconds']:,.0f} rows/s), "
+            f"{figures['rows']:,} rows {figures['second_status']}, "
+            f"peak RSS {figures['peak_rss_mb']:.0f} MB"
+        )
+    print(f"(store figures: PostgreSQL database {store_db.rsplit('/', 1)[-1]}, COPY)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import F
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -52,7 +53,7 @@ class PriceListConfigAdmin(admin.ModelAdmin):
         """Parses an uploaded file as this config would and shows the first rows."""
         config = get_object_or_404(PriceListConfig, pk=pk)
         if not self.has_view_permission(request, config):
-            raise PermissionError
+            raise PermissionDenied
         form = PreviewForm(request.POST or None, request.FILES or None)
         results = None
         if request.method == "POST" and form.is_valid():

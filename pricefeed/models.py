@@ -116,7 +116,12 @@ class PriceImport(models.Model):
 
 
 class PriceItem(models.Model):
-    price_import = models.ForeignKey(PriceImport, on_delete=models.CASCADE, related_name="items")
+    # No database-level foreign key: its per-row referential check made a 1M-row COPY
+    # commit take ~6 s longer (bench/parse.py). Items are only ever written by the
+    # import that owns them, in its transaction; deletes cascade through the ORM.
+    price_import = models.ForeignKey(
+        PriceImport, on_delete=models.CASCADE, related_name="items", db_constraint=False
+    )
     sku = models.CharField(max_length=255)
     name = models.TextField(blank=True)
     price = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
@@ -124,8 +129,8 @@ class PriceItem(models.Model):
     quantity = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
     row_number = models.PositiveIntegerField()
 
-    class Meta:
-        indexes = [models.Index(fields=["price_import", "sku"], name="item_import_sku")]
+    # Rows are written by COPY and read per import (the foreign key's index); every
+    # extra index would slow the bulk load.
 
     def __str__(self) -> str:
         return f"{self.sku} {self.price} {self.currency}"

@@ -229,8 +229,8 @@ def _store(
     with transaction.atomic(durable=True):
         diff = {}
         if status != Status.FAILED:
-            diff = _diff(price_import, parsed.rows)
             _insert_items(price_import.pk, parsed.rows)
+            diff = _diff(price_import, parsed.rows)
         _finish_fields(
             price_import,
             worker,
@@ -258,18 +258,37 @@ def _store(
     return status
 
 
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_COPY_CHUNK = 20_000
+
+
+def _copy_text(import_id: int, rows: list[tuple]):
+    """COPY text format, in chunks: formatting lines here is ~5x faster than letting the
+    driver adapt every value of every row."""
+    null = "\\N"
+    prefix = f"{import_id}\t"
+    for start in range(0, len(rows), _COPY_CHUNK):
+        lines = []
+        for row_number, sku, name, price, currency, quantity in rows[start : start + _COPY_CHUNK]:
+            lines.append(
+                f"{prefix}{row_number}\t{sku.translate(_COPY_ESCAPES)}\t"
+                f"{name.translate(_COPY_ESCAPES)}\t{null if price is None else price}\t"
+                f"{currency.translate(_COPY_ESCAPES)}\t{null if quantity is None else quantity}\n"
+            )
+        yield "".join(lines)
+
+
 def _insert_items(import_id: int, rows: list[tuple]) -> None:
     """Stores rows with COPY on PostgreSQL, in batches elsewhere."""
     if connection.vendor == "postgresql":
         table = PriceItem._meta.db_table
-        with connection.cursor() as cursor:
-            copy_sql = (
-                f"COPY {table} (price_import_id, row_number, sku, name, price, currency, "
-                "quantity) FROM STDIN"
-            )
-            with cursor.cursor.copy(copy_sql) as copy:
-                for row_number, sku, name, price, currency, quantity in rows:
-                    copy.write_row((import_id, row_number, sku, name, price, currency, quantity))
+        copy_sql = (
+            f"COPY {table} (price_import_id, row_number, sku, name, price, currency, quantity) "
+            "FROM STDIN"
+        )
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+            for chunk in _copy_text(import_id, rows):
+                copy.write(chunk)
         return
     PriceItem.objects.bulk_create(
         (
@@ -307,37 +326,60 @@ def previous_import(price_import: PriceImport) -> PriceImport | None:
 
 
 def _diff(price_import: PriceImport, rows: list[tuple]) -> dict:
-    """Added, removed and re-priced SKUs against the previous import of the same config."""
+    """Added, removed and re-priced SKUs against the previous import of the same config.
+
+    Computed in the database after the rows are stored (hash joins over the two
+    imports' items): pulling a million previous rows into Python took ~5 s. Within one
+    file the last row of a repeated SKU counts, as in the file.
+    """
     previous = previous_import(price_import)
     if previous is None:
         return {"previous_import": None, "added": len(rows), "removed": 0, "changed": 0}
-    before: dict[str, Decimal | None] = dict(
-        PriceItem.objects.filter(price_import=previous).values_list("sku", "price")
+    snapshot = price_import.config.mode == PriceListConfig.Mode.SNAPSHOT
+    table = PriceItem._meta.db_table
+    last = (
+        f"SELECT DISTINCT ON (sku) sku, price FROM {table} WHERE price_import_id = %s "
+        "ORDER BY sku, row_number DESC"
     )
-    now: dict[str, Decimal | None] = {row[1]: row[3] for row in rows}
-    added = [sku for sku in now if sku not in before]
-    removed = (
-        [sku for sku in before if sku not in now]
-        if price_import.config.mode == PriceListConfig.Mode.SNAPSHOT
-        else []
-    )
-    changed = [
-        (sku, before[sku], price)
-        for sku, price in now.items()
-        if sku in before and before[sku] != price
-    ]
+    if connection.vendor != "postgresql":
+        last = (
+            f"SELECT sku, price FROM {table} i WHERE price_import_id = %s AND row_number = "
+            f"(SELECT MAX(row_number) FROM {table} j WHERE j.price_import_id = i.price_import_id "
+            "AND j.sku = i.sku)"
+        )
+    sql = f"""
+        WITH n AS ({last}), o AS ({last})
+        SELECT 'added', n.sku, NULL, n.price FROM n LEFT JOIN o ON o.sku = n.sku
+            WHERE o.sku IS NULL
+        UNION ALL
+        SELECT 'removed', o.sku, o.price, NULL FROM o LEFT JOIN n ON n.sku = o.sku
+            WHERE n.sku IS NULL AND %s
+        UNION ALL
+        SELECT 'changed', n.sku, o.price, n.price FROM n JOIN o ON o.sku = n.sku
+            WHERE n.price <> o.price OR (n.price IS NULL) <> (o.price IS NULL)
+    """
+    counts = {"added": 0, "removed": 0, "changed": 0}
+    samples: dict[str, list] = {"added": [], "removed": [], "changed": []}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [price_import.pk, previous.pk, snapshot])
+        for kind, sku, old, new in cursor:
+            counts[kind] += 1
+            if len(samples[kind]) < DIFF_SAMPLE:
+                samples[kind].append((sku, old, new))
     return {
         "previous_import": previous.pk,
-        "added": len(added),
-        "removed": len(removed),
-        "changed": len(changed),
-        "added_sample": added[:DIFF_SAMPLE],
-        "removed_sample": removed[:DIFF_SAMPLE],
+        **counts,
+        "added_sample": sorted(sku for sku, _, _ in samples["added"]),
+        "removed_sample": sorted(sku for sku, _, _ in samples["removed"]),
         "changed_sample": [
-            {"sku": sku, "old": _plain(old), "new": _plain(new)}
-            for sku, old, new in changed[:DIFF_SAMPLE]
+            {"sku": sku, "old": _plain(_decimal(old)), "new": _plain(_decimal(new))}
+            for sku, old, new in sorted(samples["changed"])
         ],
     }
+
+
+def _decimal(value) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
 
 
 def _plain(value: Decimal | None) -> str | None:
@@ -414,8 +456,9 @@ def price_imports_sweep() -> int:
 
 def price_imports_requeue(*, import_ids: Iterable[int]) -> int:
     """Operator action: runs FAILED imports again (they stored no rows)."""
-    ids = list(import_ids)
-    moved = PriceImport.objects.filter(pk__in=ids, status=Status.FAILED).update(
+    failed = PriceImport.objects.filter(pk__in=list(import_ids), status=Status.FAILED)
+    ids = list(failed.values_list("pk", flat=True))
+    moved = failed.filter(pk__in=ids).update(
         status=Status.PENDING, attempts=0, next_attempt_at=None, last_error="", queued_at=Now()
     )
     transaction.on_commit(lambda: enqueue_imports(ids))

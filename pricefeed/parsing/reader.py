@@ -574,7 +574,13 @@ def _find_header(texts: list[list[str]], options: ParseOptions, col_offset: int)
     limit = min(SCAN_ROWS, len(texts))
     for i in range(limit):
         candidates = [(i, texts[i])]
-        if i + 1 < len(texts) and _header_like(texts[i + 1]):
+        # A two-line header ("Цены" over "Опт | Розница") has a top line of several
+        # cells; a one-cell title directly above the header is not part of it.
+        if (
+            i + 1 < len(texts)
+            and _header_like(texts[i + 1])
+            and sum(1 for cell in texts[i] if cell) >= 2
+        ):
             candidates.append((i + 1, combine(texts[i], texts[i + 1])))
         for last, cells in candidates:
             normed = [norm(c) for c in cells]

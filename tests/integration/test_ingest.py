@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 import time
+from decimal import Decimal
 
 from mailboxes.models import InboundMessage
-from pricefeed.models import PriceImport
+from pricefeed.models import PriceImport, PriceItem
 
 from .support import price_email, wait_until
 
@@ -47,7 +48,19 @@ def test_three_messages_in_one_window_make_three_imports(
     imports = list(PriceImport.objects.order_by("message__uid").select_related("message"))
     assert len(imports) == 3
     assert [i.message_id for i in imports] == [r.pk for r in records]
-    assert {i.status for i in imports} == {PriceImport.Status.PENDING}
+    # The workers go on to parse each attachment into price rows.
+    wait_until(
+        lambda: PriceImport.objects.filter(status=PriceImport.Status.SUCCEEDED).count() == 3,
+        30,
+        "three imports SUCCEEDED",
+    )
+    assert (
+        sorted(PriceItem.objects.values_list("sku", "price"))
+        == [
+            ("A-1", Decimal("10.5")),
+        ]
+        * 3
+    )
     assert mailbox.checkpoints.get().last_uid == records[-1].uid
 
 

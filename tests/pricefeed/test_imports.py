@@ -176,3 +176,24 @@ def test_refused_archive_is_a_failed_import_with_the_reason(mailbox, config, set
     (price_import,) = run_all(message)
     assert price_import.status == Status.FAILED
     assert price_import.last_error == report["archive_error"]
+
+
+def test_delta_config_reports_no_removals_and_the_last_duplicate_sku_counts(mailbox, config):
+    config.mode = PriceListConfig.Mode.DELTA
+    config.save()
+    run_all(receive(mailbox, [("p.csv", price_list_csv(ROWS))]))
+    delta = [
+        ("A-1", "Болт М8", Decimal("999.00"), 1),
+        ("A-1", "Болт М8", Decimal("1234.50"), 1),  # the later row wins: unchanged
+        ("A-9", "Анкер", Decimal("27.90"), 5),
+    ]
+    (second,) = run_all(receive(mailbox, [("p.csv", price_list_csv(delta))]))
+    assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (1, 0, 0)
+
+
+def test_text_with_tabs_and_backslashes_is_stored_exactly(mailbox, config):
+    csv = "Артикул;Наименование;Цена\r\nA\\1;Болт\tМ8 \\ оцинк.;10,50\r\n".encode("cp1251")
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+    item = PriceItem.objects.get(price_import=price_import)
+    assert (item.sku, item.name) == ("A\\1", "Болт\tМ8 \\ оцинк.")

@@ -1,0 +1,468 @@
+"""The admin of price lists: previewing a file against a config, imports, their items."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from mailboxes import services as mailbox_services
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed import services
+from pricefeed.devservers.samples import price_list_csv, supplier_email, zipped
+from pricefeed.models import PriceImport, PriceItem, PriceListConfig
+
+Status = PriceImport.Status
+
+ROWS = [
+    ("A-1", "Болт М8", Decimal("1234.50"), 10),
+    ("A-2", "Гайка М8", Decimal("1.15"), 0),
+    ("A-3", "Шайба", Decimal("0.60"), 500),
+]
+
+# 20 data rows, one of them (file row 3) with a price that is not a number: 5% bad rows,
+# under the default limit of 10%.
+ONE_BAD_ROW_CSV = (
+    "Артикул;Наименование;Цена\r\n"
+    "A-1;Болт;10,50\r\nA-2;Гайка;по запросу\r\n"
+    + "".join(f"B-{i};Шайба;{i},00\r\n" for i in range(1, 19))
+).encode("cp1251")
+
+PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3 not a price list"
+
+
+@pytest.fixture(autouse=True)
+def fast_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def no_queue(monkeypatch):
+    """Work is run by calling the services; nothing goes to django-q2 here."""
+    queued = {"messages": [], "imports": []}
+    monkeypatch.setattr(mailbox_services, "enqueue_processing", queued["messages"].extend)
+    monkeypatch.setattr(services, "enqueue_imports", queued["imports"].extend)
+    monkeypatch.setattr(mailbox_services, "enqueue_imports", queued["imports"].extend)
+    return queued
+
+
+@pytest.fixture
+def mailbox(db):
+    return Mailbox.objects.create(
+        name="prices", host="imap.example", username="u", password="p", security="ssl"
+    )
+
+
+@pytest.fixture
+def config(mailbox):
+    return PriceListConfig.objects.create(
+        mailbox=mailbox, name="Поставщик", sender_pattern="*@acme.test", filename_pattern="*"
+    )
+
+
+def receive(mailbox, attachments, *, subject="Прайс") -> InboundMessage:
+    """Records a message and runs matching, as the listener and worker would."""
+    raw = supplier_email(subject=subject, attachments=attachments)
+    message = InboundMessage.objects.create(
+        mailbox=mailbox,
+        folder="INBOX",
+        uidvalidity=1,
+        uid=InboundMessage.objects.count() + 1,
+        raw=raw,
+        size=len(raw),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        dedup_key=uuid.uuid4().hex,
+    )
+    mailbox_services.message_process(message_id=message.pk, worker="w")
+    message.refresh_from_db()
+    return message
+
+
+def run_all(message) -> list[PriceImport]:
+    for price_import in message.imports.order_by("pk"):
+        services.price_import_run(import_id=price_import.pk, worker="w")
+    return list(message.imports.order_by("pk"))
+
+
+def import_of(mailbox, filename: str, data: bytes, *, subject: str = "Прайс") -> PriceImport:
+    (price_import,) = run_all(receive(mailbox, [(filename, data)], subject=subject))
+    return price_import
+
+
+def preview_url(config: PriceListConfig) -> str:
+    return reverse("admin:pricefeed_pricelistconfig_preview", args=[config.pk])
+
+
+def change_url(price_import: PriceImport) -> str:
+    return reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
+
+
+def upload(client, config: PriceListConfig, filename: str, data: bytes):
+    response = client.post(preview_url(config), {"file": SimpleUploadedFile(filename, data)})
+    assert response.status_code == 200
+    return response
+
+
+# -- preview ----------------------------------------------------------------------------
+
+
+def test_preview_page_shows_the_upload_form(admin_client, config):
+    response = admin_client.get(preview_url(config))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert 'enctype="multipart/form-data"' in content
+    assert 'type="file" name="file"' in content
+    assert "Preview a file against “Поставщик”" in content
+    assert "An import would end" not in content
+
+
+def test_preview_of_a_csv_shows_header_columns_rows_and_verdict_and_stores_nothing(
+    admin_client, config
+):
+    response = upload(admin_client, config, "прайс.csv", price_list_csv(ROWS))
+
+    content = response.content.decode()
+    assert "<h2>прайс.csv</h2>" in content
+    assert "Format csv" in content
+    assert "encoding cp1251" in content
+    assert "delimiter “;”" in content
+    assert "header on row 2;" in content
+    assert "3 valid row(s), 0 failed" in content
+    columns = content.split("<p>Columns: ")[1].split("</p>")[0]
+    assert "<b>sku</b> ← “" in columns
+    assert "Артикул”" in columns
+    assert "<b>name</b> ← “Наименование”" in columns
+    assert "<b>price</b> ← “Цена, руб.”" in columns
+    assert "<b>quantity</b> ← “Остаток”" in columns
+    for row_number, sku, price in [(3, "A-1", "1234.50"), (4, "A-2", "1.15"), (5, "A-3", "0.60")]:
+        assert f"<tr><td>{row_number}</td><td>{sku}</td>" in content
+        assert f"<td>{price}</td>" in content
+    assert "Гайка М8" in content
+    assert "An import would end SUCCEEDED." in content
+    assert "Row errors" not in content
+    assert PriceImport.objects.count() == 0
+    assert PriceItem.objects.count() == 0
+
+
+def test_preview_maps_columns_to_the_header_row_it_reports_not_to_the_title_above(
+    admin_client, config
+):
+    """The sample's title row ("Прайс-лист ООО «Поставщик»", row 1, one cell) is not part
+    of the header the preview reports (row 2): sku's column is headed "Артикул"."""
+    content = upload(admin_client, config, "прайс.csv", price_list_csv(ROWS)).content.decode()
+
+    assert "header on row 2;" in content
+    columns = content.split("<p>Columns: ")[1].split("</p>")[0]
+    assert "Поставщик" not in columns
+    assert "<b>sku</b> ← “Артикул”" in columns
+
+
+def test_preview_shows_only_the_first_rows_of_a_long_file(admin_client, config):
+    rows = [(f"S-{i:02}", "Болт", Decimal(i), 1) for i in range(1, 26)]
+
+    content = upload(admin_client, config, "p.csv", price_list_csv(rows)).content.decode()
+
+    assert "25 valid row(s), 0 failed" in content
+    assert "<td>S-20</td>" in content
+    assert "<td>S-21</td>" not in content
+
+
+def test_preview_of_a_zip_shows_every_price_list_inside(admin_client, config):
+    archive = zipped(
+        {"prices/opt.csv": price_list_csv(ROWS), "prices/retail.csv": price_list_csv(ROWS[:2])}
+    )
+
+    content = upload(admin_client, config, "prices.zip", archive).content.decode()
+
+    assert "<h2>prices.zip/prices/opt.csv</h2>" in content
+    assert "<h2>prices.zip/prices/retail.csv</h2>" in content
+    opt, retail = content.split("<h2>prices.zip/prices/retail.csv</h2>")
+    opt = opt.split("<h2>prices.zip/prices/opt.csv</h2>")[1]
+    assert "3 valid row(s)" in opt
+    assert all(f"<td>{sku}</td>" in opt for sku in ("A-1", "A-2", "A-3"))
+    assert "2 valid row(s)" in retail
+    assert "<td>A-2</td>" in retail
+    assert "<td>A-3</td>" not in retail
+    assert content.count("An import would end SUCCEEDED.") == 2
+    assert PriceImport.objects.count() == 0
+
+
+def test_preview_of_a_pdf_says_the_format_is_unsupported(admin_client, config):
+    content = upload(admin_client, config, "price.pdf", PDF).content.decode()
+
+    assert "<h2>price.pdf</h2>" in content
+    assert '<p class="errornote">unsupported format' in content
+    assert "An import would end" not in content
+
+
+def test_preview_of_a_csv_with_a_bad_row_shows_the_row_error_and_partial(admin_client, config):
+    content = upload(admin_client, config, "p.csv", ONE_BAD_ROW_CSV).content.decode()
+
+    assert "19 valid row(s), 1 failed" in content
+    assert "<h3>Row errors</h3>" in content
+    errors = content.split("<h3>Row errors</h3>")[1]
+    assert "<tr><td>3</td><td>" in errors
+    assert "по запросу" in errors
+    assert "An import would end PARTIAL." in content
+    assert PriceImport.objects.count() == 0
+    assert PriceItem.objects.count() == 0
+
+
+def test_preview_of_an_archive_refused_by_the_limits_shows_the_reason(
+    admin_client, config, settings
+):
+    settings.PRICEFEED_PARSE_MAX_ENTRIES = 1
+    archive = zipped({"a.csv": price_list_csv(ROWS), "b.csv": price_list_csv(ROWS)})
+
+    content = upload(admin_client, config, "prices.zip", archive).content.decode()
+
+    assert "<h2>prices.zip</h2>" in content
+    assert "more than 1 archive entries in all" in content
+    assert "An import would end" not in content
+
+
+def test_preview_is_refused_to_staff_without_view_permission(client, config):
+    """admin_view lets any active staff user in; the view must answer 403, not crash."""
+    staff = User.objects.create_user("clerk", password="pw", is_staff=True)
+    client.force_login(staff)
+
+    response = client.get(preview_url(config))
+
+    assert response.status_code == 403
+
+
+# -- imports and their items ------------------------------------------------------------
+
+
+def test_import_changelist_has_status_and_config_filters_and_shows_counts(
+    admin_client, mailbox, config
+):
+    other = PriceListConfig.objects.create(
+        mailbox=mailbox, name="Другой", sender_pattern="*@other.test", filename_pattern="*"
+    )
+    succeeded = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    partial = import_of(mailbox, "q.csv", ONE_BAD_ROW_CSV)
+    failed = import_of(mailbox, "price.pdf", PDF)
+    url = reverse("admin:pricefeed_priceimport_changelist")
+
+    response = admin_client.get(url)
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "By status" in content
+    filters = {spec.title: spec for spec in response.context["cl"].filter_specs}
+    assert {"status", "config"} <= set(filters)
+    assert "By config" in content
+    assert "Другой" in content  # a config choice in the filter
+    assert "3 price imports" in content
+    result_list = response.context["cl"].result_list
+    assert {(i.pk, i.status, i.rows_ok, i.rows_failed) for i in result_list} == {
+        (succeeded.pk, Status.SUCCEEDED, 3, 0),
+        (partial.pk, Status.PARTIAL, 19, 1),
+        (failed.pk, Status.FAILED, 0, 0),
+    }
+    assert '<td class="field-rows_ok">19</td>' in content
+    assert '<td class="field-rows_failed">1</td>' in content
+
+    by_status = admin_client.get(url, {"status__exact": Status.FAILED})
+    assert by_status.status_code == 200
+    assert [i.pk for i in by_status.context["cl"].result_list] == [failed.pk]
+
+    by_config = admin_client.get(url, {"config__id__exact": other.pk})
+    assert by_config.status_code == 200
+    assert list(by_config.context["cl"].result_list) == []
+    by_config = admin_client.get(url, {"config__id__exact": config.pk})
+    assert len(by_config.context["cl"].result_list) == 3
+
+
+def test_succeeded_import_page_shows_counts_and_links_to_its_items(admin_client, mailbox, config):
+    price_import = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+
+    response = admin_client.get(change_url(price_import))
+
+    assert response.status_code == 200
+    content = response.content.decode()
+    assert "Succeeded" in content
+    assert '<div class="readonly">3</div>' in content  # rows total and rows ok
+    assert "first import of this config: 3 item(s)" in content
+    items_url = (
+        reverse("admin:pricefeed_priceitem_changelist")
+        + f"?price_import__id__exact={price_import.pk}"
+    )
+    assert f'<a href="{items_url}">3 item(s)</a>' in content
+
+    items = admin_client.get(items_url)
+
+    assert items.status_code == 200
+    assert sorted(i.sku for i in items.context["cl"].result_list) == ["A-1", "A-2", "A-3"]
+    items_content = items.content.decode()
+    for sku in ("A-1", "A-2", "A-3"):
+        assert sku in items_content
+
+
+def test_item_changelist_filtered_by_import_lists_only_that_imports_items(
+    admin_client, mailbox, config
+):
+    first = import_of(mailbox, "p.csv", price_list_csv(ROWS[:1]))
+    second = import_of(mailbox, "p.csv", price_list_csv(ROWS[1:]))
+    url = reverse("admin:pricefeed_priceitem_changelist")
+
+    response = admin_client.get(url, {"price_import__id__exact": second.pk})
+
+    assert response.status_code == 200
+    assert sorted(i.sku for i in response.context["cl"].result_list) == ["A-2", "A-3"]
+    response = admin_client.get(url, {"price_import__id__exact": first.pk})
+    assert [i.sku for i in response.context["cl"].result_list] == ["A-1"]
+
+
+def test_second_import_page_shows_the_diff_against_the_first(admin_client, mailbox, config):
+    first = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    changed = [
+        ("A-1", "Болт М8", Decimal("1300.00"), 10),  # price changed
+        ("A-2", "Гайка М8", Decimal("1.15"), 0),  # unchanged
+        ("A-4", "Дюбель", Decimal("0.95"), 7),  # added; A-3 removed
+    ]
+    second = import_of(mailbox, "p.csv", price_list_csv(changed))
+    assert second.status == Status.SUCCEEDED, second.last_error
+
+    content = admin_client.get(change_url(second)).content.decode()
+
+    assert "Changes against the previous import" in content
+    assert f"against import #{first.pk}: 1 added, 1 removed, 1 price(s) changed" in content
+    assert "<li>A-1: 1234.5 → 1300</li>" in content
+    assert "<div>added: A-4</div>" in content
+    assert "<div>removed: A-3</div>" in content
+
+
+def test_partial_import_page_shows_the_row_errors(admin_client, mailbox, config):
+    partial = import_of(mailbox, "p.csv", ONE_BAD_ROW_CSV)
+    assert partial.status == Status.PARTIAL
+
+    content = admin_client.get(change_url(partial)).content.decode()
+
+    assert "Partial (some rows failed)" in content
+    assert "<table><tr><th>row</th><th>error</th></tr><tr><td>3</td><td>" in content
+    assert "по запросу" in content
+    assert "19 item(s)" in content
+
+
+def test_failed_import_page_shows_the_last_error(admin_client, mailbox, config):
+    failed = import_of(mailbox, "price.pdf", PDF)
+    assert failed.status == Status.FAILED
+    assert failed.last_error.startswith("unsupported format")
+
+    content = admin_client.get(change_url(failed)).content.decode()
+
+    assert "Failed" in content
+    assert failed.last_error in content
+
+
+# -- rerun action -----------------------------------------------------------------------
+
+
+def test_rerun_failed_queues_failed_imports_again_and_leaves_the_others(
+    admin_client, mailbox, config
+):
+    failed = import_of(mailbox, "price.pdf", PDF)
+    succeeded = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    assert (failed.status, failed.attempts) == (Status.FAILED, 1)
+    finished_at = succeeded.finished_at
+
+    response = admin_client.post(
+        reverse("admin:pricefeed_priceimport_changelist"),
+        {"action": "rerun_failed", "_selected_action": [failed.pk, succeeded.pk]},
+        follow=True,
+    )
+
+    assert response.status_code == 200
+    shown = [str(m) for m in response.context["messages"]]
+    assert "1 import(s) queued again." in shown
+    assert "1 skipped: not FAILED." in shown
+    failed.refresh_from_db()
+    assert (failed.status, failed.attempts, failed.last_error) == (Status.PENDING, 0, "")
+    succeeded.refresh_from_db()
+    assert (succeeded.status, succeeded.rows_ok, succeeded.finished_at) == (
+        Status.SUCCEEDED,
+        3,
+        finished_at,
+    )
+    assert PriceItem.objects.filter(price_import=succeeded).count() == 3
+
+
+def test_rerun_failed_hands_only_the_requeued_imports_to_the_queue(
+    admin_client, mailbox, config, no_queue, django_capture_on_commit_callbacks
+):
+    failed = import_of(mailbox, "price.pdf", PDF)
+    succeeded = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    no_queue["imports"].clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post(
+            reverse("admin:pricefeed_priceimport_changelist"),
+            {"action": "rerun_failed", "_selected_action": [failed.pk, succeeded.pk]},
+        )
+
+    assert no_queue["imports"] == [failed.pk]
+
+
+# -- config -----------------------------------------------------------------------------
+
+
+def test_config_change_page_links_to_the_preview(admin_client, config):
+    response = admin_client.get(reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk]))
+
+    assert response.status_code == 200
+    assert (
+        f'<a href="{preview_url(config)}">Preview a file against this config</a>'
+        in response.content.decode()
+    )
+
+
+def config_post(config: PriceListConfig, **overrides: str) -> dict:
+    data = {
+        "name": config.name,
+        "mailbox": str(config.mailbox_id),
+        "enabled": "on",
+        "sender_pattern": config.sender_pattern,
+        "subject_pattern": "",
+        "filename_pattern": config.filename_pattern,
+        "columns": "{}",
+        "sheet": "",
+        "number_format": PriceListConfig.NumberFormat.AUTO,
+        "mode": PriceListConfig.Mode.SNAPSHOT,
+        "default_currency": "",
+        "max_bad_rows_percent": "10",
+    }
+    data.update(overrides)
+    return data
+
+
+@pytest.mark.parametrize("value", ["ten", "5%", "1.5", "-1"])
+def test_config_form_rejects_a_max_bad_rows_percent_that_is_not_a_whole_number(
+    admin_client, config, value
+):
+    url = reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk])
+
+    response = admin_client.post(url, config_post(config, max_bad_rows_percent=value))
+
+    assert response.status_code == 200  # the form again, not a redirect
+    assert "max_bad_rows_percent" in response.context["adminform"].form.errors
+    config.refresh_from_db()
+    assert config.max_bad_rows_percent == 10
+
+
+def test_config_form_saves_a_valid_max_bad_rows_percent(admin_client, config):
+    url = reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk])
+
+    response = admin_client.post(url, config_post(config, max_bad_rows_percent="25"))
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    config.refresh_from_db()
+    assert config.max_bad_rows_percent == 25

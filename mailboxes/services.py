@@ -18,11 +18,10 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from pricefeed import matching
-from pricefeed.alerts import alert
-from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
+from pricefeed.claims import ClaimedWork
+from pricefeed.dbtime import db_now_minus, due_and_not_queued
 from pricefeed.faults import crash_point
 from pricefeed.models import PriceListConfig
-from pricefeed.retry import processing_retry_policy
 from pricefeed.services import attachments_inspect, enqueue_imports, price_imports_create
 
 from . import mime
@@ -449,55 +448,26 @@ def _finish(message_id: int, worker: str, status: str, **fields: object) -> None
         raise ClaimLost(f"message {message_id} is no longer claimed by {worker}")
 
 
+MESSAGE_WORK = ClaimedWork(
+    model=InboundMessage,
+    running=Status.PROCESSING,
+    retry=Status.RETRYABLE,
+    failed=Status.FAILED,
+    what="message",
+    touch=("updated_at",),
+)
+
+
 def message_retry_or_fail(
     *, message_id: int, worker: str | None, error: BaseException | str
 ) -> str | None:
     """PROCESSING → RETRYABLE with backoff, or FAILED with an alert past the attempt limit."""
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    policy = processing_retry_policy()
-    claim = {"claimed_by": worker} if worker else {}
-    message = InboundMessage.objects.filter(pk=message_id).values("attempts", "subject").first()
-    if message is None:
-        return None
-    if policy.exhausted(message["attempts"]):
-        with transaction.atomic():
-            moved = InboundMessage.objects.filter(
-                pk=message_id, status=Status.PROCESSING, **claim
-            ).update(
-                status=Status.FAILED,
-                last_error=text[:5000],
-                claimed_by="",
-                claimed_at=None,
-                finished_at=Now(),
-                updated_at=Now(),
-            )
-            if moved:
-                alert(
-                    "message failed",
-                    f"Inbound message #{message_id} ({message['subject']!r}) failed after "
-                    f"{message['attempts']} attempts: {text}",
-                    message_id=message_id,
-                )
-        return Status.FAILED if moved else None
-    delay = policy.backoff.delay(message["attempts"])
-    moved = InboundMessage.objects.filter(pk=message_id, status=Status.PROCESSING, **claim).update(
-        status=Status.RETRYABLE,
-        last_error=text[:5000],
-        claimed_by="",
-        claimed_at=None,
-        next_attempt_at=db_now_plus(delay),
-        updated_at=Now(),
-    )
-    if moved:
-        logger.warning(
-            "message will be retried id=%s attempt=%s in=%.0fs: %s",
-            message_id,
-            message["attempts"],
-            delay,
-            text,
-            extra={"action": "message_retry", "message_id": message_id},
-        )
-    return Status.RETRYABLE if moved else None
+
+    def describe() -> str:
+        subject = InboundMessage.objects.filter(pk=message_id).values_list("subject", flat=True)
+        return repr(subject.first() or "")
+
+    return MESSAGE_WORK.retry_or_fail(pk=message_id, worker=worker, error=error, describe=describe)
 
 
 def messages_requeue(*, message_ids: Iterable[int]) -> int:

@@ -19,10 +19,9 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from pricefeed import parsing
-from pricefeed.alerts import alert
-from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
+from pricefeed.claims import ClaimedWork
+from pricefeed.dbtime import db_now_minus, due_and_not_queued
 from pricefeed.matching import Attachment, member_key
-from pricefeed.retry import processing_retry_policy
 
 from .models import PriceImport, PriceItem, PriceListConfig
 
@@ -394,40 +393,30 @@ def publish_outcome(import_id: int) -> None:
     """
 
 
-def price_import_retry_or_fail(*, import_id: int, worker: str | None, error: BaseException | str):
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-    policy = processing_retry_policy()
-    claim = {"claimed_by": worker} if worker else {}
-    row = PriceImport.objects.filter(pk=import_id).values("attempts", "filename").first()
-    if row is None:
-        return None
-    if policy.exhausted(row["attempts"]):
-        with transaction.atomic():
-            moved = PriceImport.objects.filter(pk=import_id, status=Status.RUNNING, **claim).update(
-                status=Status.FAILED,
-                last_error=text[:5000],
-                claimed_by="",
-                claimed_at=None,
-                finished_at=Now(),
-            )
-            if moved:
-                publish_outcome(import_id)
-                alert(
-                    "price import failed",
-                    f"Price import #{import_id} ({row['filename']!r}) failed after "
-                    f"{row['attempts']} attempts: {text}",
-                    import_id=import_id,
-                )
-        return Status.FAILED if moved else None
-    delay = policy.backoff.delay(row["attempts"])
-    moved = PriceImport.objects.filter(pk=import_id, status=Status.RUNNING, **claim).update(
-        status=Status.PENDING,
-        last_error=text[:5000],
-        claimed_by="",
-        claimed_at=None,
-        next_attempt_at=db_now_plus(delay),
+IMPORT_WORK = ClaimedWork(
+    model=PriceImport,
+    running=Status.RUNNING,
+    retry=Status.PENDING,
+    failed=Status.FAILED,
+    what="price import",
+)
+
+
+def price_import_retry_or_fail(
+    *, import_id: int, worker: str | None, error: BaseException | str
+) -> str | None:
+    """RUNNING → PENDING with backoff, or FAILED (outcome published, alert) past the limit."""
+
+    def describe() -> str:
+        return repr(PriceImport.objects.values_list("filename", flat=True).get(pk=import_id))
+
+    return IMPORT_WORK.retry_or_fail(
+        pk=import_id,
+        worker=worker,
+        error=error,
+        describe=describe,
+        on_failed=lambda: publish_outcome(import_id),
     )
-    return Status.PENDING if moved else None
 
 
 def price_imports_sweep() -> int:

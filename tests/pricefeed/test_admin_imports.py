@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from decimal import Decimal
 
 import pytest
@@ -11,19 +9,14 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from mailboxes import services as mailbox_services
-from mailboxes.models import InboundMessage, Mailbox
-from pricefeed import services
-from pricefeed.devservers.samples import price_list_csv, supplier_email, zipped
+from pricefeed.devservers.samples import price_list_csv, zipped
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
+from tests.pricefeed.pipeline import ROWS, receive, run_all
 
 Status = PriceImport.Status
 
-ROWS = [
-    ("A-1", "Болт М8", Decimal("1234.50"), 10),
-    ("A-2", "Гайка М8", Decimal("1.15"), 0),
-    ("A-3", "Шайба", Decimal("0.60"), 500),
-]
+pytestmark = pytest.mark.usefixtures("no_queue")
+
 
 # 20 data rows, one of them (file row 3) with a price that is not a number: 5% bad rows,
 # under the default limit of 10%.
@@ -39,54 +32,6 @@ PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3 not a price list"
 @pytest.fixture(autouse=True)
 def fast_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def no_queue(monkeypatch):
-    """Work is run by calling the services; nothing goes to django-q2 here."""
-    queued = {"messages": [], "imports": []}
-    monkeypatch.setattr(mailbox_services, "enqueue_processing", queued["messages"].extend)
-    monkeypatch.setattr(services, "enqueue_imports", queued["imports"].extend)
-    monkeypatch.setattr(mailbox_services, "enqueue_imports", queued["imports"].extend)
-    return queued
-
-
-@pytest.fixture
-def mailbox(db):
-    return Mailbox.objects.create(
-        name="prices", host="imap.example", username="u", password="p", security="ssl"
-    )
-
-
-@pytest.fixture
-def config(mailbox):
-    return PriceListConfig.objects.create(
-        mailbox=mailbox, name="Поставщик", sender_pattern="*@acme.test", filename_pattern="*"
-    )
-
-
-def receive(mailbox, attachments, *, subject="Прайс") -> InboundMessage:
-    """Records a message and runs matching, as the listener and worker would."""
-    raw = supplier_email(subject=subject, attachments=attachments)
-    message = InboundMessage.objects.create(
-        mailbox=mailbox,
-        folder="INBOX",
-        uidvalidity=1,
-        uid=InboundMessage.objects.count() + 1,
-        raw=raw,
-        size=len(raw),
-        sha256=hashlib.sha256(raw).hexdigest(),
-        dedup_key=uuid.uuid4().hex,
-    )
-    mailbox_services.message_process(message_id=message.pk, worker="w")
-    message.refresh_from_db()
-    return message
-
-
-def run_all(message) -> list[PriceImport]:
-    for price_import in message.imports.order_by("pk"):
-        services.price_import_run(import_id=price_import.pk, worker="w")
-    return list(message.imports.order_by("pk"))
 
 
 def import_of(mailbox, filename: str, data: bytes, *, subject: str = "Прайс") -> PriceImport:

@@ -2,78 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from decimal import Decimal
 
 import pytest
 
-from mailboxes import services as mailbox_services
-from mailboxes.models import InboundMessage, Mailbox
 from pricefeed import services
 from pricefeed.devservers.samples import (
     price_list_csv,
     price_list_xlsx,
-    supplier_email,
     zipped,
 )
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
+from tests.pricefeed.pipeline import ROWS, receive, run_all
 
 Status = PriceImport.Status
 
-ROWS = [
-    ("A-1", "Болт М8", Decimal("1234.50"), 10),
-    ("A-2", "Гайка М8", Decimal("1.15"), 0),
-    ("A-3", "Шайба", Decimal("0.60"), 500),
-]
-
-
-@pytest.fixture(autouse=True)
-def no_queue(monkeypatch):
-    """Work is run by calling the services; nothing goes to django-q2 here."""
-    queued = {"messages": [], "imports": []}
-    monkeypatch.setattr(mailbox_services, "enqueue_processing", queued["messages"].extend)
-    monkeypatch.setattr(services, "enqueue_imports", queued["imports"].extend)
-    monkeypatch.setattr(mailbox_services, "enqueue_imports", queued["imports"].extend)
-    return queued
-
-
-@pytest.fixture
-def mailbox(db):
-    return Mailbox.objects.create(
-        name="prices", host="imap.example", username="u", password="p", security="ssl"
-    )
-
-
-@pytest.fixture
-def config(mailbox):
-    return PriceListConfig.objects.create(
-        mailbox=mailbox, name="Поставщик", sender_pattern="*@acme.test", filename_pattern="*"
-    )
-
-
-def receive(mailbox, attachments, *, subject="Прайс") -> InboundMessage:
-    """Records a message and runs matching, as the listener and worker would."""
-    raw = supplier_email(subject=subject, attachments=attachments)
-    message = InboundMessage.objects.create(
-        mailbox=mailbox,
-        folder="INBOX",
-        uidvalidity=1,
-        uid=InboundMessage.objects.count() + 1,
-        raw=raw,
-        size=len(raw),
-        sha256=hashlib.sha256(raw).hexdigest(),
-        dedup_key=uuid.uuid4().hex,
-    )
-    mailbox_services.message_process(message_id=message.pk, worker="w")
-    message.refresh_from_db()
-    return message
-
-
-def run_all(message) -> list[PriceImport]:
-    for price_import in message.imports.order_by("pk"):
-        services.price_import_run(import_id=price_import.pk, worker="w")
-    return list(message.imports.order_by("pk"))
+pytestmark = pytest.mark.usefixtures("no_queue")
 
 
 def test_csv_price_list_is_parsed_and_stored_with_counts(mailbox, config):
@@ -197,3 +141,33 @@ def test_text_with_tabs_and_backslashes_is_stored_exactly(mailbox, config):
     assert price_import.status == Status.SUCCEEDED, price_import.last_error
     item = PriceItem.objects.get(price_import=price_import)
     assert (item.sku, item.name) == ("A\\1", "Болт\tМ8 \\ оцинк.")
+
+
+def test_transient_error_retries_later_and_fails_with_one_alert_past_the_limit(
+    mailbox, config, monkeypatch, settings, mailoutbox, django_capture_on_commit_callbacks
+):
+    from pricefeed import parsing
+
+    settings.ADMINS = [("Ops", "ops@example.test")]
+    message = receive(mailbox, [("p.csv", price_list_csv(ROWS))])
+    (price_import,) = message.imports.all()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(parsing, "parse", broken)
+    assert services.price_import_run(import_id=price_import.pk, worker="w") == Status.PENDING
+    price_import.refresh_from_db()
+    assert price_import.attempts == 1
+    assert price_import.next_attempt_at is not None
+    assert "disk went away" in price_import.last_error
+    # Not due yet: a second run finds nothing to claim.
+    assert services.price_import_run(import_id=price_import.pk, worker="w") is None
+
+    settings.PRICEFEED_PROCESSING_MAX_ATTEMPTS = 2
+    PriceImport.objects.filter(pk=price_import.pk).update(next_attempt_at=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.price_import_run(import_id=price_import.pk, worker="w") == Status.FAILED
+    assert len(mailoutbox) == 1
+    assert "price import failed" in mailoutbox[0].subject
+    assert not PriceItem.objects.exists()

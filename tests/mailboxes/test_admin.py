@@ -225,6 +225,27 @@ def test_mailbox_changelist_renders_without_the_password(admin_client, mailbox):
     assert "fernet:" not in content
 
 
+def test_mailbox_list_and_page_show_the_last_connection_error_and_the_listener(
+    admin_client, mailbox
+):
+    from mailboxes import leases
+    from mailboxes import services as mailbox_services
+
+    mailbox_services.mailbox_report_error(
+        mailbox_id=mailbox.pk, error="authentication failed for user 'buyer'"
+    )
+    leases.lease_acquire(mailbox_id=mailbox.pk, owner="host-a:4242", ttl=30)
+
+    listing = admin_client.get(reverse(MAILBOXES_URL)).content.decode()
+    page = admin_client.get(
+        reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk])
+    ).content.decode()
+
+    assert "authentication failed for user &#x27;buyer&#x27;" in listing
+    assert "host-a:4242" in listing
+    assert "authentication failed for user &#x27;buyer&#x27;" in page
+
+
 def test_mailbox_change_page_renders_without_the_password(admin_client, mailbox):
     PriceListConfig.objects.create(name="Опт", mailbox=mailbox, filename_pattern="прайс*")
 

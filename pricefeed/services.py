@@ -386,11 +386,33 @@ def _plain(value: Decimal | None) -> str | None:
     return None if value is None else format(value.normalize(), "f")
 
 
-def publish_outcome(import_id: int) -> None:
-    """Announces an import's outcome; called inside the transaction that stores it.
+OUTCOME_EVENT = "price_import.finished"
 
-    The transactional outbox (issue #4) publishes the event here.
-    """
+
+def publish_outcome(import_id: int) -> None:
+    """Announces an import's outcome through the outbox; called inside the transaction
+    that stores it, so the event exists exactly when the outcome does."""
+    from outbox.services import publish
+
+    price_import = PriceImport.objects.select_related("message").get(pk=import_id)
+    diff = price_import.diff or {}
+    publish(
+        OUTCOME_EVENT,
+        price_import,
+        {
+            "import_id": price_import.pk,
+            "status": price_import.status,
+            "config_id": price_import.config_id,
+            "message_id": price_import.message_id,
+            "sender": price_import.message.from_address,
+            "filename": price_import.filename,
+            "rows_total": price_import.rows_total,
+            "rows_ok": price_import.rows_ok,
+            "rows_failed": price_import.rows_failed,
+            "error": price_import.last_error[:1000],
+            "diff": {k: diff.get(k, 0) for k in ("added", "removed", "changed")},
+        },
+    )
 
 
 IMPORT_WORK = ClaimedWork(

@@ -1,0 +1,64 @@
+"""publish(): an event exists exactly when the change it announces was committed."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from outbox.exceptions import NotInTransaction
+from outbox.models import OutboxEvent
+from outbox.services import publish
+from pricefeed import services
+from pricefeed.devservers.samples import price_list_csv
+from pricefeed.models import PriceImport
+from tests.pricefeed.pipeline import ROWS, receive, run_all
+
+pytestmark = pytest.mark.usefixtures("no_queue")
+
+
+def test_publish_inside_a_transaction_records_a_new_event(mailbox):
+    with transaction.atomic():
+        event = publish("mailbox.touched", mailbox, {"why": "test"})
+    stored = OutboxEvent.objects.get(pk=event.pk)
+    assert (stored.kind, stored.aggregate_type, stored.aggregate_id) == (
+        "mailbox.touched",
+        "mailboxes.mailbox",
+        str(mailbox.pk),
+    )
+    assert stored.status == OutboxEvent.Status.NEW
+    assert stored.payload == {"why": "test"}
+    assert stored.next_attempt_at is not None
+
+
+def test_publish_outside_a_transaction_is_refused(transactional_db):
+    from mailboxes.models import Mailbox
+
+    mailbox = Mailbox.objects.create(name="m", host="h", username="u", password="p")
+    assert not connection.in_atomic_block  # autocommit, as in a plain script
+    with pytest.raises(NotInTransaction, match="inside the transaction"):
+        publish("mailbox.touched", mailbox, {})
+    assert not OutboxEvent.objects.exists()
+
+
+def test_a_transaction_that_publishes_and_rolls_back_leaves_no_event(mailbox):
+    class Abort(Exception):
+        pass
+
+    with pytest.raises(Abort), transaction.atomic():
+        publish("mailbox.touched", mailbox, {})
+        raise Abort
+    assert not OutboxEvent.objects.exists()
+
+
+def test_each_import_outcome_is_published_once_in_its_transaction(mailbox, config):
+    (done,) = run_all(receive(mailbox, [("p.csv", price_list_csv(ROWS))]))
+    (failed,) = run_all(receive(mailbox, [("p.csv", b"%PDF-1.7 not a price list")]))
+    events = {e.aggregate_id: e for e in OutboxEvent.objects.filter(kind="price_import.finished")}
+    assert set(events) == {str(done.pk), str(failed.pk)}
+    assert events[str(done.pk)].payload["status"] == PriceImport.Status.SUCCEEDED
+    assert events[str(done.pk)].payload["rows_ok"] == 3
+    assert events[str(failed.pk)].payload["status"] == PriceImport.Status.FAILED
+    assert "unsupported format" in events[str(failed.pk)].payload["error"]
+    # Running a finished import again publishes nothing more.
+    services.price_import_run(import_id=done.pk, worker="again")
+    assert OutboxEvent.objects.filter(kind="price_import.finished").count() == 2

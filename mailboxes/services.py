@@ -18,8 +18,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from pricefeed import matching
-from pricefeed.claims import ClaimedWork
-from pricefeed.dbtime import db_now_minus, due_and_not_queued
+from pricefeed.claims import ClaimedWork, SweepResult
 from pricefeed.faults import crash_point
 from pricefeed.models import PriceListConfig
 from pricefeed.services import attachments_inspect, enqueue_imports, price_imports_create
@@ -448,13 +447,21 @@ def _finish(message_id: int, worker: str, status: str, **fields: object) -> None
         raise ClaimLost(f"message {message_id} is no longer claimed by {worker}")
 
 
+def _describe_message(message_id: int) -> str:
+    subject = InboundMessage.objects.filter(pk=message_id).values_list("subject", flat=True)
+    return repr(subject.first() or "")
+
+
 MESSAGE_WORK = ClaimedWork(
     model=InboundMessage,
     running=Status.PROCESSING,
     retry=Status.RETRYABLE,
     failed=Status.FAILED,
+    waiting=(Status.RECEIVED, Status.RETRYABLE),
+    queued_field="updated_at",
     what="message",
     touch=("updated_at",),
+    describe=_describe_message,
 )
 
 
@@ -462,12 +469,7 @@ def message_retry_or_fail(
     *, message_id: int, worker: str | None, error: BaseException | str
 ) -> str | None:
     """PROCESSING → RETRYABLE with backoff, or FAILED with an alert past the attempt limit."""
-
-    def describe() -> str:
-        subject = InboundMessage.objects.filter(pk=message_id).values_list("subject", flat=True)
-        return repr(subject.first() or "")
-
-    return MESSAGE_WORK.retry_or_fail(pk=message_id, worker=worker, error=error, describe=describe)
+    return MESSAGE_WORK.retry_or_fail(pk=message_id, worker=worker, error=error)
 
 
 def messages_requeue(*, message_ids: Iterable[int]) -> int:
@@ -506,40 +508,10 @@ def messages_mark_failed(*, message_ids: Iterable[int], reason: str) -> int:
     )
 
 
-@dataclass(frozen=True)
-class SweepResult:
-    expired_claims: int
-    requeued: int
-
-
 def messages_sweep() -> SweepResult:
-    """Returns expired claims to RETRYABLE and re-enqueues due or forgotten messages.
-
-    Safe to run from every instance at once: each step is a conditional update and a
-    duplicate enqueue is harmless (the claim decides).
-    """
-    expired = list(
-        InboundMessage.objects.filter(
-            status=Status.PROCESSING,
-            claimed_at__lt=db_now_minus(settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT),
-        ).values_list("pk", "claimed_by")
+    """Retries expired processing claims and re-enqueues due or forgotten messages."""
+    return MESSAGE_WORK.sweep(
+        claim_timeout=settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT,
+        requeue_after=settings.PRICEFEED_REQUEUE_AFTER,
+        enqueue=enqueue_processing,
     )
-    for message_id, worker in expired:
-        message_retry_or_fail(
-            message_id=message_id,
-            worker=worker,
-            error=f"processing claim by {worker} expired (worker died or timed out)",
-        )
-    due = list(
-        InboundMessage.objects.filter(status__in=[Status.RECEIVED, Status.RETRYABLE])
-        .filter(due_and_not_queued(settings.PRICEFEED_REQUEUE_AFTER, "updated_at"))
-        .values_list("pk", flat=True)[:1000]
-    )
-    # Touch them so the next sweep does not enqueue them again before a worker could run.
-    InboundMessage.objects.filter(
-        pk__in=due, status__in=[Status.RECEIVED, Status.RETRYABLE]
-    ).update(updated_at=Now())
-    enqueue_processing(due)
-    if expired or due:
-        logger.info("sweep expired_claims=%s requeued=%s", len(expired), len(due))
-    return SweepResult(expired_claims=len(expired), requeued=len(due))

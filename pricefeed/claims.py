@@ -1,45 +1,55 @@
-"""The one place a failed claimed attempt is retried with backoff or failed for good.
+"""The one mechanism for claimed work that fails or is forgotten.
 
 Inbound messages (PROCESSING → RETRYABLE | FAILED) and price imports (RUNNING →
-PENDING | FAILED) share it: the same policy, the same conditional UPDATEs on the
-claim, the same alert.
+PENDING | FAILED) share it: the same retry policy, the same conditional UPDATEs on the
+claim, the same alert, the same sweep of expired claims and lost queue entries.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import models, transaction
 from django.db.models.functions import Now
 
 from pricefeed.alerts import alert
-from pricefeed.dbtime import db_now_plus
+from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
 from pricefeed.retry import processing_retry_policy
 
 logger = logging.getLogger(__name__)
 
+SWEEP_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    expired_claims: int
+    requeued: int
+
+
+def _nothing(pk: int) -> str:
+    return ""
+
 
 @dataclass(frozen=True)
 class ClaimedWork:
-    """How one kind of claimed row moves after a failed attempt."""
+    """How one kind of claimed row moves after a failed attempt, and how it is swept."""
 
     model: type[models.Model]
     running: str
     retry: str
     failed: str
+    waiting: tuple[str, ...]  # states that wait for a worker
+    queued_field: str  # when the row was last handed to the task queue
     what: str  # "message", "price import": for logs and alerts
     touch: tuple[str, ...] = ()  # timestamp fields set to now() on every move
+    describe: Callable[[int], str] = _nothing  # a few words for the alert
+    on_failed: Callable[[int], None] | None = None  # inside the failing transaction
 
     def retry_or_fail(
-        self,
-        *,
-        pk: int,
-        worker: str | None,
-        error: BaseException | str,
-        describe: Callable[[], str] = lambda: "",
-        on_failed: Callable[[], None] | None = None,
+        self, *, pk: int, worker: str | None, error: BaseException | str
     ) -> str | None:
         """Moves a claimed row to the retry state with backoff, or past the attempt limit
         to the failed state with an ERROR log and a mail to ADMINS. Returns the new
@@ -61,9 +71,9 @@ class ClaimedWork:
             with transaction.atomic():
                 moved = ours.update(status=self.failed, finished_at=Now(), **common)
                 if moved:
-                    if on_failed is not None:
-                        on_failed()
-                    label = describe()
+                    if self.on_failed is not None:
+                        self.on_failed(pk)
+                    label = self.describe(pk)
                     alert(
                         f"{self.what} failed",
                         f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''} failed "
@@ -84,3 +94,41 @@ class ClaimedWork:
                 extra={"action": "retry", "object_id": pk},
             )
         return self.retry if moved else None
+
+    def sweep(
+        self,
+        *,
+        claim_timeout: float,
+        requeue_after: float,
+        enqueue: Callable[[Iterable[int]], None],
+    ) -> SweepResult:
+        """Retries claims older than ``claim_timeout`` (the worker died or hung) and hands
+        due rows back to the queue when they were never queued since becoming due, or
+        not for ``requeue_after`` seconds (a lost task).
+
+        Safe to run from every instance at once: each step is a conditional update and
+        a duplicate enqueue is harmless (the claim decides).
+        """
+        expired = list(
+            self.model.objects.filter(
+                status=self.running, claimed_at__lt=db_now_minus(claim_timeout)
+            ).values_list("pk", "claimed_by")
+        )
+        for pk, worker in expired:
+            self.retry_or_fail(
+                pk=pk,
+                worker=worker,
+                error=f"claim by {worker} expired (worker died or timed out)",
+            )
+        waiting = self.model.objects.filter(status__in=self.waiting)
+        due = list(
+            waiting.filter(due_and_not_queued(requeue_after, self.queued_field)).values_list(
+                "pk", flat=True
+            )[:SWEEP_BATCH]
+        )
+        # Marked as queued first, so the next sweep leaves them to the worker.
+        waiting.filter(pk__in=due).update(**{self.queued_field: Now()})
+        enqueue(due)
+        if expired or due:
+            logger.info("sweep %s expired_claims=%s requeued=%s", self.what, len(expired), len(due))
+        return SweepResult(expired_claims=len(expired), requeued=len(due))

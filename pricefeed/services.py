@@ -19,8 +19,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from pricefeed import parsing
-from pricefeed.claims import ClaimedWork
-from pricefeed.dbtime import db_now_minus, due_and_not_queued
+from pricefeed.claims import ClaimedWork, SweepResult
 from pricefeed.matching import Attachment, member_key
 
 from .models import PriceImport, PriceItem, PriceListConfig
@@ -415,12 +414,20 @@ def publish_outcome(import_id: int) -> None:
     )
 
 
+def _describe_import(import_id: int) -> str:
+    return repr(PriceImport.objects.values_list("filename", flat=True).get(pk=import_id))
+
+
 IMPORT_WORK = ClaimedWork(
     model=PriceImport,
     running=Status.RUNNING,
     retry=Status.PENDING,
     failed=Status.FAILED,
+    waiting=(Status.PENDING,),
+    queued_field="queued_at",
     what="price import",
+    describe=_describe_import,
+    on_failed=lambda import_id: publish_outcome(import_id),
 )
 
 
@@ -428,41 +435,16 @@ def price_import_retry_or_fail(
     *, import_id: int, worker: str | None, error: BaseException | str
 ) -> str | None:
     """RUNNING → PENDING with backoff, or FAILED (outcome published, alert) past the limit."""
+    return IMPORT_WORK.retry_or_fail(pk=import_id, worker=worker, error=error)
 
-    def describe() -> str:
-        return repr(PriceImport.objects.values_list("filename", flat=True).get(pk=import_id))
 
-    return IMPORT_WORK.retry_or_fail(
-        pk=import_id,
-        worker=worker,
-        error=error,
-        describe=describe,
-        on_failed=lambda: publish_outcome(import_id),
+def price_imports_sweep() -> SweepResult:
+    """Retries expired import claims and re-enqueues due or forgotten imports."""
+    return IMPORT_WORK.sweep(
+        claim_timeout=settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT,
+        requeue_after=settings.PRICEFEED_REQUEUE_AFTER,
+        enqueue=lambda ids: enqueue_imports(ids),
     )
-
-
-def price_imports_sweep() -> int:
-    """Returns expired RUNNING claims to PENDING (or FAILED) and re-enqueues due imports."""
-    expired = list(
-        PriceImport.objects.filter(
-            status=Status.RUNNING,
-            claimed_at__lt=db_now_minus(settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT),
-        ).values_list("pk", "claimed_by")
-    )
-    for import_id, worker in expired:
-        price_import_retry_or_fail(
-            import_id=import_id,
-            worker=worker,
-            error=f"import claim by {worker} expired (worker died or timed out)",
-        )
-    due = list(
-        PriceImport.objects.filter(status=Status.PENDING)
-        .filter(due_and_not_queued(settings.PRICEFEED_REQUEUE_AFTER, "queued_at"))
-        .values_list("pk", flat=True)[:1000]
-    )
-    PriceImport.objects.filter(pk__in=due, status=Status.PENDING).update(queued_at=Now())
-    enqueue_imports(due)
-    return len(expired) + len(due)
 
 
 def price_imports_requeue(*, import_ids: Iterable[int]) -> int:

@@ -171,3 +171,29 @@ def test_transient_error_retries_later_and_fails_with_one_alert_past_the_limit(
     assert len(mailoutbox) == 1
     assert "price import failed" in mailoutbox[0].subject
     assert not PriceItem.objects.exists()
+
+
+def test_sweep_retries_an_expired_claim_and_requeues_a_forgotten_import_once(
+    mailbox, config, no_queue, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    message = receive(mailbox, [("a.csv", price_list_csv(ROWS)), ("b.csv", price_list_csv(ROWS))])
+    stuck, forgotten = message.imports.order_by("pk")
+    long_ago = timezone.now() - timedelta(hours=1)
+    PriceImport.objects.filter(pk=stuck.pk).update(
+        status=Status.RUNNING, claimed_by="dead:1", claimed_at=long_ago, attempts=1
+    )
+    PriceImport.objects.filter(pk=forgotten.pk).update(queued_at=long_ago)
+    no_queue["imports"].clear()
+
+    result = services.price_imports_sweep()
+
+    stuck.refresh_from_db()
+    assert stuck.status == Status.PENDING
+    assert "claim by dead:1 expired" in stuck.last_error
+    assert result.expired_claims == 1
+    assert no_queue["imports"] == [forgotten.pk]
+    assert services.price_imports_sweep().requeued == 0

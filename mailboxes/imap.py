@@ -28,6 +28,8 @@ from django.conf import settings as django_settings
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 from imapclient.imapclient import SocketTimeout
 
+from pricefeed.crypto import UnreadableSecret
+
 logger = logging.getLogger(__name__)
 
 
@@ -37,6 +39,10 @@ class ImapError(Exception):
 
 class FolderMissing(ImapError):
     """The configured folder does not exist on the server."""
+
+
+class CredentialsUnreadable(ImapError):
+    """The stored password cannot be decrypted with the configured keys."""
 
 
 class ServerClosed(ImapError):
@@ -73,7 +79,7 @@ def describe_error(exc: BaseException, settings: ConnectionSettings | None = Non
     where = f"{settings.host}:{settings.port}" if settings else "the server"
     if isinstance(exc, LoginError):
         return f"authentication failed for user {settings.username if settings else ''!r}"
-    if isinstance(exc, FolderMissing):
+    if isinstance(exc, FolderMissing | CredentialsUnreadable):
         return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
         # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
@@ -141,6 +147,8 @@ class ImapSession:
     def open(self) -> FolderState:
         """Connects, secures, logs in and selects the folder read-only."""
         s = self.settings
+        if isinstance(s.password, UnreadableSecret):
+            raise CredentialsUnreadable(f"{s.password.reason}; re-enter the mailbox password")
         # Verifies certificate and host name. The private CA file is trusted in addition to
         # the system store: create_default_context(cafile=...) would trust it instead, and
         # every mailbox on a publicly certified server would fail once one needed a CA file.

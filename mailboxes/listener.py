@@ -39,12 +39,19 @@ class Waker:
         self.read_fd, self.write_fd = os.pipe()
         os.set_blocking(self.read_fd, False)
         os.set_blocking(self.write_fd, False)
+        # wake() may come from another thread after close(): writing to a closed fd
+        # number that the process has since reused would corrupt someone else's file.
+        self._lock = threading.Lock()
+        self._closed = False
 
     def wake(self) -> None:
-        try:
-            os.write(self.write_fd, b"!")
-        except (BlockingIOError, OSError):
-            pass
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                os.write(self.write_fd, b"!")
+            except (BlockingIOError, OSError):
+                pass
 
     def drain(self) -> None:
         try:
@@ -54,11 +61,15 @@ class Waker:
             pass
 
     def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for fd in (self.read_fd, self.write_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 def connection_settings(mailbox: Mailbox) -> ConnectionSettings:
@@ -126,6 +137,8 @@ class MailboxListener(threading.Thread):
                 except Exception as exc:
                     if self.stopping.is_set():
                         return
+                    # A database error may have left this thread's connection unusable.
+                    close_old_connections()
                     failures += 1
                     error = describe_error(exc, self.conn)
                     delay = backoff.delay(failures)

@@ -54,6 +54,24 @@ def decrypt(stored: str) -> str:
         ) from exc
 
 
+class UnreadableSecret(str):
+    """A stored secret no configured key can decrypt: reads as "", keeps the ciphertext.
+
+    Loading it never raises (one bad row must not stop every mailbox), saving it again
+    writes the original ciphertext back (so restoring the old key still recovers it), and
+    ``reason`` says what is wrong.
+    """
+
+    stored: str
+    reason: str
+
+    def __new__(cls, stored: str, reason: str) -> UnreadableSecret:
+        secret = super().__new__(cls, "")
+        secret.stored = stored
+        secret.reason = reason
+        return secret
+
+
 class EncryptedTextField(models.TextField):
     """A text field encrypted at rest; the attribute holds plaintext.
 
@@ -63,9 +81,14 @@ class EncryptedTextField(models.TextField):
     def from_db_value(self, value, expression, connection):
         if value is None or value == "":
             return value
-        return decrypt(value)
+        try:
+            return decrypt(value)
+        except DecryptionError as exc:
+            return UnreadableSecret(value, str(exc))
 
     def get_prep_value(self, value):
+        if isinstance(value, UnreadableSecret):
+            return value.stored
         value = super().get_prep_value(value)
         if value is None or value == "":
             return value

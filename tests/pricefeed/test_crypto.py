@@ -98,22 +98,47 @@ def test_resaving_after_rotation_lets_the_old_key_be_dropped(settings):
     assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
 
 
-def test_wrong_key_raises_decryption_error(settings):
-    settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
+def test_a_password_no_key_can_decrypt_loads_as_unreadable_and_is_kept_on_save(settings):
+    old_key = new_key()
+    settings.PRICEFEED_ENCRYPTION_KEYS = [old_key]
     mailbox = make_mailbox()
+    stored = stored_password(mailbox.pk)
 
     settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
     crypto._fernet.cache_clear()
 
-    with pytest.raises(DecryptionError, match="cannot be decrypted"):
-        Mailbox.objects.get(pk=mailbox.pk)
+    loaded = Mailbox.objects.get(pk=mailbox.pk)  # loading never raises
+    assert isinstance(loaded.password, crypto.UnreadableSecret)
+    assert loaded.password == ""
+    assert "cannot be decrypted" in loaded.password.reason
+    loaded.name = "renamed"
+    loaded.save()
+    assert stored_password(loaded.pk) == stored  # the ciphertext survives
+
+    settings.PRICEFEED_ENCRYPTION_KEYS = [old_key]
+    crypto._fernet.cache_clear()
+    assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
 
 
-def test_changed_secret_key_without_explicit_keys_raises_decryption_error(settings):
+def test_connecting_with_an_unreadable_password_says_so_instead_of_trying(settings):
+    from mailboxes.imap import ImapError, check_connection
+    from mailboxes.listener import connection_settings
+
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
+    mailbox = make_mailbox()
+    settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
+    crypto._fernet.cache_clear()
+
+    with pytest.raises(ImapError, match=r"cannot be decrypted.*re-enter the mailbox password"):
+        check_connection(connection_settings(Mailbox.objects.get(pk=mailbox.pk)))
+
+
+def test_changed_secret_key_without_explicit_keys_makes_the_password_unreadable(settings):
     settings.PRICEFEED_ENCRYPTION_KEYS = []
     mailbox = make_mailbox()
 
     settings.SECRET_KEY = settings.SECRET_KEY + "-rotated"
 
     with pytest.raises(DecryptionError):
-        Mailbox.objects.get(pk=mailbox.pk)
+        crypto.decrypt(stored_password(mailbox.pk))
+    assert isinstance(Mailbox.objects.get(pk=mailbox.pk).password, crypto.UnreadableSecret)

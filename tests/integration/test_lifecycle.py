@@ -1,0 +1,72 @@
+"""listen_mail as an operator runs it: clean stops, and admin changes without restarts."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
+
+from .support import price_email, wait_until
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_releases_leases_marks_the_heartbeat_and_exits_zero(
+    dovecot, make_mailbox, make_config, manage, signum
+):
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox)
+    listener = manage("listen_mail", env={"PRICEFEED_INSTANCE_ID": "stopper"})
+    wait_until(lambda: mailbox.checkpoints.exists(), 15, "listening")
+    assert MailboxLease.objects.get(mailbox=mailbox).owner == "stopper"
+
+    listener.signal(signum)
+
+    assert listener.wait(10) == 0
+    lease = MailboxLease.objects.get(mailbox=mailbox)
+    assert lease.owner == ""  # released: another instance may take it at once
+    assert InstanceHeartbeat.objects.get(instance_id="stopper").stopping is True
+    assert "listen_mail stopped instance=stopper" in listener.log()
+
+
+def test_admin_changes_reach_a_running_listener_without_a_restart(
+    dovecot, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox)
+    listener = manage("listen_mail")
+    dovecot.append(price_email(subject="one"))
+    wait_until(lambda: InboundMessage.objects.count() == 1, 15, "first message")
+
+    # Disabled: the listener stops and lets go of the mailbox.
+    Mailbox.objects.filter(pk=mailbox.pk).update(enabled=False)
+    listener.wait_for_log("mailbox=prices disabled or removed: stopping", 10)
+    wait_until(lambda: MailboxLease.objects.get(mailbox=mailbox).owner == "", 10, "released")
+    dovecot.append(price_email(subject="while disabled"))
+
+    # Enabled again: it comes back and catches up from its checkpoint.
+    Mailbox.objects.filter(pk=mailbox.pk).update(enabled=True)
+    wait_until(lambda: InboundMessage.objects.count() == 2, 15, "caught up after enabling")
+
+    # A wrong password: it reconnects with the new settings and says what is wrong.
+    mailbox.refresh_from_db()
+    mailbox.password = "wrong"
+    mailbox.save()
+    listener.wait_for_log("mailbox=prices settings changed: reconnecting", 10)
+    wait_until(
+        lambda: "authentication failed" in Mailbox.objects.get(pk=mailbox.pk).last_error,
+        15,
+        "auth error shown",
+    )
+    # Fixed: it recovers and records new mail.
+    mailbox.password = dovecot.password
+    mailbox.save()
+    wait_until(lambda: Mailbox.objects.get(pk=mailbox.pk).last_error == "", 15, "recovered")
+    dovecot.append(price_email(subject="after fix"))
+    wait_until(lambda: InboundMessage.objects.count() == 3, 15, "recorded after the fix")
+    assert sorted(InboundMessage.objects.values_list("subject", flat=True)) == [
+        "after fix",
+        "one",
+        "while disabled",
+    ]

@@ -32,6 +32,7 @@ class OutboxEvent(models.Model):
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(db_default=Now())
     sent_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)  # SENT or FAILED
 
     class Meta:
         ordering = ["-created_at"]

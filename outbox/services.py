@@ -1,15 +1,43 @@
-"""Publishing events through the transactional outbox."""
+"""The transactional outbox: publishing events, claiming them, recording their results.
+
+OutboxEvent: NEW → PROCESSING → SENT | FAILED; a failed attempt goes back to NEW with a
+later ``next_attempt_at``. Claims use ``FOR UPDATE SKIP LOCKED`` so any number of
+dispatchers work side by side; results are recorded by conditional UPDATEs on the claim.
+"""
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Iterable
 
-from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.models import F
+from django.db.models.functions import Now
+
+from pricefeed.claims import ClaimedWork
+from pricefeed.retry import outbox_retry_policy
 
 from .exceptions import NotInTransaction
 from .models import OutboxEvent
 
 logger = logging.getLogger(__name__)
+
+Status = OutboxEvent.Status
+CHANNEL = "pricefeed_outbox"
+
+EVENT_WORK = ClaimedWork(
+    model=OutboxEvent,
+    running=Status.PROCESSING,
+    retry=Status.NEW,
+    failed=Status.FAILED,
+    waiting=(Status.NEW,),
+    queued_field=None,  # dispatchers claim NEW rows themselves
+    what="outbox event",
+    describe=lambda pk: OutboxEvent.objects.values_list("kind", flat=True).get(pk=pk),
+    policy=outbox_retry_policy,
+)
 
 
 def publish(
@@ -31,6 +59,7 @@ def publish(
         aggregate_id=str(aggregate.pk),
         payload=payload,
     )
+    transaction.on_commit(_wake_dispatchers, using=using)
     logger.debug(
         "event published kind=%s aggregate=%s:%s id=%s",
         kind,
@@ -40,3 +69,113 @@ def publish(
         extra={"action": "event_published", "event_id": str(event.id)},
     )
     return event
+
+
+def _wake_dispatchers() -> None:
+    """Tells idle dispatchers there is work (PostgreSQL NOTIFY); elsewhere they poll."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
+
+
+def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
+    """Claims up to ``limit`` due NEW events, oldest due first, skipping rows another
+    dispatcher has locked; they are PROCESSING and ours when this returns."""
+    with transaction.atomic():
+        ids = list(
+            OutboxEvent.objects.select_for_update(skip_locked=True)
+            .filter(status=Status.NEW, next_attempt_at__lte=Now())
+            .order_by("next_attempt_at", "id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if ids:
+            OutboxEvent.objects.filter(id__in=ids).update(
+                status=Status.PROCESSING,
+                claimed_by=dispatcher,
+                claimed_at=Now(),
+                attempts=F("attempts") + 1,
+            )
+    return ids
+
+
+def event_mark_sent(*, event_id: uuid.UUID, dispatcher: str) -> bool:
+    return bool(
+        OutboxEvent.objects.filter(
+            id=event_id, status=Status.PROCESSING, claimed_by=dispatcher
+        ).update(
+            status=Status.SENT,
+            sent_at=Now(),
+            finished_at=Now(),
+            claimed_by="",
+            claimed_at=None,
+            last_error="",
+        )
+    )
+
+
+def event_retry_or_fail(
+    *, event_id: uuid.UUID, dispatcher: str | None, error: BaseException | str
+) -> str | None:
+    return EVENT_WORK.retry_or_fail(pk=event_id, worker=dispatcher, error=error)
+
+
+def event_fail(*, event_id: uuid.UUID, dispatcher: str, reason: str) -> bool:
+    """A failure no retry can mend (no handler for the kind): FAILED at once, with alert."""
+    from pricefeed.alerts import alert
+
+    with transaction.atomic():
+        moved = OutboxEvent.objects.filter(
+            id=event_id, status=Status.PROCESSING, claimed_by=dispatcher
+        ).update(
+            status=Status.FAILED,
+            last_error=reason,
+            finished_at=Now(),
+            claimed_by="",
+            claimed_at=None,
+        )
+        if moved:
+            alert("outbox event failed", f"Outbox event {event_id}: {reason}", event_id=event_id)
+    return bool(moved)
+
+
+def events_expire_claims() -> int:
+    """PROCESSING past the claim timeout (the dispatcher or worker died) → NEW (or FAILED)."""
+    return EVENT_WORK.expire_claims(claim_timeout=settings.PRICEFEED_OUTBOX_CLAIM_TIMEOUT)
+
+
+def events_deliver(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> dict[str, int]:
+    """Runs the handlers for a claimed batch and records each result in its own short
+    transaction. Events no longer claimed by ``dispatcher`` are left alone."""
+    from .handlers import handler_for
+
+    events = list(
+        OutboxEvent.objects.filter(
+            id__in=list(event_ids), status=Status.PROCESSING, claimed_by=dispatcher
+        ).order_by("next_attempt_at", "id")
+    )
+    counts = {"sent": 0, "retry": 0, "failed": 0}
+    by_kind: dict[str, list[OutboxEvent]] = {}
+    for event in events:
+        by_kind.setdefault(event.kind, []).append(event)
+    for kind, batch in by_kind.items():
+        handle = handler_for(kind)
+        if handle is None:
+            for event in batch:
+                event_fail(
+                    event_id=event.id, dispatcher=dispatcher, reason=f"no handler for {kind!r}"
+                )
+                counts["failed"] += 1
+            continue
+        try:
+            results = handle(batch)
+        except Exception as exc:  # the whole batch failed (e.g. the server is down)
+            logger.exception("handler failed kind=%s events=%s", kind, len(batch))
+            results = {event.id: exc for event in batch}
+        for event in batch:
+            error = results.get(event.id, RuntimeError("handler returned no result"))
+            if error is None:
+                counts["sent"] += event_mark_sent(event_id=event.id, dispatcher=dispatcher)
+            else:
+                outcome = event_retry_or_fail(event_id=event.id, dispatcher=dispatcher, error=error)
+                counts["failed" if outcome == Status.FAILED else "retry"] += 1
+    return counts

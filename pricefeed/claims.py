@@ -16,7 +16,7 @@ from django.db.models.functions import Now
 
 from pricefeed.alerts import alert
 from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
-from pricefeed.retry import processing_retry_policy
+from pricefeed.retry import RetryPolicy, processing_retry_policy
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +42,12 @@ class ClaimedWork:
     retry: str
     failed: str
     waiting: tuple[str, ...]  # states that wait for a worker
-    queued_field: str  # when the row was last handed to the task queue
+    queued_field: str | None  # when the row was last handed to the task queue, if it is
     what: str  # "message", "price import": for logs and alerts
     touch: tuple[str, ...] = ()  # timestamp fields set to now() on every move
     describe: Callable[[int], str] = _nothing  # a few words for the alert
     on_failed: Callable[[int], None] | None = None  # inside the failing transaction
+    policy: Callable[[], RetryPolicy] = processing_retry_policy
 
     def retry_or_fail(
         self, *, pk: int, worker: str | None, error: BaseException | str
@@ -66,7 +67,7 @@ class ClaimedWork:
             "claimed_at": None,
             **{field: Now() for field in self.touch},
         }
-        policy = processing_retry_policy()
+        policy = self.policy()
         if policy.exhausted(attempts):
             with transaction.atomic():
                 moved = ours.update(status=self.failed, finished_at=Now(), **common)
@@ -95,20 +96,8 @@ class ClaimedWork:
             )
         return self.retry if moved else None
 
-    def sweep(
-        self,
-        *,
-        claim_timeout: float,
-        requeue_after: float,
-        enqueue: Callable[[Iterable[int]], None],
-    ) -> SweepResult:
-        """Retries claims older than ``claim_timeout`` (the worker died or hung) and hands
-        due rows back to the queue when they were never queued since becoming due, or
-        not for ``requeue_after`` seconds (a lost task).
-
-        Safe to run from every instance at once: each step is a conditional update and
-        a duplicate enqueue is harmless (the claim decides).
-        """
+    def expire_claims(self, *, claim_timeout: float) -> int:
+        """Retries claims older than ``claim_timeout``: the worker died or hung."""
         expired = list(
             self.model.objects.filter(
                 status=self.running, claimed_at__lt=db_now_minus(claim_timeout)
@@ -120,6 +109,23 @@ class ClaimedWork:
                 worker=worker,
                 error=f"claim by {worker} expired (worker died or timed out)",
             )
+        return len(expired)
+
+    def sweep(
+        self,
+        *,
+        claim_timeout: float,
+        requeue_after: float,
+        enqueue: Callable[[Iterable[int]], None],
+    ) -> SweepResult:
+        """Expires dead claims and hands due rows back to the queue when they were never
+        queued since becoming due, or not for ``requeue_after`` seconds (a lost task).
+
+        Safe to run from every instance at once: each step is a conditional update and
+        a duplicate enqueue is harmless (the claim decides).
+        """
+        assert self.queued_field, f"{self.what} rows are not handed to a queue"
+        expired = self.expire_claims(claim_timeout=claim_timeout)
         waiting = self.model.objects.filter(status__in=self.waiting)
         due = list(
             waiting.filter(due_and_not_queued(requeue_after, self.queued_field)).values_list(
@@ -130,5 +136,5 @@ class ClaimedWork:
         waiting.filter(pk__in=due).update(**{self.queued_field: Now()})
         enqueue(due)
         if expired or due:
-            logger.info("sweep %s expired_claims=%s requeued=%s", self.what, len(expired), len(due))
-        return SweepResult(expired_claims=len(expired), requeued=len(due))
+            logger.info("sweep %s expired_claims=%s requeued=%s", self.what, expired, len(due))
+        return SweepResult(expired_claims=expired, requeued=len(due))

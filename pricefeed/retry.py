@@ -43,3 +43,10 @@ def processing_retry_policy() -> RetryPolicy:
             settings.PRICEFEED_PROCESSING_RETRY_BASE, settings.PRICEFEED_PROCESSING_RETRY_MAX
         ),
     )
+
+
+def outbox_retry_policy() -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS,
+        backoff=Backoff(settings.PRICEFEED_OUTBOX_RETRY_BASE, settings.PRICEFEED_OUTBOX_RETRY_MAX),
+    )

@@ -1,0 +1,95 @@
+"""The dispatch loop: claim due events in batches, hand each batch to django-q2, sleep
+until there is more (PostgreSQL LISTEN/NOTIFY, or a short poll elsewhere)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+import psycopg
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from pricefeed.faults import crash_point
+
+from . import services
+
+logger = logging.getLogger(__name__)
+
+DELIVER_TASK = "outbox.tasks.deliver"
+
+
+class Listener:
+    """A connection of its own that LISTENs for published events (PostgreSQL only)."""
+
+    def __init__(self) -> None:
+        self.conn: psycopg.Connection | None = None
+        if connection.vendor != "postgresql":
+            return
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        self.conn = psycopg.connect(**params, autocommit=True)
+        self.conn.execute(f"LISTEN {services.CHANNEL}")
+
+    def wait(self, timeout: float, stop: threading.Event) -> None:
+        if self.conn is None:
+            stop.wait(timeout)
+            return
+        # Returns on the first notification or after the timeout; a burst of NOTIFYs is
+        # drained by the next claim, not one wake-up each. Waits in short slices so a
+        # stop signal is noticed within a second.
+        deadline = time.monotonic() + timeout
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            for _ in self.conn.notifies(timeout=min(left, 1.0), stop_after=1):
+                return
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+@dataclass
+class Dispatcher:
+    dispatcher_id: str
+    stop: threading.Event
+
+    def run(self) -> None:
+        from django_q.tasks import async_task
+
+        batch = settings.PRICEFEED_OUTBOX_BATCH
+        poll = settings.PRICEFEED_OUTBOX_POLL_INTERVAL
+        next_sweep = 0.0
+        listener = Listener()
+        logger.info("dispatch_outbox started dispatcher=%s", self.dispatcher_id)
+        try:
+            while not self.stop.is_set():
+                try:
+                    if time.monotonic() >= next_sweep:
+                        next_sweep = time.monotonic() + settings.PRICEFEED_SWEEP_INTERVAL
+                        services.events_expire_claims()
+                    ids = services.events_claim(dispatcher=self.dispatcher_id, limit=batch)
+                    if ids:
+                        crash_point("outbox_after_claim")
+                        async_task(
+                            DELIVER_TASK,
+                            [str(i) for i in ids],
+                            self.dispatcher_id,
+                            task_name=f"deliver {len(ids)} event(s)",
+                        )
+                        if len(ids) == batch:
+                            continue  # more are probably waiting: no sleep
+                except Exception:
+                    logger.exception("dispatch step failed dispatcher=%s", self.dispatcher_id)
+                    close_old_connections()
+                    self.stop.wait(poll)
+                    continue
+                listener.wait(poll, self.stop)
+        finally:
+            listener.close()
+            logger.info("dispatch_outbox stopped dispatcher=%s", self.dispatcher_id)

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import signal
+import threading
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from outbox.dispatcher import Dispatcher
+
+
+class Command(BaseCommand):
+    help = "Claims outbox events in batches and hands them to the django-q2 workers."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--dispatcher-id",
+            default=None,
+            help="Name in claimed_by (default PRICEFEED_INSTANCE_ID).",
+        )
+
+    def handle(self, *args, **options):
+        stop = threading.Event()
+
+        def on_signal(signum, _frame):
+            # Claimed batches are already with the workers: stop claiming and exit.
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        Dispatcher(
+            dispatcher_id=options["dispatcher_id"] or f"outbox:{settings.PRICEFEED_INSTANCE_ID}",
+            stop=stop,
+        ).run()

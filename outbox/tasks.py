@@ -1,0 +1,9 @@
+"""django-q2 entry points: load by id, call one service."""
+
+from __future__ import annotations
+
+from . import services
+
+
+def deliver(event_ids: list[str], dispatcher: str) -> dict[str, int]:
+    return services.events_deliver(event_ids=event_ids, dispatcher=dispatcher)

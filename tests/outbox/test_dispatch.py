@@ -1,0 +1,84 @@
+"""Claiming and recording results (the services under dispatch_outbox), in process."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from outbox import handlers, services
+from outbox.models import OutboxEvent
+
+Status = OutboxEvent.Status
+
+
+@pytest.fixture
+def flaky_handler():
+    """A handler that fails every event until told otherwise."""
+    state = {"error": OSError("SMTP 451 try again later")}
+
+    @handlers.handler("test.flaky")
+    def handle(events):
+        return {event.id: state["error"] for event in events}
+
+    yield state
+    handlers._handlers.pop("test.flaky", None)
+
+
+def _publish(mailbox, kind, count=1):
+    with transaction.atomic():
+        return [services.publish(kind, mailbox, {"n": i}) for i in range(count)]
+
+
+def test_claim_takes_due_new_events_oldest_first_and_marks_them(mailbox):
+    events = _publish(mailbox, handlers.NOOP, 5)
+    claimed = services.events_claim(dispatcher="d1", limit=3)
+    assert len(claimed) == 3
+    assert set(claimed) <= {e.id for e in events}
+    rows = OutboxEvent.objects.filter(id__in=claimed)
+    assert {(r.status, r.claimed_by, r.attempts) for r in rows} == {(Status.PROCESSING, "d1", 1)}
+    assert all(r.claimed_at for r in rows)
+    # The rest, and nothing already claimed, go to the next claim.
+    assert set(services.events_claim(dispatcher="d2", limit=10)).isdisjoint(claimed)
+    assert services.events_claim(dispatcher="d3", limit=10) == []
+
+
+def test_a_failed_attempt_goes_back_to_new_later_and_fails_with_one_alert_at_the_limit(
+    mailbox, flaky_handler, settings, mailoutbox, django_capture_on_commit_callbacks
+):
+    settings.ADMINS = [("Ops", "ops@example.test")]
+    settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS = 2
+    (event,) = _publish(mailbox, "test.flaky")
+
+    ids = services.events_claim(dispatcher="d", limit=10)
+    assert services.events_deliver(event_ids=ids, dispatcher="d") == {
+        "sent": 0,
+        "retry": 1,
+        "failed": 0,
+    }
+    event.refresh_from_db()
+    assert event.status == Status.NEW
+    assert "451" in event.last_error
+    assert services.events_claim(dispatcher="d", limit=10) == []  # not due yet
+
+    OutboxEvent.objects.filter(id=event.id).update(next_attempt_at=event.created_at)
+    ids = services.events_claim(dispatcher="d", limit=10)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.events_deliver(event_ids=ids, dispatcher="d")
+    event.refresh_from_db()
+    assert (event.status, event.attempts) == (Status.FAILED, 2)
+    assert len(mailoutbox) == 1
+    assert "outbox event failed" in mailoutbox[0].subject
+
+
+def test_results_of_a_claim_that_was_taken_away_are_not_recorded(mailbox):
+    (event,) = _publish(mailbox, handlers.NOOP)
+    ids = services.events_claim(dispatcher="old", limit=1)
+    # Expired and claimed again by another dispatcher in between.
+    OutboxEvent.objects.filter(id=event.id).update(claimed_by="new")
+    assert services.events_deliver(event_ids=ids, dispatcher="old") == {
+        "sent": 0,
+        "retry": 0,
+        "failed": 0,
+    }
+    event.refresh_from_db()
+    assert (event.status, event.claimed_by) == (Status.PROCESSING, "new")

@@ -49,4 +49,6 @@ def test_demo_records_and_matches_sample_mail_with_admin_reachable(tmp_path):
     assert re.search(r"done 3\b", final), output
     assert re.search(r"ignored 1\b", final), output
     assert re.search(r"price imports: 4\b", final), output
+    sent = int(re.search(r"notifications sent: (\d+)", final).group(1))
+    assert sent >= 1, output  # outcomes reach the SMTP sink through the outbox
     assert (tmp_path / "var" / "pricefeed.sqlite3").exists()

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
 
 from mailboxes.models import InboundMessage, Mailbox
+from notifications.models import Notification, Subscription
 from pricefeed.devservers import ImapAppender, free_port
 from pricefeed.devservers.pymap import PymapServer
 from pricefeed.devservers.samples import DEMO_CONFIGS, demo_stream
@@ -29,8 +30,8 @@ ROOT = Path(settings.BASE_DIR)
 class Command(BaseCommand):
     help = (
         "Runs pricefeed end to end on this machine: an embedded IMAP server (pymap) with a "
-        "demo mailbox, an SMTP sink, listen_mail, the django-q2 workers and the admin, while "
-        "sample price-list e-mails arrive."
+        "demo mailbox, an SMTP sink, listen_mail, the django-q2 workers, dispatch_outbox and "
+        "the admin, while sample price-list e-mails arrive and notifications go out."
     )
 
     def add_arguments(self, parser):
@@ -74,6 +75,9 @@ class Command(BaseCommand):
             manage = [sys.executable, str(ROOT / "manage.py")]
             children.append(self._spawn([*manage, "listen_mail"], logs / "listen_mail.log", env))
             children.append(self._spawn([*manage, "qcluster"], logs / "qcluster.log", env))
+            children.append(
+                self._spawn([*manage, "dispatch_outbox"], logs / "dispatch_outbox.log", env)
+            )
             children.append(
                 self._spawn(
                     [*manage, "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
@@ -158,6 +162,8 @@ class Command(BaseCommand):
             PriceListConfig.objects.update_or_create(
                 mailbox=mailbox, name=config["name"], defaults=config
             )
+        # Every outcome to the operator; the sink at EMAIL_URL receives them.
+        Subscription.objects.get_or_create(email="buyer@localhost")
 
     def _feed(self, imap, password, interval, count, stop) -> None:
         with ImapAppender(imap.host, imap.port, "prices", password) as appender:
@@ -177,5 +183,9 @@ class Command(BaseCommand):
             InboundMessage.objects.values_list("status").annotate(n=Count("id")).order_by()
         )
         imports = PriceImport.objects.count()
+        sent = Notification.objects.filter(status=Notification.Status.SENT).count()
         line = ", ".join(f"{k.lower()} {v}" for k, v in sorted(statuses.items()))
-        self.stdout.write(f"   messages: {line or 'none yet'}; price imports: {imports}")
+        self.stdout.write(
+            f"   messages: {line or 'none yet'}; price imports: {imports}; "
+            f"notifications sent: {sent}"
+        )

@@ -21,6 +21,7 @@ from django.template.loader import render_to_string
 
 from outbox.models import OutboxEvent
 from outbox.services import publish
+from pricefeed.faults import crash_point
 from pricefeed.models import PriceImport
 
 from .models import Notification, Subscription
@@ -123,6 +124,7 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
                 continue
             try:
                 connection.send_messages([build_email(notification, connection)])
+                crash_point("notification_after_smtp")
             except Exception as exc:
                 Notification.objects.filter(pk=notification.pk).update(
                     attempts=F("attempts") + 1,

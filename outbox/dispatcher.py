@@ -73,13 +73,14 @@ class Dispatcher:
                     if time.monotonic() >= next_sweep:
                         next_sweep = time.monotonic() + settings.PRICEFEED_SWEEP_INTERVAL
                         services.events_expire_claims()
-                    ids = services.events_claim(dispatcher=self.dispatcher_id, limit=batch)
+                    claim = services.new_claim_id(self.dispatcher_id)
+                    ids = services.events_claim(dispatcher=claim, limit=batch)
                     if ids:
                         crash_point("outbox_after_claim")
                         async_task(
                             DELIVER_TASK,
                             [str(i) for i in ids],
-                            self.dispatcher_id,
+                            claim,
                             task_name=f"deliver {len(ids)} event(s)",
                         )
                         if len(ids) == batch:

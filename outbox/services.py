@@ -78,9 +78,16 @@ def _wake_dispatchers() -> None:
             cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
 
 
+def new_claim_id(dispatcher: str) -> str:
+    """A name for one claim: results are recorded only by the task holding this very
+    claim, never by a stale task re-delivered after the claim expired and was renewed."""
+    return f"{dispatcher}/{uuid.uuid4().hex[:12]}"
+
+
 def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     """Claims up to ``limit`` due NEW events, oldest due first, skipping rows another
-    dispatcher has locked; they are PROCESSING and ours when this returns."""
+    dispatcher has locked; they are PROCESSING with ``claimed_by=dispatcher`` (pass a
+    ``new_claim_id()``) when this returns."""
     with transaction.atomic():
         ids = list(
             OutboxEvent.objects.select_for_update(skip_locked=True)

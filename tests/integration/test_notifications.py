@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from notifications.models import Notification, Subscription
+from outbox.models import OutboxEvent
 from pricefeed.devservers import free_port
 from pricefeed.models import PriceImport
 
@@ -17,37 +18,48 @@ from .support import price_email, wait_until
 
 
 @pytest.fixture
-def smtp_sink(tmp_path):
-    """aiosmtpd in its own process, storing what it receives in a Maildir."""
-    port = free_port()
-    path = tmp_path / "received"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "aiosmtpd",
-            "-n",
-            "-l",
-            f"127.0.0.1:{port}",
-            "-c",
-            "aiosmtpd.handlers.Mailbox",
-            str(path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def smtp_server(tmp_path):
+    """Starts the scriptable SMTP sink in its own process; returns (port, maildir)."""
+    started = []
 
-    def listening() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except OSError:
-            return False
-        return True
+    def start(*args: str):
+        port = free_port()
+        path = tmp_path / f"received-{port}"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pricefeed.devservers.smtp",
+                "--port",
+                str(port),
+                "--maildir",
+                str(path),
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(process)
 
-    wait_until(listening, 10, "SMTP sink listening")
-    yield port, path
-    process.terminate()
-    process.wait(10)
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        wait_until(listening, 10, "SMTP server listening")
+        return port, path
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def smtp_sink(smtp_server):
+    return smtp_server()
 
 
 def received(path):
@@ -81,3 +93,100 @@ def test_an_imported_price_list_is_announced_once_to_each_subscriber(
     assert {m["Message-ID"] for m in mails} == {n.message_id for n in notifications.values()}
     assert {n.status for n in notifications.values()} == {Notification.Status.SENT}
     assert all(n.price_import_id == price_import.pk for n in notifications.values())
+
+
+RETRY_FAST = {
+    "PRICEFEED_OUTBOX_RETRY_BASE": "0.3",
+    "PRICEFEED_OUTBOX_RETRY_MAX": "1",
+    "PRICEFEED_OUTBOX_POLL_INTERVAL": "0.3",
+    "PRICEFEED_OUTBOX_CLAIM_TIMEOUT": "3",
+    "PRICEFEED_Q_TIMEOUT": "4",
+    "PRICEFEED_Q_RETRY": "5",
+    "DEFAULT_FROM_EMAIL": "pricefeed@buyer.test",
+    "ADMINS": "Ops <ops@buyer.test>",
+}
+
+
+def _imported(mailbox_factory, config_factory, dovecot):
+    """One SUCCEEDED import whose outcome event is waiting in the outbox."""
+    from tests.pricefeed.pipeline import receive, run_all
+
+    mailbox = mailbox_factory(dovecot)
+    config = config_factory(mailbox)
+    Subscription.objects.create(email="buyer@buyer.test")
+    (price_import,) = run_all(receive(mailbox, [("price.csv", b"sku;price\nA-1;10,50\n")]))
+    assert price_import.status == PriceImport.Status.SUCCEEDED
+    return config, price_import
+
+
+def test_a_temporary_smtp_failure_is_retried_after_backoff_and_delivered(
+    dovecot, make_mailbox, make_config, manage, smtp_server
+):
+    port, path = smtp_server("--fail-first", "2", "--code", "451")
+    _imported(make_mailbox, make_config, dovecot)
+    env = {**RETRY_FAST, "EMAIL_URL": f"smtp://127.0.0.1:{port}"}
+    manage("qcluster", env=env)
+    manage("dispatch_outbox", env=env)
+
+    wait_until(lambda: len(received(path)) == 1, 60, "delivered after two 451s")
+    notification = Notification.objects.get()
+    assert notification.status == Notification.Status.SENT
+    assert notification.attempts == 3
+    send_event = OutboxEvent.objects.get(kind="notification.send")
+    assert (send_event.status, send_event.attempts) == (OutboxEvent.Status.SENT, 3)
+
+
+def test_a_permanent_smtp_failure_ends_failed_with_exactly_one_alert(
+    dovecot, make_mailbox, make_config, manage, smtp_server
+):
+    port, path = smtp_server("--reject-rcpt", "buyer@buyer.test")
+    _imported(make_mailbox, make_config, dovecot)
+    env = {
+        **RETRY_FAST,
+        "EMAIL_URL": f"smtp://127.0.0.1:{port}",
+        "PRICEFEED_OUTBOX_MAX_ATTEMPTS": "3",
+    }
+    manage("qcluster", env=env)
+    manage("dispatch_outbox", env=env)
+
+    wait_until(
+        lambda: OutboxEvent.objects.filter(
+            kind="notification.send", status=OutboxEvent.Status.FAILED
+        ).exists(),
+        60,
+        "send event FAILED",
+    )
+    notification = Notification.objects.get()
+    assert notification.status == Notification.Status.FAILED
+    assert "550" in notification.last_error
+    # The alert went to ADMINS (accepted by the server), once.
+    wait_until(lambda: len(received(path)) == 1, 20, "one alert delivered")
+    (alert_mail,) = received(path)
+    assert alert_mail["To"] == "ops@buyer.test"
+    assert "outbox event failed" in alert_mail["Subject"]
+
+
+def test_a_crash_after_the_server_accepted_gives_at_most_one_duplicate_with_the_same_id(
+    dovecot, make_mailbox, make_config, manage, smtp_server, tmp_path
+):
+    port, path = smtp_server()
+    _imported(make_mailbox, make_config, dovecot)
+    env = {
+        **RETRY_FAST,
+        "EMAIL_URL": f"smtp://127.0.0.1:{port}",
+        "PRICEFEED_CRASH_AT": "notification_after_smtp",
+        "PRICEFEED_CRASH_ONCE": str(tmp_path / "crashed"),
+    }
+    manage("qcluster", env=env)
+    manage("dispatch_outbox", env=env)
+
+    wait_until(
+        lambda: Notification.objects.filter(status=Notification.Status.SENT).exists(),
+        60,
+        "notification sent after the crash",
+    )
+    assert (tmp_path / "crashed").exists()
+    mails = received(path)
+    assert len(mails) == 2  # the one accepted before the crash, and the retry
+    assert mails[0]["Message-ID"] == mails[1]["Message-ID"]
+    assert mails[0]["Message-ID"] == Notification.objects.get().message_id

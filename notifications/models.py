@@ -22,6 +22,7 @@ class Subscription(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(email="") | models.Q(reply_to_sender=True),
                 name="subscription_has_a_recipient",
+                violation_error_message="Give an e-mail address, or tick “reply to sender”.",
             ),
         ]
 

@@ -186,3 +186,28 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> dict[s
                 outcome = event_retry_or_fail(event_id=event.id, dispatcher=dispatcher, error=error)
                 counts["failed" if outcome == Status.FAILED else "retry"] += 1
     return counts
+
+
+def events_retry_now(*, event_ids: Iterable[uuid.UUID]) -> int:
+    """Operator action: NEW events waiting for a backoff become due now."""
+    moved = OutboxEvent.objects.filter(id__in=list(event_ids), status=Status.NEW).update(
+        next_attempt_at=Now()
+    )
+    transaction.on_commit(_wake_dispatchers)
+    return moved
+
+
+def events_requeue(*, event_ids: Iterable[uuid.UUID]) -> int:
+    """Operator action: FAILED events start over (attempts reset) once the cause is fixed."""
+    moved = OutboxEvent.objects.filter(id__in=list(event_ids), status=Status.FAILED).update(
+        status=Status.NEW, attempts=0, next_attempt_at=Now(), last_error="", finished_at=None
+    )
+    transaction.on_commit(_wake_dispatchers)
+    return moved
+
+
+def events_mark_failed(*, event_ids: Iterable[uuid.UUID], reason: str) -> int:
+    """Operator action: NEW events are given up (a claimed one is left to its worker)."""
+    return OutboxEvent.objects.filter(id__in=list(event_ids), status=Status.NEW).update(
+        status=Status.FAILED, last_error=reason, finished_at=Now()
+    )

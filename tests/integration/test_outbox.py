@@ -30,12 +30,12 @@ def _all_sent() -> bool:
 
 
 def test_two_dispatchers_handle_every_event_exactly_once(manage):
-    _publish(NOOP, 3000)
+    _publish(NOOP, 5000)
     manage("dispatch_outbox", "--dispatcher-id", "d1", env={"PRICEFEED_OUTBOX_BATCH": "50"})
     manage("dispatch_outbox", "--dispatcher-id", "d2", env={"PRICEFEED_OUTBOX_BATCH": "50"})
     manage("qcluster")
     wait_until(_all_sent, 120, "all events SENT", interval=0.2)
-    assert OutboxEvent.objects.count() == 3000
+    assert OutboxEvent.objects.count() == 5000
     # Claimed once each: a second claim would have counted a second attempt.
     assert set(OutboxEvent.objects.values_list("attempts", flat=True)) == {1}
     assert not OutboxEvent.objects.filter(sent_at=None).exists()

@@ -111,7 +111,10 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
         n.pk: n
         for n in Notification.objects.select_related(
             "price_import__config", "price_import__message"
-        ).filter(pk__in=[pk for pk in wanted.values() if pk])
+        )
+        # The stored e-mail can be megabytes; the notification needs its headers only.
+        .defer("price_import__message__raw", "price_import__message__match_report")
+        .filter(pk__in=[pk for pk in wanted.values() if pk])
     }
     results: dict[uuid.UUID, BaseException | None] = {}
     last_attempt = outbox_retry_policy().max_attempts

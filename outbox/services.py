@@ -88,6 +88,27 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     """Claims up to ``limit`` due NEW events, oldest due first, skipping rows another
     dispatcher has locked; they are PROCESSING with ``claimed_by=dispatcher`` (pass a
     ``new_claim_id()``) when this returns."""
+    if connection.vendor == "postgresql":
+        # One statement: the partial index finds the due NEW rows, SKIP LOCKED steps
+        # over other dispatchers' claims, and the rows are marked in the same pass.
+        table = OutboxEvent._meta.db_table
+        sql = f"""
+            WITH due AS (
+                SELECT id FROM {table}
+                WHERE status = 'NEW' AND next_attempt_at <= statement_timestamp()
+                ORDER BY next_attempt_at, id
+                LIMIT %s
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE {table} AS event
+            SET status = 'PROCESSING', claimed_by = %s, claimed_at = statement_timestamp(),
+                attempts = event.attempts + 1
+            FROM due WHERE event.id = due.id
+            RETURNING event.id
+        """
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(sql, [limit, dispatcher])
+            return [row[0] for row in cursor.fetchall()]
     with transaction.atomic():
         ids = list(
             OutboxEvent.objects.select_for_update(skip_locked=True)
@@ -105,18 +126,18 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     return ids
 
 
-def event_mark_sent(*, event_id: uuid.UUID, dispatcher: str) -> bool:
-    return bool(
-        OutboxEvent.objects.filter(
-            id=event_id, status=Status.PROCESSING, claimed_by=dispatcher
-        ).update(
-            status=Status.SENT,
-            sent_at=Now(),
-            finished_at=Now(),
-            claimed_by="",
-            claimed_at=None,
-            last_error="",
-        )
+def events_mark_sent(*, event_ids: list[uuid.UUID], dispatcher: str) -> int:
+    if not event_ids:
+        return 0
+    return OutboxEvent.objects.filter(
+        id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
+    ).update(
+        status=Status.SENT,
+        sent_at=Now(),
+        finished_at=Now(),
+        claimed_by="",
+        claimed_at=None,
+        last_error="",
     )
 
 
@@ -178,13 +199,16 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> dict[s
         except Exception as exc:  # the whole batch failed (e.g. the server is down)
             logger.exception("handler failed kind=%s events=%s", kind, len(batch))
             results = {event.id: exc for event in batch}
+        done = []
         for event in batch:
             error = results.get(event.id, RuntimeError("handler returned no result"))
             if error is None:
-                counts["sent"] += event_mark_sent(event_id=event.id, dispatcher=dispatcher)
+                done.append(event.id)
             else:
                 outcome = event_retry_or_fail(event_id=event.id, dispatcher=dispatcher, error=error)
                 counts["failed" if outcome == Status.FAILED else "retry"] += 1
+        # One UPDATE for the batch's successes, still conditional on the claim.
+        counts["sent"] += events_mark_sent(event_ids=done, dispatcher=dispatcher)
     return counts
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.db.models.functions import Now
 
 from pricefeed import matching
@@ -342,18 +341,7 @@ def _insert(records: list[InboundMessage]) -> list[InboundMessage]:
 
 def message_claim(*, message_id: int, worker: str) -> bool:
     """RECEIVED/RETRYABLE (due) → PROCESSING; False when it is not ours to process."""
-    claimed = (
-        InboundMessage.objects.filter(pk=message_id, status__in=[Status.RECEIVED, Status.RETRYABLE])
-        .exclude(next_attempt_at__gt=Now())
-        .update(
-            status=Status.PROCESSING,
-            claimed_by=worker,
-            claimed_at=Now(),
-            updated_at=Now(),
-            attempts=F("attempts") + 1,
-        )
-    )
-    return bool(claimed)
+    return MESSAGE_WORK.claim(pk=message_id, worker=worker)
 
 
 def message_process(*, message_id: int, worker: str) -> str | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import models, transaction
+from django.db.models import F
 from django.db.models.functions import Now
 
 from pricefeed.alerts import alert
@@ -48,6 +49,22 @@ class ClaimedWork:
     describe: Callable[[int], str] = _nothing  # a few words for the alert
     on_failed: Callable[[int], None] | None = None  # inside the failing transaction
     policy: Callable[[], RetryPolicy] = processing_retry_policy
+
+    def claim(self, *, pk: object, worker: str, **fields: object) -> bool:
+        """A waiting row that is due → running, claimed by ``worker`` (attempts + 1);
+        False when it is not ours to run (gone, done, claimed, or backing off)."""
+        return bool(
+            self.model.objects.filter(pk=pk, status__in=self.waiting)
+            .exclude(next_attempt_at__gt=Now())
+            .update(
+                status=self.running,
+                claimed_by=worker,
+                claimed_at=Now(),
+                attempts=F("attempts") + 1,
+                **{field: Now() for field in self.touch},
+                **fields,
+            )
+        )
 
     def retry_or_fail(
         self, *, pk: int, worker: str | None, error: BaseException | str

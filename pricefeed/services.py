@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.db.models.functions import Now
 
 from pricefeed import parsing
@@ -101,18 +101,8 @@ def price_imports_create(*, message_id: int, items: list[tuple[int, Attachment, 
 
 
 def price_import_claim(*, import_id: int, worker: str) -> bool:
-    claimed = (
-        PriceImport.objects.filter(pk=import_id, status=Status.PENDING)
-        .exclude(next_attempt_at__gt=Now())
-        .update(
-            status=Status.RUNNING,
-            claimed_by=worker,
-            claimed_at=Now(),
-            started_at=Now(),
-            attempts=F("attempts") + 1,
-        )
-    )
-    return bool(claimed)
+    """PENDING (due) → RUNNING; False when it is not ours to run."""
+    return IMPORT_WORK.claim(pk=import_id, worker=worker, started_at=Now())
 
 
 def options_for(config: PriceListConfig) -> parsing.ParseOptions:

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
+from django.db.models.functions import Now
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -11,7 +13,7 @@ from django.utils.html import format_html, format_html_join
 from pricefeed.forms import PriceListConfigForm
 from pricefeed.models import PriceImport, PriceListConfig
 
-from . import services
+from . import leases, services
 from .forms import MailboxForm
 from .imap import ImapError, check_connection
 from .listener import connection_settings
@@ -323,17 +325,123 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
 @admin.register(MailboxLease)
 class MailboxLeaseAdmin(admin.ModelAdmin):
-    list_display = ["mailbox", "owner", "token", "acquired_at", "renewed_at", "expires_at"]
-    readonly_fields = ["mailbox", "owner", "token", "acquired_at", "renewed_at", "expires_at"]
+    list_display = ["mailbox", "state", "owner", "token", "expires_in", "weight", "renewed_at"]
+    list_filter = ["owner"]
+    readonly_fields = [
+        "mailbox",
+        "owner",
+        "token",
+        "acquired_at",
+        "renewed_at",
+        "expires_at",
+        "release_requested",
+    ]
+    actions = ["force_release", "disable_mailbox"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("mailbox")
+            .annotate(
+                left=ExpressionWrapper(F("expires_at") - Now(), DurationField()),
+                weight_now=leases.weight_expression("mailbox"),
+            )
+        )
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="state")
+    def state(self, obj: MailboxLease) -> str:
+        if not obj.mailbox.enabled:
+            return "mailbox disabled"
+        if not obj.owner or obj.left is None or obj.left.total_seconds() <= 0:
+            return "free"
+        return "release requested" if obj.release_requested else "held"
+
+    @admin.display(description="expires in", ordering="expires_at")
+    def expires_in(self, obj: MailboxLease) -> str:
+        if not obj.owner or obj.left is None:
+            return "—"
+        seconds = obj.left.total_seconds()
+        return f"{seconds:.0f} s" if seconds > 0 else f"expired {-seconds:.0f} s ago"
+
+    @admin.display(description="weight", ordering="weight_now")
+    def weight(self, obj: MailboxLease) -> int:
+        return obj.weight_now
+
+    @admin.action(description="Force release (the owner stops; another instance takes over)")
+    def force_release(self, request, queryset):
+        asked = leases.leases_request_release(
+            mailbox_ids=list(queryset.values_list("mailbox_id", flat=True))
+        )
+        self.message_user(
+            request,
+            f"{asked} lease(s) asked to be released: each owner stops at its next renewal "
+            "and another instance takes over; a dead owner's lease expires by itself.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Disable the mailbox (stop listening to it)")
+    def disable_mailbox(self, request, queryset):
+        disabled = 0
+        for mailbox in Mailbox.objects.filter(pk__in=queryset.values("mailbox_id"), enabled=True):
+            mailbox.enabled = False
+            mailbox.save(update_fields=["enabled", "updated_at"])  # tells the listeners
+            disabled += 1
+        self.message_user(request, f"{disabled} mailbox(es) disabled.", messages.SUCCESS)
 
 
 @admin.register(InstanceHeartbeat)
 class InstanceHeartbeatAdmin(admin.ModelAdmin):
-    list_display = ["instance_id", "host", "pid", "started_at", "last_seen", "stopping"]
-    readonly_fields = list_display
+    list_display = [
+        "instance_id",
+        "liveness",
+        "last_seen_ago",
+        "leases_held",
+        "weight_held",
+        "host",
+        "pid",
+        "started_at",
+    ]
+    readonly_fields = ["instance_id", "host", "pid", "started_at", "last_seen", "stopping"]
+
+    def get_queryset(self, request):
+        held = MailboxLease.objects.filter(
+            owner=OuterRef("instance_id"), expires_at__gt=Now(), mailbox__enabled=True
+        ).values("owner")
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                ago=ExpressionWrapper(Now() - F("last_seen"), DurationField()),
+                n_leases=Subquery(held.annotate(n=Count("pk")).values("n")),
+                weight=Subquery(
+                    held.annotate(w=Sum(leases.weight_expression("mailbox"))).values("w")
+                ),
+            )
+        )
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="state")
+    def liveness(self, obj: InstanceHeartbeat) -> str:
+        if obj.stopping:
+            return "stopped"
+        if obj.ago.total_seconds() > settings.PRICEFEED_LEASE_TTL:
+            return format_html('<span style="color:#ba2121">{}</span>', "dead")
+        return "live"
+
+    @admin.display(description="last seen", ordering="last_seen")
+    def last_seen_ago(self, obj: InstanceHeartbeat) -> str:
+        return f"{max(0.0, obj.ago.total_seconds()):.0f} s ago"
+
+    @admin.display(description="leases", ordering="n_leases")
+    def leases_held(self, obj: InstanceHeartbeat) -> int:
+        return obj.n_leases or 0
+
+    @admin.display(description="weight held", ordering="weight")
+    def weight_held(self, obj: InstanceHeartbeat) -> int:
+        return obj.weight or 0

@@ -20,7 +20,8 @@ import logging
 import selectors
 import socket
 import ssl
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import imapclient
@@ -249,9 +250,15 @@ class ImapSession:
 
     # -- waiting ---------------------------------------------------------------------
 
-    def idle_wait(self, timeout: float, wake_fd: int | None = None) -> list:
-        """IDLEs until the server says something, ``timeout`` passes or ``wake_fd``
-        becomes readable; returns the untagged responses seen (a hint only)."""
+    def idle_wait(
+        self,
+        timeout: float,
+        wake_fd: int | None = None,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> list:
+        """IDLEs until the server says something, ``timeout`` passes, ``wake_fd``
+        becomes readable or ``keep_going()`` (asked every second) turns false; returns
+        the untagged responses seen (a hint only)."""
         client = self.client
         imap = client._imap
         tag = imap._command("IDLE")
@@ -273,7 +280,12 @@ class ImapSession:
                     sel.register(client.socket(), selectors.EVENT_READ)
                     if wake_fd is not None:
                         sel.register(wake_fd, selectors.EVENT_READ)
-                    sel.select(timeout)
+                    deadline = time.monotonic() + timeout
+                    while (left := deadline - time.monotonic()) > 0:
+                        if sel.select(min(left, 1.0) if keep_going else left):
+                            break
+                        if keep_going is not None and not keep_going():
+                            break
         finally:
             _text, responses = client.idle_done()
         untagged = imap.untagged_responses

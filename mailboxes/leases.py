@@ -12,13 +12,28 @@ import os
 import socket
 from dataclasses import dataclass
 
-from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db import transaction
+from django.db.models import (
+    BooleanField,
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Coalesce, Now
 
-from pricefeed.dbtime import db_now_plus
+from pricefeed.dbtime import db_now_minus, db_now_plus
+from pricefeed.models import PriceListConfig
+from pricefeed.pgnotify import notify_on_commit
 
 from .exceptions import LeaseLost
-from .models import InstanceHeartbeat, MailboxLease
+from .models import InstanceHeartbeat, Mailbox, MailboxLease
+from .rebalance import Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -30,29 +45,39 @@ class Lease:
     token: int
 
 
+CHANNEL = "pricefeed_listeners"  # NOTIFY: mailboxes, configs or leases changed
+
+
 def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
-    """Takes the lease if it is free, expired or already ours; returns it with a new token."""
-    MailboxLease.objects.get_or_create(mailbox_id=mailbox_id)
-    taken = (
-        MailboxLease.objects.filter(mailbox_id=mailbox_id)
-        .filter(Q(owner="") | Q(owner=owner) | Q(expires_at__lt=Now()) | Q(expires_at=None))
-        .update(
-            owner=owner,
-            token=F("token") + 1,
-            acquired_at=Now(),
-            renewed_at=Now(),
-            expires_at=db_now_plus(ttl),
+    """Takes the lease if it is free, expired or already ours; returns it with a new token.
+
+    One conditional UPDATE; the read of the new token is in the same transaction, under
+    the row lock the UPDATE took, so it is the token this UPDATE wrote.
+    """
+    leases_ensure(mailbox_ids=[mailbox_id])
+    with transaction.atomic():
+        taken = (
+            MailboxLease.objects.filter(mailbox_id=mailbox_id)
+            .filter(
+                Q(owner="")
+                | Q(expires_at__lt=Now())
+                | Q(expires_at=None)
+                | Q(owner=owner, release_requested=False)
+            )
+            .update(
+                owner=owner,
+                token=F("token") + 1,
+                acquired_at=Now(),
+                renewed_at=Now(),
+                expires_at=db_now_plus(ttl),
+                release_requested=False,
+            )
         )
-    )
-    if not taken:
-        return None
-    token = (
-        MailboxLease.objects.filter(mailbox_id=mailbox_id, owner=owner)
-        .values_list("token", flat=True)
-        .first()
-    )
-    if token is None:  # taken over between the two statements: only after a full TTL
-        return None
+        if not taken:
+            return None
+        token = (
+            MailboxLease.objects.filter(mailbox_id=mailbox_id).values_list("token", flat=True).get()
+        )
     logger.info(
         "lease acquired mailbox=%s token=%s",
         mailbox_id,
@@ -62,27 +87,46 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     return Lease(mailbox_id, owner, token)
 
 
+def leases_ensure(*, mailbox_ids: list[int]) -> None:
+    """Creates the missing lease rows, free since now."""
+    existing = set(
+        MailboxLease.objects.filter(mailbox_id__in=mailbox_ids).values_list("mailbox_id", flat=True)
+    )
+    missing = [m for m in mailbox_ids if m not in existing]
+    if missing:
+        MailboxLease.objects.bulk_create(
+            [MailboxLease(mailbox_id=m, expires_at=Now()) for m in missing],
+            ignore_conflicts=True,
+        )
+
+
 def leases_renew(*, leases: list[Lease], owner: str, ttl: float) -> set[int]:
-    """Extends the unexpired leases we hold; returns the mailbox ids still ours."""
+    """Extends the unexpired leases we hold with the same token, unless an operator asked
+    for their release; returns the mailbox ids still ours."""
     if not leases:
         return set()
-    ids = [lease.mailbox_id for lease in leases]
-    MailboxLease.objects.filter(mailbox_id__in=ids, owner=owner, expires_at__gt=Now()).update(
-        renewed_at=Now(), expires_at=db_now_plus(ttl)
-    )
-    current = dict(
-        MailboxLease.objects.filter(
-            mailbox_id__in=ids, owner=owner, expires_at__gt=Now()
-        ).values_list("mailbox_id", "token")
-    )
-    return {lease.mailbox_id for lease in leases if current.get(lease.mailbox_id) == lease.token}
+    held = Q()
+    for lease in leases:
+        held |= Q(mailbox_id=lease.mailbox_id, token=lease.token)
+    with transaction.atomic():
+        MailboxLease.objects.filter(held, owner=owner, expires_at__gt=Now()).filter(
+            release_requested=False
+        ).update(renewed_at=Now(), expires_at=db_now_plus(ttl))
+        kept = set(
+            MailboxLease.objects.filter(
+                held, owner=owner, expires_at__gt=Now(), release_requested=False
+            ).values_list("mailbox_id", flat=True)
+        )
+    return kept
 
 
 def lease_release(*, lease: Lease) -> bool:
+    """Frees a lease we hold (same owner and token), free from now on; peers hear of it."""
     released = MailboxLease.objects.filter(
         mailbox_id=lease.mailbox_id, owner=lease.owner, token=lease.token
-    ).update(owner="", expires_at=None)
+    ).update(owner="", expires_at=Now(), release_requested=False)
     if released:
+        notify_on_commit(CHANNEL, "lease")
         logger.info(
             "lease released mailbox=%s token=%s",
             lease.mailbox_id,
@@ -90,6 +134,17 @@ def lease_release(*, lease: Lease) -> bool:
             extra={"action": "lease_released", "mailbox_id": lease.mailbox_id},
         )
     return bool(released)
+
+
+def leases_request_release(*, mailbox_ids: list[int]) -> int:
+    """Asks the owners to let go (admin "force release"): the owner's next renewal fails,
+    it stops listening and frees the lease at once. Nobody else takes it before that or
+    before it expires, so there is never a moment with two listeners."""
+    return (
+        MailboxLease.objects.filter(mailbox_id__in=mailbox_ids)
+        .exclude(owner="")
+        .update(release_requested=True)
+    )
 
 
 def fence(lease: Lease) -> None:
@@ -107,6 +162,20 @@ def fence(lease: Lease) -> None:
         .values_list("pk", flat=True)
     )
     if not held:
+        now = (
+            MailboxLease.objects.filter(mailbox_id=lease.mailbox_id)
+            .values_list("owner", "token")
+            .first()
+        )
+        owner, token = now or ("", "?")
+        logger.warning(
+            "write rejected: lease on mailbox=%s token=%s is gone (now owner=%r token=%s)",
+            lease.mailbox_id,
+            lease.token,
+            owner,
+            token,
+            extra={"action": "fenced_write_rejected", "mailbox_id": lease.mailbox_id},
+        )
         raise LeaseLost(f"lease on mailbox {lease.mailbox_id} (token {lease.token}) is gone")
 
 
@@ -119,3 +188,56 @@ def heartbeat(*, instance_id: str, stopping: bool = False) -> None:
             instance_id=instance_id,
             defaults={"host": socket.gethostname(), "pid": os.getpid(), "stopping": stopping},
         )
+
+
+def heartbeats_prune(*, older_than: float) -> int:
+    """Forgets instances not seen for ``older_than`` seconds (admin shows them as dead
+    until then)."""
+    deleted, _ = InstanceHeartbeat.objects.filter(last_seen__lt=db_now_minus(older_than)).delete()
+    return deleted
+
+
+def weight_expression(mailbox: str = "") -> Coalesce:
+    """A mailbox's balancing weight, in SQL: its ``weight`` if set, else the number of
+    its enabled configs. ``mailbox`` is the path to the mailbox from the queried model."""
+    prefix = f"{mailbox}__" if mailbox else ""
+    enabled_configs = (
+        PriceListConfig.objects.filter(mailbox=OuterRef(f"{prefix}pk"), enabled=True)
+        .order_by()
+        .values("mailbox")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(
+        F(f"{prefix}weight"), Subquery(enabled_configs), Value(0), output_field=IntegerField()
+    )
+
+
+def snapshot(*, me: str, ttl: float) -> Snapshot:
+    """What rebalancing decides from, read from the database on database time: live
+    instances, enabled mailboxes with their weights, who holds what, how long the free
+    ones have been free."""
+    live = set(
+        InstanceHeartbeat.objects.filter(
+            last_seen__gt=db_now_minus(ttl), stopping=False
+        ).values_list("instance_id", flat=True)
+    )
+    live.add(me)
+    weights = dict(
+        Mailbox.objects.filter(enabled=True).annotate(w=weight_expression()).values_list("pk", "w")
+    )
+    leases_ensure(mailbox_ids=list(weights))
+    owners: dict[int, str] = {}
+    free_for: dict[int, float] = {}
+    rows = MailboxLease.objects.filter(mailbox_id__in=list(weights)).annotate(
+        held=ExpressionWrapper(Q(expires_at__gt=Now()) & ~Q(owner=""), BooleanField()),
+        free_since=ExpressionWrapper(Now() - F("expires_at"), DurationField()),
+    )
+    for mailbox_id, owner, held, free_since in rows.values_list(
+        "mailbox_id", "owner", "held", "free_since"
+    ):
+        if held:
+            owners[mailbox_id] = owner
+        else:
+            free_for[mailbox_id] = free_since.total_seconds() if free_since else float("inf")
+    return Snapshot(me=me, live=frozenset(live), weights=weights, owners=owners, free_for=free_for)

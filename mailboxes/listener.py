@@ -8,8 +8,10 @@ listener thread owns its IMAP connection and nothing else: it fetches, records t
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,10 +20,12 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from pricefeed.faults import crash_point
+from pricefeed.pgnotify import NotifyListener
 from pricefeed.retry import imap_reconnect_backoff
 from pricefeed.services import price_imports_sweep
 
-from . import leases, services
+from . import leases, rebalance, services
+from .admission import Admission, unlimited
 from .exceptions import LeaseLost, UidValidityChanged
 from .imap import ConnectionSettings, ImapSession, batches, describe_error
 from .models import Mailbox
@@ -30,6 +34,11 @@ logger = logging.getLogger(__name__)
 
 # Servers without IDLE are polled this often.
 POLL_WITHOUT_IDLE = 30.0
+# At the in-flight limit: how often to look again, and to keep the connection alive.
+ADMISSION_RECHECK = 0.5
+KEEPALIVE = 120.0
+# Instances not seen for a day disappear from the admin.
+HEARTBEAT_FORGET_AFTER = 24 * 3600.0
 
 
 class Waker:
@@ -86,9 +95,22 @@ def connection_settings(mailbox: Mailbox) -> ConnectionSettings:
 
 
 class MailboxListener(threading.Thread):
-    """Listens to one mailbox for as long as it holds the lease and is not stopped."""
+    """Listens to one mailbox while its lease is valid and it is not stopped.
 
-    def __init__(self, *, mailbox: Mailbox, lease: leases.Lease) -> None:
+    ``valid_until`` (this process's monotonic clock) is pushed forward by the supervisor
+    after every successful renewal. When it passes, the listener stops on its own, even
+    if the supervisor is stuck: it can no longer prove that the lease is still its own,
+    and it must be gone before the lease can expire for anyone else.
+    """
+
+    def __init__(
+        self,
+        *,
+        mailbox: Mailbox,
+        lease: leases.Lease,
+        valid_until: float = float("inf"),
+        admission: Admission | None = None,
+    ) -> None:
         super().__init__(name=f"mailbox-{mailbox.pk}", daemon=True)
         self.mailbox_id = mailbox.pk
         self.mailbox_name = mailbox.name
@@ -96,14 +118,27 @@ class MailboxListener(threading.Thread):
         self.fingerprint = mailbox.connection_fingerprint()
         self.conn = connection_settings(mailbox)
         self.lease = lease
+        self.valid_until = valid_until
+        self.admission = admission or unlimited()
         self.stopping = threading.Event()
+        self.release_on_exit = True
         self.lost_lease = False
         self.waker = Waker()
         self.recorded = 0
+        self.since = time.time()
+        self.since_monotonic = time.monotonic()
 
-    def stop(self) -> None:
+    def stop(self, *, release: bool = True) -> None:
+        self.release_on_exit = release
         self.stopping.set()
         self.waker.wake()
+
+    def lease_valid(self) -> bool:
+        return time.monotonic() < self.valid_until
+
+    def _check_lease(self) -> None:
+        if not self.lease_valid():
+            raise LeaseLost(f"lease on mailbox {self.mailbox_id} not renewed in time")
 
     def _sleep(self, seconds: float) -> None:
         """Waits, but returns at once when stopped."""
@@ -115,6 +150,7 @@ class MailboxListener(threading.Thread):
         last_error = ""
         try:
             while not self.stopping.is_set():
+                self._check_lease()
                 session = ImapSession(self.conn)
                 try:
                     state = session.open()
@@ -130,10 +166,8 @@ class MailboxListener(threading.Thread):
                 except UidValidityChanged as exc:
                     # Not a failure: reconnect at once, the new SELECT resets the checkpoint.
                     logger.warning("mailbox=%s %s: reselecting", self.mailbox_name, exc)
-                except LeaseLost as exc:
-                    logger.warning("mailbox=%s stops listening: %s", self.mailbox_name, exc)
-                    self.lost_lease = True
-                    return
+                except LeaseLost:
+                    raise
                 except Exception as exc:
                     if self.stopping.is_set():
                         return
@@ -165,6 +199,14 @@ class MailboxListener(threading.Thread):
                     self._sleep(delay)
                 finally:
                     session.close()
+        except LeaseLost as exc:
+            logger.warning(
+                "mailbox=%s stops listening: %s",
+                self.mailbox_name,
+                exc,
+                extra={"action": "lease_lost", "mailbox_id": self.mailbox_id},
+            )
+            self.lost_lease = True
         finally:
             self.waker.close()
             connection.close()
@@ -186,14 +228,18 @@ class MailboxListener(threading.Thread):
             last_uid = self._catch_up(session, uidvalidity, last_uid)
             if self.stopping.is_set():
                 return
+            # Idle without holding a database connection: a hundred idle mailboxes must
+            # not pin a hundred server connections.
+            connection.close()
+            self._check_lease()
             if has_idle:
                 # Re-issued well before the server's 29-minute limit (RFC 2177).
-                session.idle_wait(refresh, self.waker.read_fd)
+                session.idle_wait(refresh, self.waker.read_fd, keep_going=self.lease_valid)
                 self.waker.drain()
             else:
                 self._sleep(POLL_WITHOUT_IDLE)
                 session.noop()
-            close_old_connections()
+            self._check_lease()
             if time.monotonic() - selected_at >= refresh:
                 # An idling client is not told of a UIDVALIDITY change; a SELECT is.
                 selected_at = time.monotonic()
@@ -220,50 +266,90 @@ class MailboxListener(threading.Thread):
         return last_uid
 
     def _catch_up_once(self, session: ImapSession, uidvalidity: int, last_uid: int) -> int:
-        """Records every message above ``last_uid``, in UID order, in bounded batches."""
+        """Records messages above ``last_uid``, in UID order, in bounded batches, as many
+        as admission control lets in."""
         uids = session.uids_after(last_uid)
-        if not uids:
-            return last_uid
-        limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
         count = settings.PRICEFEED_IMAP_FETCH_BATCH
-        for chunk in _chunks(uids, count * 10):
-            sizes = session.sizes(chunk)
-            for batch in batches(
-                chunk, sizes, count=count, max_bytes=settings.PRICEFEED_IMAP_FETCH_BATCH_BYTES
-            ):
-                if self.stopping.is_set():
-                    return last_uid
-                small = [uid for uid in batch if sizes.get(uid, 0) <= limit]
-                large = [uid for uid in batch if sizes.get(uid, 0) > limit]
-                bodies = session.bodies(small)
-                headers = session.headers(large)
-                fetched = [
-                    services.Fetched(uid=uid, size=sizes.get(uid, 0), raw=bodies[uid])
-                    for uid in small
-                    if uid in bodies
-                ] + [
-                    services.Fetched(uid=uid, size=sizes.get(uid, 0), header=headers.get(uid, b""))
-                    for uid in large
-                ]
-                # A UID that vanished between SEARCH and FETCH (expunged) is skipped.
-                crash_point("after_fetch")
-                created = services.messages_record(
-                    lease=self.lease,
-                    folder=self.conn.folder,
-                    uidvalidity=uidvalidity,
-                    fetched=fetched,
+        while uids and not self.stopping.is_set():
+            granted = self._admit(session, min(len(uids), count * 10))
+            if not granted:
+                return last_uid
+            chunk, uids = uids[:granted], uids[granted:]
+            try:
+                last_uid = self._record_chunk(session, uidvalidity, chunk, last_uid)
+            finally:
+                self.admission.settle(self.mailbox_id, granted)
+        return last_uid
+
+    def _admit(self, session: ImapSession, wanted: int) -> int:
+        """Waits (keeping lease and connection) until some messages may be fetched."""
+        granted = self.admission.grant(self.mailbox_id, wanted)
+        if granted:
+            return granted
+        logger.info(
+            "mailbox=%s in-flight limit reached: fetching paused",
+            self.mailbox_name,
+            extra={"action": "admission_paused", "mailbox_id": self.mailbox_id},
+        )
+        last_noop = time.monotonic()
+        while not self.stopping.is_set():
+            self._sleep(ADMISSION_RECHECK)
+            self._check_lease()
+            granted = self.admission.grant(self.mailbox_id, wanted)
+            if granted:
+                logger.info("mailbox=%s fetching resumed", self.mailbox_name)
+                return granted
+            if time.monotonic() - last_noop > KEEPALIVE:
+                session.noop()  # an authenticated session idle too long gets logged out
+                last_noop = time.monotonic()
+        return 0
+
+    def _record_chunk(
+        self, session: ImapSession, uidvalidity: int, chunk: list[int], last_uid: int
+    ) -> int:
+        limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
+        sizes = session.sizes(chunk)
+        for batch in batches(
+            chunk,
+            sizes,
+            count=settings.PRICEFEED_IMAP_FETCH_BATCH,
+            max_bytes=settings.PRICEFEED_IMAP_FETCH_BATCH_BYTES,
+        ):
+            if self.stopping.is_set():
+                return last_uid
+            small = [uid for uid in batch if sizes.get(uid, 0) <= limit]
+            large = [uid for uid in batch if sizes.get(uid, 0) > limit]
+            bodies = session.bodies(small)
+            headers = session.headers(large)
+            fetched = [
+                services.Fetched(uid=uid, size=sizes.get(uid, 0), raw=bodies[uid])
+                for uid in small
+                if uid in bodies
+            ] + [
+                services.Fetched(uid=uid, size=sizes.get(uid, 0), header=headers.get(uid, b""))
+                for uid in large
+            ]
+            # A UID that vanished between SEARCH and FETCH (expunged) is skipped.
+            crash_point("after_fetch")
+            # No local lease check here on purpose: the write below is fenced by the
+            # lease token in the database, which is the check that counts.
+            created = services.messages_record(
+                lease=self.lease,
+                folder=self.conn.folder,
+                uidvalidity=uidvalidity,
+                fetched=fetched,
+            )
+            self.recorded += len(created)
+            if created:
+                logger.info(
+                    "mailbox=%s recorded %s message(s) uid %s..%s",
+                    self.mailbox_name,
+                    len(created),
+                    batch[0],
+                    batch[-1],
+                    extra={"action": "messages_recorded", "mailbox_id": self.mailbox_id},
                 )
-                self.recorded += len(created)
-                if created:
-                    logger.info(
-                        "mailbox=%s recorded %s message(s) uid %s..%s",
-                        self.mailbox_name,
-                        len(created),
-                        batch[0],
-                        batch[-1],
-                        extra={"action": "messages_recorded", "mailbox_id": self.mailbox_id},
-                    )
-                last_uid = batch[-1]
+            last_uid = batch[-1]
         return last_uid
 
 
@@ -274,84 +360,180 @@ def _chunks(items: list[int], size: int):
 
 @dataclass
 class Supervisor:
-    """Runs the listeners of one ``listen_mail`` instance until ``stop`` is set."""
+    """Runs the listeners of one ``listen_mail`` instance until ``stop`` is set.
+
+    The main thread: heartbeat and lease renewal every ``PRICEFEED_HEARTBEAT_INTERVAL``,
+    reconciliation (configuration, failover, rebalancing) every
+    ``PRICEFEED_CONFIG_POLL_INTERVAL`` or at once on a NOTIFY, sweeps of stuck work.
+    Listener threads are started and stopped from here only; a stopped listener's lease
+    is released once its thread has finished, never while it might still write.
+    """
 
     instance_id: str
     stop: threading.Event
     only: set[str] | None = None  # mailbox names, for running a subset
+    status_file: str = ""
     listeners: dict[int, MailboxListener] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.ttl = settings.PRICEFEED_LEASE_TTL
+        self.beat = settings.PRICEFEED_HEARTBEAT_INTERVAL
+        self.margin = lease_margin(self.ttl, self.beat)
+        self.admission = Admission(
+            instance_limit=settings.PRICEFEED_MAX_IN_FLIGHT,
+            mailbox_limit=settings.PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX,
+            held=lambda: self._held,
+        )
+        self._held: frozenset[int] = frozenset()
+        self._kept: dict[int, float] = {}  # taken by fallback: not shed before (monotonic)
+        self._status = ""
+        self._status_written = 0.0
+
     def run(self) -> None:
-        ttl = settings.PRICEFEED_LEASE_TTL
-        beat = settings.PRICEFEED_HEARTBEAT_INTERVAL
-        margin = max(beat, ttl / 3)
-        last_renewal = time.monotonic()
-        next_beat = next_poll = next_sweep = 0.0
+        poll = settings.PRICEFEED_CONFIG_POLL_INTERVAL
+        notify = NotifyListener(leases.CHANNEL)
         leases.heartbeat(instance_id=self.instance_id)
         logger.info("listen_mail started instance=%s", self.instance_id)
+        now = time.monotonic()
+        # The first reconcile waits one heartbeat, so that instances started together
+        # see each other before they share out the mailboxes.
+        next_beat, next_reconcile, next_sweep = now + self.beat, now + min(self.beat, poll), now
+        woken = False
         try:
             while not self.stop.is_set():
                 now = time.monotonic()
                 try:
                     if now >= next_beat:
-                        next_beat = now + beat
+                        next_beat = now + self.beat
                         leases.heartbeat(instance_id=self.instance_id)
-                        self._renew(ttl)
-                        last_renewal = now
-                    if now >= next_poll:
-                        next_poll = now + settings.PRICEFEED_CONFIG_POLL_INTERVAL
-                        self._reconcile(ttl)
+                        self._renew()
+                    if woken or now >= next_reconcile:
+                        next_reconcile = now + poll * random.uniform(0.8, 1.2)
+                        self._reconcile()
                     if now >= next_sweep:
                         next_sweep = now + settings.PRICEFEED_SWEEP_INTERVAL
                         services.messages_sweep()
                         price_imports_sweep()
+                        leases.heartbeats_prune(older_than=HEARTBEAT_FORGET_AFTER)
                 except Exception:
                     logger.exception("supervisor step failed instance=%s", self.instance_id)
                     connection.close()
-                    if time.monotonic() - last_renewal > ttl - margin:
-                        # We cannot prove we still hold anything: stop before the leases
-                        # can expire for someone else.
-                        logger.error(
-                            "leases not renewed for %.0fs: stopping all listeners",
-                            time.monotonic() - last_renewal,
-                        )
-                        self._stop_all(release=False)
+                self._expire()
                 self._reap()
-                self.stop.wait(max(0.05, min(next_beat, next_poll, next_sweep) - time.monotonic()))
+                self._write_status()
+                wait = min(next_beat, next_reconcile, next_sweep) - time.monotonic()
+                woken = notify.wait(max(0.05, min(wait, 1.0)), self.stop)
         finally:
+            notify.close()
             self.shutdown()
 
-    def _renew(self, ttl: float) -> None:
-        held = [listener.lease for listener in self.listeners.values()]
-        kept = leases.leases_renew(leases=held, owner=self.instance_id, ttl=ttl)
-        for mailbox_id in [m for m in self.listeners if m not in kept]:
-            logger.warning("lease lost mailbox=%s: stopping its listener", mailbox_id)
-            self.listeners.pop(mailbox_id).stop()
+    # -- leases -------------------------------------------------------------------
 
-    def _reconcile(self, ttl: float) -> None:
-        wanted = {m.pk: m for m in Mailbox.objects.filter(enabled=True)}
+    def _renew(self) -> None:
+        alive = [lst for lst in self.listeners.values() if lst.is_alive()]
+        started = time.monotonic()
+        kept = leases.leases_renew(
+            leases=[lst.lease for lst in alive], owner=self.instance_id, ttl=self.ttl
+        )
+        for listener in alive:
+            if listener.mailbox_id in kept:
+                listener.valid_until = started + self.ttl - self.margin
+            elif not listener.stopping.is_set():
+                logger.warning(
+                    "lease lost mailbox=%s token=%s: stopping its listener",
+                    listener.mailbox_name,
+                    listener.lease.token,
+                    extra={"action": "lease_lost", "mailbox_id": listener.mailbox_id},
+                )
+                listener.valid_until = 0.0
+                listener.stop()
+
+    def _expire(self) -> None:
+        """Stops listeners whose lease could not be renewed in time (the listener stops
+        itself too; this only makes it prompt)."""
+        now = time.monotonic()
+        for listener in self.listeners.values():
+            if now >= listener.valid_until and not listener.stopping.is_set():
+                logger.error(
+                    "lease on mailbox=%s not renewed for %.0fs: stopping its listener",
+                    listener.mailbox_name,
+                    self.ttl - self.margin,
+                )
+                listener.stop()
+
+    def _reconcile(self) -> None:
+        snap = leases.snapshot(me=self.instance_id, ttl=self.ttl)
+        wanted = dict(snap.weights)
+        mailboxes = {
+            m.pk: m
+            for m in Mailbox.objects.filter(
+                pk__in=set(wanted) & (set(self.listeners) | set(snap.owners) | set(wanted))
+            )
+        }
         if self.only is not None:
-            wanted = {pk: m for pk, m in wanted.items() if m.name in self.only}
-        for mailbox_id in list(self.listeners):
-            listener = self.listeners[mailbox_id]
-            mailbox = wanted.get(mailbox_id)
+            wanted = {pk: w for pk, w in wanted.items() if mailboxes[pk].name in self.only}
+        for mailbox_id, listener in list(self.listeners.items()):
+            if listener.stopping.is_set():
+                continue
+            mailbox = mailboxes.get(mailbox_id) if mailbox_id in wanted else None
             if mailbox is None:
                 logger.info("mailbox=%s disabled or removed: stopping", listener.mailbox_name)
-                self._stop_one(mailbox_id, release=True)
+                listener.stop(release=True)
             elif mailbox.connection_fingerprint() != listener.fingerprint:
+                # The thread ends; the next round takes the lease again with a new token
+                # and a listener with the new settings.
                 logger.info("mailbox=%s settings changed: reconnecting", mailbox.name)
-                self._stop_one(mailbox_id, release=False)
-                self._start(mailbox, listener.lease)
-        for mailbox_id, mailbox in wanted.items():
-            if mailbox_id in self.listeners:
+                listener.stop(release=False)
+        now = time.monotonic()
+        self._kept = {m: until for m, until in self._kept.items() if until > now}
+        plan = rebalance.plan(
+            snap,
+            tolerance=settings.PRICEFEED_REBALANCE_TOLERANCE,
+            grace=self._grace(),
+            keep=frozenset(self._kept),
+        )
+        keep_for = 30 * settings.PRICEFEED_CONFIG_POLL_INTERVAL
+        self._kept.update(dict.fromkeys(plan.fallback, now + keep_for))
+        for mailbox_id in plan.release:
+            listener = self.listeners.get(mailbox_id)
+            if listener is not None and not listener.stopping.is_set():
+                logger.info(
+                    "mailbox=%s handed over for balance (held %s, share %.1f)",
+                    listener.mailbox_name,
+                    snap.held()[self.instance_id],
+                    snap.share(),
+                    extra={"action": "lease_shed", "mailbox_id": mailbox_id},
+                )
+                listener.stop(release=True)
+        # Ours in the database but not listened to here (a listener ended, or this
+        # instance restarted under the same id): take it again with a new token.
+        ours = [m for m, owner in snap.owners.items() if owner == self.instance_id]
+        for mailbox_id in [*plan.acquire, *ours]:
+            if mailbox_id in self.listeners or mailbox_id not in wanted:
                 continue
-            lease = leases.lease_acquire(mailbox_id=mailbox_id, owner=self.instance_id, ttl=ttl)
+            if mailbox_id in plan.release:
+                continue
+            started = time.monotonic()
+            lease = leases.lease_acquire(
+                mailbox_id=mailbox_id, owner=self.instance_id, ttl=self.ttl
+            )
             if lease is not None:
-                self._start(mailbox, lease)
+                self._start(mailboxes[mailbox_id], lease, started + self.ttl - self.margin)
 
-    def _start(self, mailbox: Mailbox, lease: leases.Lease) -> None:
-        listener = MailboxListener(mailbox=mailbox, lease=lease)
+    def _grace(self) -> float:
+        """How long a free mailbox waits for its designated taker before anyone takes it."""
+        return 3 * settings.PRICEFEED_CONFIG_POLL_INTERVAL + self.beat
+
+    # -- listeners ----------------------------------------------------------------
+
+    def _start(self, mailbox: Mailbox, lease: leases.Lease, valid_until: float) -> None:
+        listener = MailboxListener(
+            mailbox=mailbox, lease=lease, valid_until=valid_until, admission=self.admission
+        )
         self.listeners[mailbox.pk] = listener
+        self._held = frozenset(self.listeners)
+        # Reported before the thread can touch the mailbox.
+        self._write_status(force=True)
         listener.start()
         logger.info(
             "listening mailbox=%s token=%s",
@@ -360,48 +542,98 @@ class Supervisor:
             extra={"action": "listener_started", "mailbox_id": mailbox.pk},
         )
 
-    def _stop_one(self, mailbox_id: int, *, release: bool) -> None:
-        listener = self.listeners.pop(mailbox_id)
-        listener.stop()
-        listener.join(settings.PRICEFEED_SHUTDOWN_GRACE)
-        if release:
-            leases.lease_release(lease=listener.lease)
-
-    def _stop_all(self, *, release: bool) -> None:
-        for listener in self.listeners.values():
-            listener.stop()
-        deadline = time.monotonic() + settings.PRICEFEED_SHUTDOWN_GRACE
-        for listener in self.listeners.values():
-            listener.join(max(0.0, deadline - time.monotonic()))
-        stuck = [lst.mailbox_name for lst in self.listeners.values() if lst.is_alive()]
-        if stuck:
-            logger.warning("listeners still busy after the grace period: %s", ", ".join(stuck))
-        if release:
-            for listener in self.listeners.values():
-                if not listener.is_alive():
-                    try:
-                        leases.lease_release(lease=listener.lease)
-                    except Exception:
-                        logger.exception("release failed mailbox=%s", listener.mailbox_name)
-        self.listeners.clear()
-
     def _reap(self) -> None:
         for mailbox_id, listener in list(self.listeners.items()):
-            if not listener.is_alive():
-                self.listeners.pop(mailbox_id)
-                if listener.lost_lease:
-                    continue
-                if not listener.stopping.is_set():
-                    logger.error(
-                        "listener for mailbox=%s died; it will be restarted", listener.mailbox_name
-                    )
-                leases.lease_release(lease=listener.lease)
+            if listener.is_alive():
+                continue
+            self.listeners.pop(mailbox_id)
+            self._held = frozenset(self.listeners)
+            if not listener.stopping.is_set() and not listener.lost_lease:
+                logger.error(
+                    "listener for mailbox=%s died; it will be restarted", listener.mailbox_name
+                )
+            # Reported gone before the lease is free for anyone else.
+            self._write_status(force=True)
+            if listener.release_on_exit or listener.lost_lease:
+                # Conditional on our owner and token: a no-op if someone took it over.
+                try:
+                    leases.lease_release(lease=listener.lease)
+                except Exception:
+                    logger.exception("release failed mailbox=%s", listener.mailbox_name)
 
     def shutdown(self) -> None:
+        """Stops intake, lets in-flight batches finish within the grace period (renewing
+        meanwhile), releases each lease as its listener ends, exits."""
         logger.info("listen_mail stopping instance=%s", self.instance_id)
         try:
             leases.heartbeat(instance_id=self.instance_id, stopping=True)
         except Exception:
             logger.exception("cannot mark heartbeat stopping")
-        self._stop_all(release=True)
+        for listener in self.listeners.values():
+            listener.stop(release=True)
+        deadline = time.monotonic() + settings.PRICEFEED_SHUTDOWN_GRACE
+        next_beat = time.monotonic() + self.beat
+        while self.listeners and time.monotonic() < deadline:
+            try:
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.beat
+                    self._renew()
+                self._reap()
+            except Exception:
+                logger.exception("shutdown step failed instance=%s", self.instance_id)
+                connection.close()
+            time.sleep(0.02)
+        if self.listeners:
+            # Their leases expire by themselves; what they write meanwhile is fenced.
+            logger.warning(
+                "listeners still busy after the grace period: %s",
+                ", ".join(lst.mailbox_name for lst in self.listeners.values()),
+            )
+        self._write_status(force=True, stopping=True)
         logger.info("listen_mail stopped instance=%s", self.instance_id)
+
+    # -- status report ------------------------------------------------------------
+
+    def _write_status(self, *, force: bool = False, stopping: bool = False) -> None:
+        """Writes what this instance believes it listens to, for operators and probes:
+        each mailbox with its token and until when (wall clock) the belief holds."""
+        if not self.status_file:
+            return
+        now_wall, now_mono = time.time(), time.monotonic()
+        listeners = [
+            {
+                "mailbox_id": lst.mailbox_id,
+                "mailbox": lst.mailbox_name,
+                "token": lst.lease.token,
+                "since": round(lst.since, 3),
+                "valid_until": round(now_wall + min(lst.valid_until - now_mono, 1e6), 3),
+                # The same, relative to the moment of writing: clock-independent for a
+                # reader that takes the moment from the file's modification time.
+                "active_for": round(now_mono - lst.since_monotonic, 3),
+                "valid_for": round(min(lst.valid_until - now_mono, 1e6), 3),
+                "stopping": lst.stopping.is_set(),
+            }
+            for lst in self.listeners.values()
+            if lst.is_alive() or not lst.ident
+        ]
+        body = json.dumps(
+            {
+                "instance": self.instance_id,
+                "pid": os.getpid(),
+                "stopping": stopping or self.stop.is_set(),
+                "listeners": sorted(listeners, key=lambda x: x["mailbox_id"]),
+            },
+            sort_keys=True,
+        )
+        if not force and body == self._status and now_mono - self._status_written < self.beat:
+            return
+        tmp = f"{self.status_file}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(body)
+        os.replace(tmp, self.status_file)
+        self._status, self._status_written = body, now_mono
+
+
+def lease_margin(ttl: float, beat: float) -> float:
+    """How long before a lease's expiry its listener stops when renewals fail."""
+    return max(2 * beat, ttl / 4)

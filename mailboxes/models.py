@@ -76,6 +76,9 @@ class MailboxLease(models.Model):
     acquired_at = models.DateTimeField(null=True, blank=True)
     renewed_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Set from admin ("force release"): the owner's next renewal fails, it stops
+    # listening and frees the lease.
+    release_requested = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.mailbox} → {self.owner or 'free'} (token {self.token})"
@@ -163,6 +166,12 @@ class InboundMessage(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="inbound_status_due"),
+            # Admission control counts these per mailbox on every fetch.
+            models.Index(
+                fields=["mailbox", "status"],
+                name="inbound_in_flight",
+                condition=models.Q(status__in=["RECEIVED", "PROCESSING"]),
+            ),
         ]
 
     def __str__(self) -> str:

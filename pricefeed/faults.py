@@ -1,8 +1,10 @@
 """Crash points for fault-injection tests.
 
 ``PRICEFEED_CRASH_AT=<name>[,<name>...]`` makes the process SIGKILL itself when it
-reaches a named point, so a test can stop a real process at an exact step. Unset (the
-default) the check is one dictionary lookup.
+reaches a named point, so a test can stop a real process at an exact step;
+``PRICEFEED_PAUSE_AT`` makes it SIGSTOP itself there instead (a frozen "zombie" that a
+test later resumes with SIGCONT). Unset (the default) the check is two dictionary
+lookups.
 """
 
 from __future__ import annotations
@@ -15,17 +17,19 @@ logger = logging.getLogger(__name__)
 
 
 def crash_point(name: str) -> None:
-    wanted = os.environ.get("PRICEFEED_CRASH_AT")
-    if wanted and name in wanted.split(","):
-        # PRICEFEED_CRASH_ONCE=<path>: only the first process to get here dies (the file
-        # records it), so a retried step can succeed.
-        marker = os.environ.get("PRICEFEED_CRASH_ONCE")
+    for action, sig in (("CRASH", signal.SIGKILL), ("PAUSE", signal.SIGSTOP)):
+        wanted = os.environ.get(f"PRICEFEED_{action}_AT")
+        if not wanted or name not in wanted.split(","):
+            continue
+        # PRICEFEED_<action>_ONCE=<path>: only the first process to get here stops (the
+        # file records it), so a retried step can succeed.
+        marker = os.environ.get(f"PRICEFEED_{action}_ONCE")
         if marker:
             try:
                 os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             except FileExistsError:
-                return
-        logger.warning("crash point reached point=%s: killing own process", name)
+                continue
+        logger.warning("%s point reached point=%s pid=%s", action.lower(), name, os.getpid())
         for handler in logging.getLogger().handlers:
             handler.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), sig)

@@ -178,12 +178,22 @@ PRICEFEED_IMAP_FETCH_BATCH_BYTES = env.int(
 PRICEFEED_IMAP_BACKOFF_BASE = env.float("PRICEFEED_IMAP_BACKOFF_BASE", default=1.0)
 PRICEFEED_IMAP_BACKOFF_MAX = env.float("PRICEFEED_IMAP_BACKOFF_MAX", default=300.0)
 
-# Listener supervisor.
-PRICEFEED_LEASE_TTL = env.float("PRICEFEED_LEASE_TTL", default=30.0)
-PRICEFEED_HEARTBEAT_INTERVAL = env.float("PRICEFEED_HEARTBEAT_INTERVAL", default=5.0)
-PRICEFEED_CONFIG_POLL_INTERVAL = env.float("PRICEFEED_CONFIG_POLL_INTERVAL", default=5.0)
+# Listener supervisor. A mailbox whose owner died is listened again within about
+# TTL + poll interval; a listener stops when its lease has not been renewed for
+# TTL - max(2 x heartbeat, TTL / 4), before anyone else can take it.
+PRICEFEED_LEASE_TTL = env.float("PRICEFEED_LEASE_TTL", default=10.0)
+PRICEFEED_HEARTBEAT_INTERVAL = env.float("PRICEFEED_HEARTBEAT_INTERVAL", default=2.0)
+PRICEFEED_CONFIG_POLL_INTERVAL = env.float("PRICEFEED_CONFIG_POLL_INTERVAL", default=2.0)
 PRICEFEED_SWEEP_INTERVAL = env.float("PRICEFEED_SWEEP_INTERVAL", default=15.0)
 PRICEFEED_SHUTDOWN_GRACE = env.float("PRICEFEED_SHUTDOWN_GRACE", default=10.0)
+# An instance sheds leases when it holds more than its fair share plus this weight.
+PRICEFEED_REBALANCE_TOLERANCE = env.float("PRICEFEED_REBALANCE_TOLERANCE", default=0.5)
+# Admission control: recorded messages not yet finished by a worker, per instance and
+# per mailbox; at the bound listeners stop fetching (and keep their leases) until it drains.
+PRICEFEED_MAX_IN_FLIGHT = env.int("PRICEFEED_MAX_IN_FLIGHT", default=500)
+PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX = env.int("PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX", default=200)
+# Where listen_mail writes which mailboxes it listens to (JSON); empty = nowhere.
+PRICEFEED_LISTENER_STATUS_FILE = env.str("PRICEFEED_LISTENER_STATUS_FILE", default="")
 
 # Message processing (django-q2 task).
 PRICEFEED_PROCESSING_MAX_ATTEMPTS = env.int("PRICEFEED_PROCESSING_MAX_ATTEMPTS", default=5)

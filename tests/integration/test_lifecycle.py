@@ -70,3 +70,28 @@ def test_admin_changes_reach_a_running_listener_without_a_restart(
         "one",
         "while disabled",
     ]
+
+
+def test_admin_saves_reach_listeners_at_once_through_notify(
+    dovecot, make_mailbox, make_config, manage
+):
+    """With a 60 s poll, only NOTIFY can make a listener react within seconds."""
+    mailbox = make_mailbox(dovecot)
+    config = make_config(mailbox)
+    listener = manage("listen_mail", env={"PRICEFEED_CONFIG_POLL_INTERVAL": "60"})
+    listener.wait_for_log("listening mailbox=prices", 20)
+
+    mailbox.enabled = False
+    mailbox.save()  # what the admin form does
+    listener.wait_for_log("mailbox=prices disabled or removed: stopping", 5)
+    wait_until(lambda: MailboxLease.objects.get(mailbox=mailbox).owner == "", 5, "released")
+
+    mailbox.enabled = True
+    mailbox.save()
+    listener.wait_for_log("listening mailbox=prices", 5, count=2)
+
+    config.filename_pattern = "*.xlsx"
+    config.save()  # configs change the weight: the listener looks again, keeps its lease
+    mailbox.password = "changed"
+    mailbox.save()
+    listener.wait_for_log("mailbox=prices settings changed: reconnecting", 5)

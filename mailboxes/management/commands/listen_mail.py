@@ -6,7 +6,7 @@ import signal
 import threading
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from mailboxes.listener import Supervisor
 
@@ -24,12 +24,25 @@ class Command(BaseCommand):
             help="Listen only to this mailbox (by name); repeatable.",
         )
         parser.add_argument(
+            "--status-file",
+            default=None,
+            help="Write the mailboxes listened to here, as JSON "
+            "(default PRICEFEED_LISTENER_STATUS_FILE).",
+        )
+        parser.add_argument(
             "--instance-id",
             default=None,
             help="Instance id (default PRICEFEED_INSTANCE_ID, host:pid).",
         )
 
     def handle(self, *args, **options):
+        ttl, beat = settings.PRICEFEED_LEASE_TTL, settings.PRICEFEED_HEARTBEAT_INTERVAL
+        if beat <= 0 or ttl < 3 * beat:
+            raise CommandError(
+                f"PRICEFEED_LEASE_TTL ({ttl:g}s) must be at least three heartbeats "
+                f"(PRICEFEED_HEARTBEAT_INTERVAL = {beat:g}s): a lease must survive a "
+                "missed renewal."
+            )
         stop = threading.Event()
         signals = {"count": 0}
 
@@ -49,5 +62,6 @@ class Command(BaseCommand):
             instance_id=options["instance_id"] or settings.PRICEFEED_INSTANCE_ID,
             stop=stop,
             only=set(options["mailboxes"]) if options["mailboxes"] else None,
+            status_file=options["status_file"] or settings.PRICEFEED_LISTENER_STATUS_FILE,
         )
         supervisor.run()

@@ -1,0 +1,86 @@
+"""PostgreSQL LISTEN/NOTIFY: wake a sleeping loop at once instead of at its next poll.
+
+Elsewhere (SQLite) nothing is sent and ``NotifyListener.wait`` just sleeps: the callers
+poll anyway, NOTIFY only makes them quicker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import psycopg
+from django.db import connection, transaction
+
+logger = logging.getLogger(__name__)
+
+
+def notify_on_commit(channel: str, payload: str = "") -> None:
+    """Sends NOTIFY when the current transaction commits (at once in autocommit)."""
+    if connection.vendor != "postgresql":
+        return
+
+    def send() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
+
+    transaction.on_commit(send)
+
+
+class NotifyListener:
+    """A connection of its own, LISTENing on some channels (PostgreSQL only)."""
+
+    def __init__(self, *channels: str) -> None:
+        self.channels = channels
+        self.conn: psycopg.Connection | None = None
+        self.enabled = connection.vendor == "postgresql"
+        self._connect()
+
+    def _connect(self) -> None:
+        if not self.enabled or self.conn is not None:
+            return
+        params = connection.get_connection_params()
+        params.pop("cursor_factory", None)
+        params.pop("context", None)
+        try:
+            conn = psycopg.connect(**params, autocommit=True)
+            for channel in self.channels:
+                conn.execute(f'LISTEN "{channel}"')
+        except psycopg.Error as exc:
+            # The caller polls anyway; the next wait tries again.
+            logger.warning("cannot LISTEN (%s); polling until it works", exc)
+            return
+        self.conn = conn
+
+    def wait(self, timeout: float, stop: threading.Event) -> bool:
+        """Waits for a notification, ``timeout`` or ``stop``; True when notified.
+
+        A burst of notifications wakes the caller once per wait, not once each. Waits in
+        slices of at most a second so ``stop`` is noticed promptly.
+        """
+        self._connect()
+        if self.conn is None:
+            stop.wait(max(0.0, timeout))
+            return False
+        deadline = time.monotonic() + timeout
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                for _ in self.conn.notifies(timeout=min(left, 1.0), stop_after=1):
+                    return True
+            except psycopg.Error as exc:
+                logger.warning("LISTEN connection lost (%s); polling until it is back", exc)
+                self.close()
+                stop.wait(max(0.0, deadline - time.monotonic()))
+                return False
+        return False
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None

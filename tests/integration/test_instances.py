@@ -1,0 +1,389 @@
+"""Several ``listen_mail`` processes on one Dovecot: failover, fencing, rebalancing,
+clock skew. Real processes, killed, frozen, resumed and restarted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
+from pricefeed.devservers import ImapAppender
+from pricefeed.devservers.dovecot import DovecotServer
+from pricefeed.devservers.listeners import ListenerProcess, OverlapSampler
+from tests.mailboxes.factories import price_mail
+
+from .conftest import REQUIRE_DOVECOT
+from .support import FAST_ENV, database_url, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+# Uneven weights (total 31): a fair share for three instances is 10.3.
+WEIGHTS = [5, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1]
+TTL = float(FAST_ENV["PRICEFEED_LEASE_TTL"])
+FAULT_VARIABLES = ("PRICEFEED_CRASH", "PRICEFEED_PAUSE")
+
+
+@pytest.fixture
+def cluster(transactional_db, tmp_path):
+    """A Dovecot with twelve users and a mailbox each; starts listeners on request."""
+    if not DovecotServer.available():
+        if REQUIRE_DOVECOT:
+            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
+        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
+    users = {f"mb{n:02d}": "secret" for n in range(len(WEIGHTS))}
+    server = DovecotServer(users)
+    server.start()
+    mailboxes = [
+        Mailbox.objects.create(
+            name=user,
+            host=server.host,
+            port=server.port,
+            security=Mailbox.Security.PLAIN,
+            username=user,
+            password="secret",
+            weight=weight,
+        )
+        for user, weight in zip(users, WEIGHTS, strict=True)
+    ]
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PRICEFEED_CRASH", "PRICEFEED_PAUSE"))
+        },
+        **FAST_ENV,
+        "DATABASE_URL": database_url(),
+        "PYTHONUNBUFFERED": "1",
+        # No workers run here: recorded messages stay RECEIVED, so lift the bound.
+        "PRICEFEED_MAX_IN_FLIGHT": "100000",
+        "PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX": "100000",
+    }
+    started: list[ListenerProcess] = []
+
+    class Cluster:
+        def __init__(self) -> None:
+            self.server = server
+            self.mailboxes = mailboxes
+            self.weights = {m.pk: m.weight for m in mailboxes}
+
+        def listener(self, instance_id: str, prefix=(), **extra_env: str) -> ListenerProcess:
+            process = ListenerProcess(instance_id, tmp_path, env, prefix=prefix).start(extra_env)
+            started.append(process)
+            return process
+
+        def held(self) -> dict[str, int]:
+            """Weight held per owner of an unexpired lease."""
+            held: Counter[str] = Counter()
+            for mailbox_id, owner, _token in lease_rows(unexpired=True):
+                held[owner] += self.weights[mailbox_id]
+            return dict(held)
+
+        def tokens(self) -> dict[int, int]:
+            return {m: t for m, _o, t in lease_rows()}
+
+        def logs(self) -> str:
+            return "\n".join(f"--- {p.instance_id}\n{p.log()[-3000:]}" for p in started)
+
+    yield Cluster()
+    for process in started:
+        process.stop(grace=5)
+    server.cleanup()
+
+
+def lease_rows(unexpired: bool = False) -> list[tuple[int, str, int]]:
+    """(mailbox, owner, token) read on a connection of its own, as another process would."""
+    sql = "SELECT mailbox_id, owner, token FROM mailboxes_mailboxlease"
+    if unexpired:
+        sql += " WHERE owner <> '' AND expires_at > now()"
+    with psycopg.connect(database_url().replace("postgres://", "postgresql://")) as conn:
+        return conn.execute(sql).fetchall()
+
+
+class Appender(threading.Thread):
+    """Delivers numbered messages round-robin into every mailbox until stopped."""
+
+    def __init__(self, server: DovecotServer, users: list[str], pause: float = 0.05) -> None:
+        super().__init__(daemon=True, name="appender")
+        self.server, self.users, self.pause = server, users, pause
+        self.delivered: list[tuple[str, str]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        n = 0
+        while not self.done.is_set():
+            user = self.users[n % len(self.users)]
+            message_id = f"<m{n}.{user}@supplier.test>"
+            self.server.deliver(user, price_mail(message_id=message_id, subject=f"#{n}"))
+            self.delivered.append((user, message_id))
+            n += 1
+            self.done.wait(self.pause)
+
+    def finish(self) -> list[tuple[str, str]]:
+        self.done.set()
+        self.join(30)
+        return self.delivered
+
+
+def recorded() -> list[tuple[str, str]]:
+    return list(InboundMessage.objects.values_list("mailbox__name", "message_id"))
+
+
+def test_kill_freeze_and_restart_keep_one_listener_per_mailbox_and_every_message_once(
+    cluster, tmp_path
+):
+    a = cluster.listener("a")
+    b = cluster.listener(
+        "b", PRICEFEED_PAUSE_AT="after_fetch", PRICEFEED_PAUSE_ONCE=str(tmp_path / "paused")
+    )
+    c = cluster.listener("c")
+    sampler = OverlapSampler([a, b, c], lease_rows).start()
+    everything = {m.pk for m in cluster.mailboxes}
+    wait_until(
+        lambda: (
+            a.listening() | b.listening() | c.listening() == everything
+            and all(p.listening() for p in (a, b, c))
+        ),
+        30,
+        "every mailbox listened to, by all three",
+        on_timeout=cluster.logs,
+    )
+    appender = Appender(cluster.server, [m.name for m in cluster.mailboxes])
+    appender.start()
+
+    # b freezes itself (SIGSTOP) right after fetching a batch, before recording it.
+    wait_until(b.paused, 30, "b frozen after a fetch", on_timeout=cluster.logs)
+    frozen_with = {m for m, owner, _t in lease_rows() if owner == "b"}
+    a.kill()  # and a dies outright
+    # c takes everything once the leases of a and b have expired (TTL), not before.
+    wait_until(
+        lambda: c.listening() == everything, 4 * TTL, "c listens to all", on_timeout=cluster.logs
+    )
+    assert b.paused()
+    b.signal(signal.SIGCONT)  # the zombie wakes up with its fetched batch
+    wait_until(lambda: "write rejected" in b.log(), 20, "b's write fenced off", on_timeout=b.log)
+    # c restarts: a graceful stop hands its mailboxes over at once, then it rejoins.
+    assert c.stop() == 0
+    c.start()
+    wait_until(
+        lambda: b.listening() | c.listening() == everything and c.listening(),
+        30,
+        "b and the new c share the mailboxes",
+        on_timeout=cluster.logs,
+    )
+    time.sleep(2)
+    delivered = appender.finish()
+    wait_until(
+        lambda: len(recorded()) >= len(delivered),
+        60,
+        f"all {len(delivered)} messages recorded",
+        on_timeout=cluster.logs,
+    )
+    sampler.stop()
+
+    assert Counter(recorded()) == Counter(delivered)  # every message, each once
+    # The frozen instance's fetched batch was refused by the token, not written.
+    rejected = [line for line in b.log().splitlines() if "write rejected" in line]
+    assert any(f"mailbox={m} " in line for m in frozen_with for line in rejected), rejected
+    assert "now owner='c'" in rejected[0]
+    # Checkpoints end at the highest recorded UID of each mailbox.
+    for mailbox in cluster.mailboxes:
+        last = InboundMessage.objects.filter(mailbox=mailbox).order_by("-uid").first()
+        checkpoint = MailboxCheckpoint.objects.get(mailbox=mailbox)
+        assert checkpoint.last_uid == last.uid
+    # Never two listeners on one mailbox, by the listeners' own reports.
+    assert sampler.samples > 100
+    assert not sampler.overlaps(), sampler.overlaps()
+    assert not sampler.token_regressions
+    assert not sampler.unknown_tokens(), sampler.unknown_tokens()
+    for process in (b, c):
+        assert "Traceback" not in process.log()
+
+
+def test_scale_up_from_two_to_three_converges_within_30s_then_stops_moving(cluster):
+    a = cluster.listener("a")
+    b = cluster.listener("b")
+    total = sum(WEIGHTS)
+    wait_until(
+        lambda: (
+            sum(cluster.held().values()) == total
+            and all(abs(w - total / 2) <= 1 for w in cluster.held().values())
+        ),
+        30,
+        "two instances balanced",
+        on_timeout=cluster.logs,
+    )
+
+    started = time.monotonic()
+    c = cluster.listener("c")
+    share = total / 3
+
+    def balanced() -> bool:
+        held = cluster.held()
+        return (
+            set(held) == {"a", "b", "c"}
+            and sum(held.values()) == total
+            and all(abs(w - share) <= 1 for w in held.values())
+        )
+
+    wait_until(balanced, 30, "within one config-weight of the share", on_timeout=cluster.logs)
+    converged_after = time.monotonic() - started
+    tokens = cluster.tokens()
+    time.sleep(4 * float(FAST_ENV["PRICEFEED_CONFIG_POLL_INTERVAL"]) + 2 * TTL)
+
+    moved = {m for m, t in cluster.tokens().items() if t != tokens[m]}
+    assert not moved, f"leases still moving after convergence: {moved}"
+    assert balanced()
+    assert converged_after < 30
+    for process in (a, b, c):
+        assert "Traceback" not in process.log()
+
+
+def test_instances_with_clocks_an_hour_off_share_fail_over_and_record_once(cluster):
+    if shutil.which("faketime") is None:
+        if REQUIRE_DOVECOT:  # CI: the test tools must be there
+            pytest.fail("faketime is required but not installed")
+        pytest.skip("faketime not installed: apt-get install faketime (./scripts/test does)")
+    normal = cluster.listener("normal")
+    ahead = cluster.listener("ahead", prefix=["faketime", "-f", "+1h"])
+    behind = cluster.listener("behind", prefix=["faketime", "-f", "-1h"])
+    sampler = OverlapSampler([normal, ahead, behind], lease_rows).start()
+    total = sum(WEIGHTS)
+    wait_until(
+        lambda: (
+            set(cluster.held()) == {"normal", "ahead", "behind"}
+            and sum(cluster.held().values()) == total
+            and all(abs(w - total / 3) <= 1 for w in cluster.held().values())
+        ),
+        40,
+        "three skewed instances balanced",
+        on_timeout=cluster.logs,
+    )
+    tokens = cluster.tokens()
+    time.sleep(3 * TTL)  # renewals keep working: a skewed clock must not expire anything
+    assert cluster.tokens() == tokens
+    for mailbox in cluster.mailboxes:
+        cluster.server.deliver(mailbox.name, price_mail(message_id=f"<one.{mailbox.name}@x>"))
+    wait_until(lambda: len(recorded()) == len(WEIGHTS), 30, "one message each")
+
+    ahead.kill()
+    everything = {m.pk for m in cluster.mailboxes}
+    wait_until(
+        lambda: normal.listening() | behind.listening() == everything,
+        4 * TTL,
+        "the dead instance's mailboxes taken over",
+        on_timeout=cluster.logs,
+    )
+    for mailbox in cluster.mailboxes:
+        cluster.server.deliver(mailbox.name, price_mail(message_id=f"<two.{mailbox.name}@x>"))
+    wait_until(lambda: len(recorded()) == 2 * len(WEIGHTS), 30, "two messages each")
+    sampler.stop()
+
+    assert len(set(recorded())) == 2 * len(WEIGHTS)
+    assert not sampler.overlaps(), sampler.overlaps()
+    behind_log = behind.log()
+    assert "Traceback" not in behind_log and "not renewed" not in behind_log
+    assert "lease lost" not in normal.log() + behind_log
+
+
+def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage):
+    """2,000 messages land at once in two mailboxes; one instance with a limit of 100 in
+    flight records them all, each once, never holding more than 100 unfinished."""
+    if not DovecotServer.available():
+        if REQUIRE_DOVECOT:
+            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
+        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
+    users = {"north": "secret", "south": "secret"}
+    server = DovecotServer(users)
+    server.start()
+    try:
+        for user in users:
+            Mailbox.objects.create(
+                name=user,
+                host=server.host,
+                port=server.port,
+                security=Mailbox.Security.PLAIN,
+                username=user,
+                password="secret",
+            )
+        listener = manage(
+            "listen_mail",
+            env={"PRICEFEED_MAX_IN_FLIGHT": "100", "PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX": "80"},
+        )
+        listener.wait_for_log("listening mailbox=south")
+        listener.wait_for_log("listening mailbox=north")
+
+        peak = {"in_flight": 0, "rss_kb": 0}
+        done = threading.Event()
+
+        def sample() -> None:
+            dsn = database_url().replace("postgres://", "postgresql://")
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                while not done.is_set():
+                    (n,) = conn.execute(
+                        "SELECT count(*) FROM mailboxes_inboundmessage"
+                        " WHERE status IN ('RECEIVED', 'PROCESSING')"
+                    ).fetchone()
+                    peak["in_flight"] = max(peak["in_flight"], n)
+                    peak["rss_kb"] = max(peak["rss_kb"], _rss_kb(listener.pid))
+                    done.wait(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        body = b"x" * 2000
+        for user in users:
+            with ImapAppender(server.host, server.port, user, "secret") as appender:
+                for n in range(1000):
+                    appender.append(
+                        price_mail(
+                            (("price.xlsx", body),),
+                            message_id=f"<burst{n}.{user}@x>",
+                            subject=f"burst {n}",
+                        )
+                    )
+        # At the bound the listener waits, its connection and lease kept ...
+        listener.wait_for_log("in-flight limit reached: fetching paused", 30)
+        assert InboundMessage.objects.count() < 2000
+        # ... and goes on as the workers drain the backlog.
+        manage("qcluster")
+        wait_until(
+            lambda: (
+                InboundMessage.objects.count() == 2000
+                and not InboundMessage.objects.filter(
+                    status__in=["RECEIVED", "PROCESSING"]
+                ).exists()
+            ),
+            180,
+            "2,000 messages recorded and processed",
+            on_timeout=listener.log,
+        )
+        done.set()
+        sampler.join(5)
+
+        ids = list(InboundMessage.objects.values_list("message_id", flat=True))
+        assert len(ids) == len(set(ids)) == 2000
+        assert Counter(InboundMessage.objects.values_list("status", flat=True)) == {"IGNORED": 2000}
+        assert 0 < peak["in_flight"] <= 100
+        assert peak["rss_kb"] < 200 * 1024, f"listener RSS peaked at {peak['rss_kb']} kB"
+        assert listener.count("fetching resumed") >= 1
+        assert "Traceback" not in listener.log()
+    finally:
+        server.cleanup()
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0

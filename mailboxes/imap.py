@@ -16,7 +16,9 @@ a ``UID SEARCH`` catch-up, so what IDLE says is only a hint, never the source of
 from __future__ import annotations
 
 import errno
+import functools
 import logging
+import os
 import selectors
 import socket
 import ssl
@@ -136,6 +138,34 @@ def _tune_socket(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
+def tls_context() -> ssl.SSLContext:
+    """The process's client TLS context: certificate and host name verified, the system
+    store plus ``PRICEFEED_IMAP_CA_FILE`` (trusted in addition: ``cafile=`` would trust
+    it instead, and every mailbox on a publicly certified server would fail once one
+    needed a CA file). Shared by all connections: a context holds the parsed CA store,
+    about a megabyte, which a hundred mailboxes must not each carry. A changed CA file
+    is picked up by the next connection."""
+    ca_file = django_settings.PRICEFEED_IMAP_CA_FILE
+    try:
+        stamp = os.stat(ca_file).st_mtime_ns if ca_file else 0
+    except OSError:
+        stamp = -1
+    return _tls_context(ca_file, stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context(ca_file: str, _stamp: int) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if ca_file:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except OSError as exc:  # missing, unreadable, or no PEM certificate in it
+            raise ImapError(
+                f"cannot load PRICEFEED_IMAP_CA_FILE {ca_file!r}: {exc.strerror or exc}"
+            ) from exc
+    return context
+
+
 class ImapSession:
     """A logged-in IMAP connection with its folder selected read-only."""
 
@@ -150,18 +180,7 @@ class ImapSession:
         s = self.settings
         if isinstance(s.password, UnreadableSecret):
             raise CredentialsUnreadable(f"{s.password.reason}; re-enter the mailbox password")
-        # Verifies certificate and host name. The private CA file is trusted in addition to
-        # the system store: create_default_context(cafile=...) would trust it instead, and
-        # every mailbox on a publicly certified server would fail once one needed a CA file.
-        context = ssl.create_default_context()
-        ca_file = django_settings.PRICEFEED_IMAP_CA_FILE
-        if ca_file:
-            try:
-                context.load_verify_locations(cafile=ca_file)
-            except OSError as exc:  # missing, unreadable, or no PEM certificate in it
-                raise ImapError(
-                    f"cannot load PRICEFEED_IMAP_CA_FILE {ca_file!r}: {exc.strerror or exc}"
-                ) from exc
+        context = tls_context() if s.security != "plain" else None
         timeout = SocketTimeout(connect=s.connect_timeout, read=s.timeout)
         client = imapclient.IMAPClient(
             s.host, port=s.port, ssl=s.security == "ssl", ssl_context=context, timeout=timeout

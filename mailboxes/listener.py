@@ -14,6 +14,8 @@ import os
 import random
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -81,6 +83,23 @@ class Waker:
                     pass
 
 
+class DatabaseSlots:
+    """Bounds how many listener threads use the database at once; each closes its
+    connection when done, so a hundred idle mailboxes hold no server connections and
+    a hundred catching up at once hold at most ``size``."""
+
+    def __init__(self, size: int) -> None:
+        self._semaphore = threading.BoundedSemaphore(max(1, size))
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._semaphore:
+            try:
+                yield
+            finally:
+                connection.close()
+
+
 def connection_settings(mailbox: Mailbox) -> ConnectionSettings:
     return ConnectionSettings(
         host=mailbox.host,
@@ -110,6 +129,7 @@ class MailboxListener(threading.Thread):
         lease: leases.Lease,
         valid_until: float = float("inf"),
         admission: Admission | None = None,
+        db: DatabaseSlots | None = None,
     ) -> None:
         super().__init__(name=f"mailbox-{mailbox.pk}", daemon=True)
         self.mailbox_id = mailbox.pk
@@ -120,6 +140,7 @@ class MailboxListener(threading.Thread):
         self.lease = lease
         self.valid_until = valid_until
         self.admission = admission or unlimited()
+        self.db = db or DatabaseSlots(1)
         self.stopping = threading.Event()
         self.release_on_exit = True
         self.lost_lease = False
@@ -161,7 +182,8 @@ class MailboxListener(threading.Thread):
                             failures,
                         )
                     failures, last_error = 0, ""
-                    services.mailbox_report_connected(mailbox_id=self.mailbox_id)
+                    with self.db():
+                        services.mailbox_report_connected(mailbox_id=self.mailbox_id)
                     self._listen(session, state.uidvalidity, state.uidnext)
                 except UidValidityChanged as exc:
                     # Not a failure: reconnect at once, the new SELECT resets the checkpoint.
@@ -191,7 +213,8 @@ class MailboxListener(threading.Thread):
                         logger.debug("details", exc_info=exc)
                     last_error = error
                     try:
-                        services.mailbox_report_error(mailbox_id=self.mailbox_id, error=error)
+                        with self.db():
+                            services.mailbox_report_error(mailbox_id=self.mailbox_id, error=error)
                     except Exception:
                         logger.exception(
                             "cannot record mailbox error mailbox=%s", self.mailbox_name
@@ -215,12 +238,13 @@ class MailboxListener(threading.Thread):
         start_uid = 0
         if self.backfill == Mailbox.Backfill.NEW and uidnext:
             start_uid = uidnext - 1
-        last_uid = services.checkpoint_sync(
-            lease=self.lease,
-            folder=self.conn.folder,
-            uidvalidity=uidvalidity,
-            start_uid=start_uid,
-        )
+        with self.db():
+            last_uid = services.checkpoint_sync(
+                lease=self.lease,
+                folder=self.conn.folder,
+                uidvalidity=uidvalidity,
+                start_uid=start_uid,
+            )
         has_idle = b"IDLE" in session.client.capabilities()
         refresh = settings.PRICEFEED_IMAP_IDLE_REFRESH
         selected_at = time.monotonic()
@@ -228,9 +252,6 @@ class MailboxListener(threading.Thread):
             last_uid = self._catch_up(session, uidvalidity, last_uid)
             if self.stopping.is_set():
                 return
-            # Idle without holding a database connection: a hundred idle mailboxes must
-            # not pin a hundred server connections.
-            connection.close()
             self._check_lease()
             if has_idle:
                 # Re-issued well before the server's 29-minute limit (RFC 2177).
@@ -283,7 +304,8 @@ class MailboxListener(threading.Thread):
 
     def _admit(self, session: ImapSession, wanted: int) -> int:
         """Waits (keeping lease and connection) until some messages may be fetched."""
-        granted = self.admission.grant(self.mailbox_id, wanted)
+        with self.db():
+            granted = self.admission.grant(self.mailbox_id, wanted)
         if granted:
             return granted
         logger.info(
@@ -295,7 +317,8 @@ class MailboxListener(threading.Thread):
         while not self.stopping.is_set():
             self._sleep(ADMISSION_RECHECK)
             self._check_lease()
-            granted = self.admission.grant(self.mailbox_id, wanted)
+            with self.db():
+                granted = self.admission.grant(self.mailbox_id, wanted)
             if granted:
                 logger.info("mailbox=%s fetching resumed", self.mailbox_name)
                 return granted
@@ -333,12 +356,13 @@ class MailboxListener(threading.Thread):
             crash_point("after_fetch")
             # No local lease check here on purpose: the write below is fenced by the
             # lease token in the database, which is the check that counts.
-            created = services.messages_record(
-                lease=self.lease,
-                folder=self.conn.folder,
-                uidvalidity=uidvalidity,
-                fetched=fetched,
-            )
+            with self.db():
+                created = services.messages_record(
+                    lease=self.lease,
+                    folder=self.conn.folder,
+                    uidvalidity=uidvalidity,
+                    fetched=fetched,
+                )
             self.recorded += len(created)
             if created:
                 logger.info(
@@ -379,6 +403,7 @@ class Supervisor:
         self.ttl = settings.PRICEFEED_LEASE_TTL
         self.beat = settings.PRICEFEED_HEARTBEAT_INTERVAL
         self.margin = lease_margin(self.ttl, self.beat)
+        self.db = DatabaseSlots(settings.PRICEFEED_LISTENER_DB_CONNECTIONS)
         self.admission = Admission(
             instance_limit=settings.PRICEFEED_MAX_IN_FLIGHT,
             mailbox_limit=settings.PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX,
@@ -528,7 +553,11 @@ class Supervisor:
 
     def _start(self, mailbox: Mailbox, lease: leases.Lease, valid_until: float) -> None:
         listener = MailboxListener(
-            mailbox=mailbox, lease=lease, valid_until=valid_until, admission=self.admission
+            mailbox=mailbox,
+            lease=lease,
+            valid_until=valid_until,
+            admission=self.admission,
+            db=self.db,
         )
         self.listeners[mailbox.pk] = listener
         self._held = frozenset(self.listeners)

@@ -3,8 +3,9 @@
 ``PRICEFEED_CRASH_AT=<name>[,<name>...]`` makes the process SIGKILL itself when it
 reaches a named point, so a test can stop a real process at an exact step;
 ``PRICEFEED_PAUSE_AT`` makes it SIGSTOP itself there instead (a frozen "zombie" that a
-test later resumes with SIGCONT). Unset (the default) the check is two dictionary
-lookups.
+test later resumes with SIGCONT), and ``PRICEFEED_SLOW_AT`` makes the thread sleep
+there for ``PRICEFEED_SLOW_SECONDS`` (work caught in flight). Unset (the default) the
+check is three dictionary lookups.
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 
 logger = logging.getLogger(__name__)
 
 
 def crash_point(name: str) -> None:
+    slow = os.environ.get("PRICEFEED_SLOW_AT")
+    if slow and name in slow.split(","):
+        seconds = float(os.environ.get("PRICEFEED_SLOW_SECONDS", "30"))
+        logger.warning("slow point reached point=%s: sleeping %.0fs", name, seconds)
+        time.sleep(seconds)
     for action, sig in (("CRASH", signal.SIGKILL), ("PAUSE", signal.SIGSTOP)):
         wanted = os.environ.get(f"PRICEFEED_{action}_AT")
         if not wanted or name not in wanted.split(","):

@@ -192,6 +192,8 @@ PRICEFEED_REBALANCE_TOLERANCE = env.float("PRICEFEED_REBALANCE_TOLERANCE", defau
 # per mailbox; at the bound listeners stop fetching (and keep their leases) until it drains.
 PRICEFEED_MAX_IN_FLIGHT = env.int("PRICEFEED_MAX_IN_FLIGHT", default=500)
 PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX = env.int("PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX", default=200)
+# Listener threads using the database at once (each closes its connection after use).
+PRICEFEED_LISTENER_DB_CONNECTIONS = env.int("PRICEFEED_LISTENER_DB_CONNECTIONS", default=4)
 # Where listen_mail writes which mailboxes it listens to (JSON); empty = nowhere.
 PRICEFEED_LISTENER_STATUS_FILE = env.str("PRICEFEED_LISTENER_STATUS_FILE", default="")
 

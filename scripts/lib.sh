@@ -28,16 +28,18 @@ ensure_venv() {
 }
 
 ensure_dovecot() {
-    command -v dovecot >/dev/null && command -v doveadm >/dev/null && return 0
+    # Dovecot for the IMAP integration tests, faketime for the clock-skew test.
+    command -v dovecot >/dev/null && command -v doveadm >/dev/null &&
+        command -v faketime >/dev/null && return 0
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        say "installing Dovecot (dovecot-imapd) for the IMAP integration tests ..."
+        say "installing Dovecot (dovecot-imapd) and faketime for the integration tests ..."
         # The package tries to start the system service; we only need the binaries.
         DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            dovecot-imapd >/dev/null
+            dovecot-imapd faketime >/dev/null
     else
-        say "note: Dovecot is not installed and cannot be installed without root;"
-        say "      the Dovecot tests will be skipped (the pymap ones still run)."
+        say "note: Dovecot or faketime is missing and cannot be installed without root;"
+        say "      the tests that need them will be skipped (the pymap ones still run)."
     fi
 }
 

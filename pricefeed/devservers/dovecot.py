@@ -468,6 +468,10 @@ class DovecotServer:
             "first_valid_uid = 0\n"
             "first_valid_gid = 0\n"
             "mail_fsync = never\n"
+            # One imap process per session; the default cap of 100 is too low for a
+            # benchmark that listens to a hundred mailboxes while others hand over.
+            "default_process_limit = 1000\n"
+            "default_client_limit = 4000\n"
             f"{identity}"
             "passdb {\n"
             "  driver = passwd-file\n"

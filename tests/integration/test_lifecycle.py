@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 
@@ -95,3 +96,38 @@ def test_admin_saves_reach_listeners_at_once_through_notify(
     mailbox.password = "changed"
     mailbox.save()
     listener.wait_for_log("mailbox=prices settings changed: reconnecting", 5)
+
+
+def test_a_second_sigterm_exits_at_once_and_loses_nothing(
+    dovecot, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox)
+    for n in range(30):
+        dovecot.append(price_email(subject=f"m{n}"))
+    # The listener fetches a batch, then stalls before recording it: work in flight,
+    # and a grace period long enough that only a second signal ends it quickly.
+    env = {
+        "PRICEFEED_SHUTDOWN_GRACE": "60",
+        "PRICEFEED_SLOW_AT": "after_fetch",
+        "PRICEFEED_SLOW_SECONDS": "120",
+    }
+    listener = manage("listen_mail", env=env)
+    listener.wait_for_log("slow point reached point=after_fetch", 20)
+
+    listener.signal(signal.SIGTERM)
+    listener.wait_for_log("signal SIGTERM: finishing in-flight work", 5)
+    time.sleep(1)
+    assert listener.alive  # waiting for the batch in flight
+    started = time.monotonic()
+    listener.signal(signal.SIGTERM)
+    listener.wait(10)
+    assert time.monotonic() - started < 5
+    assert "second signal: exiting now" in listener.log()
+    assert InboundMessage.objects.count() == 0  # the stalled batch was never recorded
+
+    # Whatever it had not recorded is still on the server, above the checkpoint.
+    manage("listen_mail")
+    wait_until(lambda: InboundMessage.objects.count() == 30, 30, "all 30 recorded")
+    subjects = list(InboundMessage.objects.values_list("subject", flat=True))
+    assert sorted(subjects) == sorted(f"m{n}" for n in range(30))

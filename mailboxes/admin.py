@@ -14,6 +14,7 @@ from pricefeed.forms import PriceListConfigForm
 from pricefeed.models import PriceImport, PriceListConfig
 
 from . import leases, services
+from .admission import IN_FLIGHT
 from .forms import MailboxForm
 from .imap import ImapError, check_connection
 from .listener import connection_settings
@@ -401,6 +402,7 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
         "last_seen_ago",
         "leases_held",
         "weight_held",
+        "in_flight",
         "host",
         "pid",
         "started_at",
@@ -419,6 +421,15 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
                 n_leases=Subquery(held.annotate(n=Count("pk")).values("n")),
                 weight=Subquery(
                     held.annotate(w=Sum(leases.weight_expression("mailbox"))).values("w")
+                ),
+                backlog=Subquery(
+                    InboundMessage.objects.filter(
+                        mailbox__lease__owner=OuterRef("instance_id"), status__in=IN_FLIGHT
+                    )
+                    .order_by()
+                    .values("mailbox__lease__owner")
+                    .annotate(n=Count("pk"))
+                    .values("n")
                 ),
             )
         )
@@ -445,3 +456,8 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
     @admin.display(description="weight held", ordering="weight")
     def weight_held(self, obj: InstanceHeartbeat) -> int:
         return obj.weight or 0
+
+    @admin.display(description="in flight", ordering="backlog")
+    def in_flight(self, obj: InstanceHeartbeat) -> int:
+        """Messages of its mailboxes recorded but not yet finished (admission control)."""
+        return obj.backlog or 0

@@ -489,12 +489,7 @@ class Supervisor:
     def _reconcile(self) -> None:
         snap = leases.snapshot(me=self.instance_id, ttl=self.ttl)
         wanted = dict(snap.weights)
-        mailboxes = {
-            m.pk: m
-            for m in Mailbox.objects.filter(
-                pk__in=set(wanted) & (set(self.listeners) | set(snap.owners) | set(wanted))
-            )
-        }
+        mailboxes = {m.pk: m for m in Mailbox.objects.filter(pk__in=list(wanted))}
         if self.only is not None:
             wanted = {pk: w for pk, w in wanted.items() if mailboxes[pk].name in self.only}
         for mailbox_id, listener in list(self.listeners.items()):

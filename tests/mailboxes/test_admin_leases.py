@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mailboxes import leases
-from mailboxes.models import InstanceHeartbeat, Mailbox, MailboxLease
+from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
 from pricefeed.models import PriceListConfig
 
 pytestmark = pytest.mark.django_db
@@ -75,10 +75,19 @@ def test_instance_list_tells_live_from_dead_and_what_each_holds(admin_client, tw
     )
     leases.lease_acquire(mailbox_id=heavy.pk, owner="host-a:1", ttl=30)
     leases.lease_acquire(mailbox_id=light.pk, owner="host-a:1", ttl=30)
+    for n, status in enumerate(["RECEIVED", "PROCESSING", "DONE", "RECEIVED"]):
+        InboundMessage.objects.create(
+            mailbox=light if n < 3 else heavy,
+            folder="INBOX",
+            uidvalidity=1,
+            uid=n + 1,
+            dedup_key=f"k{n}",
+            status=status,
+        )
 
     table = rows(admin_client.get(reverse(INSTANCES_URL)))
 
-    assert table["host-a:1"][:4] == ["live", "0 s ago", "2", "10"]
+    assert table["host-a:1"][:5] == ["live", "0 s ago", "2", "10", "3"]
     assert table["host-b:2"][0] == "dead"
     assert table["host-b:2"][2:4] == ["0", "0"]
     assert table["host-c:3"][0] == "stopped"

@@ -32,25 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.benchdb import fresh_database  # noqa: E402
+
 BENCH_DB = "pricefeed_failover"
 WEIGHTS = [5, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1]
-
-
-def _database_urls() -> tuple[str, str]:
-    import environ
-
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    if "postgresql" not in environ.Env.db_url_config(base)["ENGINE"]:
-        sys.exit("bench/failover.py needs PostgreSQL: set DATABASE_URL=postgres://...")
-    return base, base.rsplit("/", 1)[0] + "/" + BENCH_DB
-
-
-def _recreate_database(admin_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url.replace("postgres://", "postgresql://"), autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        c.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
 def _rss_mb(pid: int) -> tuple[float, float]:
@@ -74,8 +59,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    admin_url, bench_url = _database_urls()
-    _recreate_database(admin_url)
+    bench_url = fresh_database(BENCH_DB, "bench/failover.py")
     os.environ["DATABASE_URL"] = bench_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
     import django
@@ -83,13 +67,14 @@ def main() -> None:
     django.setup()
     from django.conf import settings
     from django.core.management import call_command
-    from django.db import close_old_connections, connection
+    from django.db import connection
     from django.db.models import Q
     from django.db.models.functions import Now
 
     from mailboxes.models import Mailbox, MailboxLease
     from pricefeed.devservers.dovecot import DovecotServer
     from pricefeed.devservers.listeners import ListenerProcess
+    from pricefeed.devservers.processes import wait_until
 
     call_command("migrate", verbosity=0)
     count = max(args.mailboxes, len(WEIGHTS))
@@ -107,17 +92,11 @@ def main() -> None:
         processes.append(process)
         return process
 
+    def logs() -> str:
+        return "\n".join(f"--- {p.instance_id}\n{p.log()[-2000:]}" for p in processes)
+
     def wait(predicate, timeout: float, what: str, interval: float = 0.01):
-        deadline = time.monotonic() + timeout
-        while True:
-            close_old_connections()
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                logs = "\n".join(f"--- {p.instance_id}\n{p.log()[-2000:]}" for p in processes)
-                raise SystemExit(f"timed out waiting for {what}\n{logs}")
-            time.sleep(interval)
+        return wait_until(predicate, timeout, what, interval=interval, on_timeout=logs)
 
     def held() -> dict[str, int]:
         weights = {m.pk: m.weight for m in Mailbox.objects.filter(enabled=True)}

@@ -26,27 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.benchdb import fresh_database  # noqa: E402
+
 BENCH_DB = "pricefeed_bench"
-
-
-def _database_urls() -> tuple[str, str]:
-    import environ
-
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    config = environ.Env.db_url_config(base)
-    if "postgresql" not in config["ENGINE"]:
-        sys.exit("bench/ingest.py needs PostgreSQL: set DATABASE_URL=postgres://...")
-    admin = base
-    bench = base.rsplit("/", 1)[0] + "/" + BENCH_DB
-    return admin, bench
-
-
-def _recreate_database(admin_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url.replace("postgres://", "postgresql://"), autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        c.execute(f"CREATE DATABASE {BENCH_DB}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -61,8 +43,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=1000, help="messages appended at once")
     args = parser.parse_args()
 
-    admin_url, bench_url = _database_urls()
-    _recreate_database(admin_url)
+    bench_url = fresh_database(BENCH_DB, "bench/ingest.py")
     os.environ["DATABASE_URL"] = bench_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
     import django
@@ -74,9 +55,9 @@ def main() -> None:
     from mailboxes.models import InboundMessage, Mailbox
     from pricefeed.devservers import ImapAppender
     from pricefeed.devservers.dovecot import DovecotServer
+    from pricefeed.devservers.processes import ManagedProcess, wait_until
     from pricefeed.devservers.samples import price_list_csv, price_rows, supplier_email
     from pricefeed.models import PriceListConfig
-    from tests.integration.support import ManagedProcess, wait_until
 
     call_command("migrate", verbosity=0)
     dovecot = DovecotServer()

@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from .processes import ManagedProcess
 
 
-class ListenerProcess:
-    """One ``listen_mail`` instance in its own process group, logging to a file."""
+class ListenerProcess(ManagedProcess):
+    """One ``listen_mail`` instance with a status file, in its own process group."""
 
     def __init__(
         self,
@@ -37,40 +34,10 @@ class ListenerProcess:
     ) -> None:
         self.instance_id = instance_id
         self.status_path = workdir / f"{instance_id}.status.json"
-        self.log_path = workdir / f"{instance_id}.log"
-        self.env = env
-        self.prefix = list(prefix)  # e.g. ["faketime", "-f", "+1h"]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self, extra_env: dict[str, str] | None = None) -> ListenerProcess:
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    *self.prefix,
-                    sys.executable,
-                    str(ROOT / "manage.py"),
-                    "listen_mail",
-                    "--instance-id",
-                    self.instance_id,
-                    "--status-file",
-                    str(self.status_path),
-                ],
-                cwd=ROOT,
-                env={**self.env, **(extra_env or {})},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        args = ["listen_mail", "--instance-id", instance_id, "--status-file", str(self.status_path)]
+        super().__init__(
+            instance_id, args, env, workdir, prefix=prefix, log_name=f"{instance_id}.log"
+        )
 
     def paused(self) -> bool:
         """True while the process is stopped (SIGSTOP), as /proc reports it."""
@@ -79,9 +46,6 @@ class ListenerProcess:
         except (FileNotFoundError, ProcessLookupError):
             return False
         return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def status(self) -> dict:
         return self.status_written()[1]
@@ -106,33 +70,6 @@ class ListenerProcess:
             for entry in status.get("listeners", [])
             if written + entry["valid_for"] > now and not entry["stopping"]
         }
-
-    def signal(self, signum: int) -> None:
-        if self.alive:
-            os.killpg(self.pid, signum)
-
-    def kill(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait(10)
-
-    def stop(self, grace: float = 15.0) -> int | None:
-        """SIGTERM (and SIGCONT, in case it is paused); SIGKILL after ``grace``."""
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGTERM)
-                os.killpg(self.pid, signal.SIGCONT)
-                return self.process.wait(grace)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
-        self.kill()
-        return self.process.returncode
 
 
 @dataclass

@@ -49,11 +49,17 @@ class ImapServer:
             self._appender = None
 
 
-def _dovecot() -> DovecotServer:
+def require_dovecot() -> None:
+    """Skips the test where Dovecot is not installed; fails instead under CI's
+    PRICEFEED_REQUIRE_DOVECOT=1, where a missing Dovecot is a broken setup."""
     if not DovecotServer.available():
         if REQUIRE_DOVECOT:
             pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
         pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
+
+
+def _dovecot() -> DovecotServer:
+    require_dovecot()
     server = DovecotServer()
     server.start()
     return server

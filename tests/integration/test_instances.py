@@ -20,7 +20,7 @@ from pricefeed.devservers.dovecot import DovecotServer
 from pricefeed.devservers.listeners import ListenerProcess, OverlapSampler
 from tests.mailboxes.factories import price_mail
 
-from .conftest import REQUIRE_DOVECOT
+from .conftest import REQUIRE_DOVECOT, require_dovecot
 from .support import FAST_ENV, database_url, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -34,10 +34,7 @@ FAULT_VARIABLES = ("PRICEFEED_CRASH", "PRICEFEED_PAUSE")
 @pytest.fixture
 def cluster(transactional_db, tmp_path):
     """A Dovecot with twelve users and a mailbox each; starts listeners on request."""
-    if not DovecotServer.available():
-        if REQUIRE_DOVECOT:
-            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
-        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
+    require_dovecot()
     users = {f"mb{n:02d}": "secret" for n in range(len(WEIGHTS))}
     server = DovecotServer(users)
     server.start()
@@ -296,10 +293,7 @@ def test_instances_with_clocks_an_hour_off_share_fail_over_and_record_once(clust
 def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage):
     """2,000 messages land at once in two mailboxes; one instance with a limit of 100 in
     flight records them all, each once, never holding more than 100 unfinished."""
-    if not DovecotServer.available():
-        if REQUIRE_DOVECOT:
-            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
-        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
+    require_dovecot()
     users = {"north": "secret", "south": "secret"}
     server = DovecotServer(users)
     server.start()

@@ -1,0 +1,22 @@
+"""A throwaway PostgreSQL database for a benchmark, next to the one DATABASE_URL names."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def fresh_database(name: str, script: str) -> str:
+    """Drops and creates database ``name`` on the server of DATABASE_URL (default: the
+    local server on 127.0.0.1:5432) and returns its URL. Exits when that is not
+    PostgreSQL: the benchmarks measure what production runs on."""
+    import environ
+    import psycopg
+
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    if "postgresql" not in environ.Env.db_url_config(base)["ENGINE"]:
+        sys.exit(f"{script} needs PostgreSQL: set DATABASE_URL=postgres://...")
+    with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        c.execute(f"CREATE DATABASE {name}")
+    return base.rsplit("/", 1)[0] + "/" + name

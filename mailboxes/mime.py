@@ -6,6 +6,7 @@ supplier mail is untrusted input and PostgreSQL text refuses NUL characters.
 
 from __future__ import annotations
 
+import binascii
 import email
 import email.errors
 import email.header
@@ -180,10 +181,139 @@ def parse_message(raw: bytes) -> ParsedMessage:
     return parsed
 
 
-def attachment_payload(raw: bytes, key: str) -> bytes:
-    """Returns the decoded bytes of the attachment ``key`` ("part<N>") of a raw message."""
+def attachment_payload(raw: bytes, key: str, *, quick: bool = True) -> bytes:
+    """Returns the decoded bytes of the attachment ``key`` ("part<N>") of a raw message.
+
+    A base64 part of a well-formed message is found by byte offsets and decoded in one
+    call (~0.3 s for a 100 MB message, where the line-based ``email`` parser took ~4 s).
+    Anything the quick reader is not sure about (message/* parts, other transfer
+    encodings, a missing boundary, header lines it does not recognise, base64 that needs
+    its padding repaired), or ``quick=False``, is read by the ``email`` parser, which
+    defines the part numbering.
+    """
+    fast = _fast_payload(raw, key) if quick else None
+    if fast is not None:
+        return fast
     msg = BytesParser(policy=policy.default).parsebytes(raw)
     for index, part in enumerate(msg.walk()):
         if f"part{index}" == key:
             return part.get_payload(decode=True) or b""
     raise KeyError(key)
+
+
+# -- the quick attachment reader ------------------------------------------------------
+# It follows the rules of the stdlib's feedparser for well-formed messages: a header
+# block ends at the first empty line; a multipart body is split at lines that are
+# "--" + boundary (optionally "--" for the last one) followed only by spaces or tabs;
+# the line break before a delimiter belongs to the delimiter; parts are numbered in
+# walk() order (depth first, the message itself is part 0).
+
+_EOL = re.compile(rb"\r\n|\r(?!\n)|\n")
+# Stricter than the feedparser's headerRE (no "From " line, no empty field name): a line
+# it would read differently is left to it.
+_HEADER_LINE = re.compile(rb"[\x21-\x39\x3b-\x7e]+:|[ \t]")
+
+
+class _NotSure(Exception):
+    """The quick reader leaves this message to the email parser."""
+
+
+def _fast_payload(raw: bytes, key: str) -> bytes | None:
+    if not key.startswith("part") or not key[4:].isdigit():
+        return None
+    try:
+        found = _find_part(raw, 0, len(raw), int(key[4:]), [0])
+    except (_NotSure, ValueError, LookupError, email.errors.MessageError):
+        return None
+    if found is None:
+        return None
+    headers, start, end = found
+    if headers.get("content-transfer-encoding", "").strip().lower() != "base64":
+        return None
+    # Like the email parser's decoding: line breaks and other characters outside the
+    # alphabet are skipped. Where it would repair missing padding, a2b raises: its turn.
+    try:
+        return binascii.a2b_base64(memoryview(raw)[start:end])
+    except binascii.Error:
+        return None
+
+
+def _header_end(raw: bytes, start: int, end: int) -> int:
+    """Offset of the body of the entity raw[start:end]: just past its first empty line."""
+    pos = start
+    while pos < end:
+        m = _EOL.search(raw, pos, end)
+        line_end = m.start() if m else end
+        if line_end == pos:  # the empty line
+            return m.end() if m else end
+        if not _HEADER_LINE.match(raw, pos, line_end):
+            raise _NotSure("not a header line")
+        if m is None:
+            return end
+        pos = m.end()
+    return end
+
+
+def _find_part(
+    raw: bytes, start: int, end: int, wanted: int, counter: list[int]
+) -> tuple[Message, int, int] | None:
+    """(headers, body start, body end) of part ``wanted`` inside raw[start:end], an entity
+    numbered counter[0]; None when the part is not inside it."""
+    body = _header_end(raw, start, end)
+    headers = HeaderParser(policy=policy.default).parsestr(
+        raw[start:body].decode("ascii", "surrogateescape")
+    )
+    index = counter[0]
+    counter[0] += 1
+    maintype = headers.get_content_maintype()
+    if maintype == "message":
+        raise _NotSure("message/* parts hold parsed messages")
+    if maintype != "multipart":
+        return (headers, body, end) if index == wanted else None
+    if index == wanted:
+        raise _NotSure("a multipart is not an attachment")
+    boundary = headers.get_boundary()
+    if not boundary:
+        raise _NotSure("multipart without boundary")
+    if headers.get_content_subtype() == "digest":
+        raise _NotSure("parts of a digest are messages by default")
+    for part_start, part_end in _parts(raw, body, end, boundary.encode("ascii")):
+        found = _find_part(raw, part_start, part_end, wanted, counter)
+        if found is not None or counter[0] > wanted:
+            return found
+    return None
+
+
+def _parts(raw: bytes, start: int, end: int, boundary: bytes) -> list[tuple[int, int]]:
+    """Byte ranges of the body parts of a multipart body raw[start:end]."""
+    delimiter = b"--" + boundary
+    ranges = []
+    part_start = None
+    pos = start
+    while True:
+        at = raw.find(delimiter, pos, end)
+        if at < 0:
+            raise _NotSure("no closing delimiter")
+        pos = at + len(delimiter)
+        if at != start and raw[at - 1] not in b"\r\n":
+            continue  # not at the start of a line: content
+        after = pos
+        closing = raw.startswith(b"--", after)
+        if closing:
+            after += 2
+        while after < end and raw[after] in b" \t":
+            after += 1
+        m = _EOL.match(raw, after, end)
+        if m is None and after != end:
+            continue  # "--boundary" followed by more text: content
+        if part_start is not None and at == part_start:
+            raise _NotSure("two delimiter lines in a row")
+        line_start = at
+        if at != start:  # the line break before the delimiter is part of it
+            line_start -= 2 if raw[at - 2 : at] == b"\r\n" else 1
+        if part_start is not None:
+            ranges.append((part_start, max(part_start, line_start)))
+        if closing:
+            return ranges
+        part_start = m.end() if m else end
+        pos = part_start

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime as dt
 import gc
 import io
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
@@ -43,6 +44,7 @@ from .types import (
     Limits,
     ParsedFile,
     ParseOptions,
+    Row,
     index_to_letter,
 )
 from .workbook_guard import check_workbook
@@ -61,8 +63,16 @@ _SIGNED = frozenset("0123456789-")
 _ABSENT = 1 << 30  # column index of a field that is not mapped: always past the row's end
 
 
+Sink = Callable[[list[Row]], None]
+SINK_CHUNK = 16_384  # rows handed to a sink at a time
+
+
 def parse(
-    data: bytes, options: ParseOptions | None = None, limits: Limits | None = None
+    data: bytes,
+    options: ParseOptions | None = None,
+    limits: Limits | None = None,
+    *,
+    sink: Sink | None = None,
 ) -> ParsedFile:
     """Read one price list (one Member of an attachment) into typed rows.
 
@@ -71,6 +81,13 @@ def parse(
     the first 50 rows, maps the columns (options.columns first, then synonyms) and reads
     every row below it. Rows failing on their own go to ``errors``; a file that cannot
     be read at all raises a ParseError subclass whose message is for operators.
+
+    With a ``sink``, good rows are not kept in ``ParsedFile.rows`` (it stays empty) but
+    handed to ``sink`` in lists of about SINK_CHUNK rows, in file order, while the file
+    is read; a list is reused once the sink returns, so the sink must not keep it. A row
+    is handed over only once it is final (numbers whose separator the file had not yet
+    settled are held back until it does). ``rows_ok`` counts the good rows either way.
+    When parse() raises, rows already handed over must be discarded by the caller.
     """
     options = options or ParseOptions()
     limits = limits or Limits()
@@ -79,11 +96,11 @@ def parse(
     fmt = detect_format(data)
     if fmt in ("xlsx", "xlsm"):
         check_workbook(data, limits)
-        return _parse_workbook(data, fmt, options, limits)
+        return _parse_workbook(data, fmt, options, limits, sink)
     if fmt == "xls":
-        return _parse_workbook(data, fmt, options, limits)
+        return _parse_workbook(data, fmt, options, limits, sink)
     if fmt == "csv":
-        return _parse_text(data, options, limits)
+        return _parse_text(data, options, limits, sink)
     if fmt == "empty":
         raise EmptyFile("the file is empty")
     if fmt in ARCHIVE_FORMATS or fmt in UNSUPPORTED_ARCHIVES:
@@ -102,7 +119,9 @@ def _calamine_failure(exc: BaseException) -> ParseError:
     return CorruptFile(f"damaged workbook: {message}")
 
 
-def _parse_workbook(data: bytes, fmt: str, options: ParseOptions, limits: Limits) -> ParsedFile:
+def _parse_workbook(
+    data: bytes, fmt: str, options: ParseOptions, limits: Limits, sink: Sink | None
+) -> ParsedFile:
     from python_calamine import CalamineWorkbook
 
     try:
@@ -120,7 +139,7 @@ def _parse_workbook(data: bytes, fmt: str, options: ParseOptions, limits: Limits
     # iter_rows() starts at the sheet's first row (leading empty rows included) but at
     # its first used column: cell j of a row is column start[1] + j.
     table = _Table(rows, typed=True, col_offset=start[1], merged=merged)
-    result = _read(table, options, limits, fmt)
+    result = _read(table, options, limits, fmt, sink)
     result.sheet = sheet.name
     return result
 
@@ -158,22 +177,47 @@ def _visible(meta) -> bool:
 # --- text tables --------------------------------------------------------------------
 
 
-def _parse_text(data: bytes, options: ParseOptions, limits: Limits) -> ParsedFile:
+def _parse_text(
+    data: bytes, options: ParseOptions, limits: Limits, sink: Sink | None
+) -> ParsedFile:
     encoding = detect_encoding(data)
     delimiter = detect_delimiter(
         data[:SAMPLE].decode(encoding, "replace"), complete=len(data) <= SAMPLE
     )
+    if sink is not None and encoding.startswith("utf-8"):
+        # Rows handed to a sink cannot be taken back: make sure the whole file is UTF-8
+        # before reading it as such.
+        if not _all_utf8(data):
+            encoding = guess_cyrillic(data[: SAMPLE * 16])
     try:
-        return _parse_stream(data, encoding, delimiter, options, limits)
+        return _parse_stream(data, encoding, delimiter, options, limits, sink)
     except UnicodeDecodeError:
         # The first 64 KB looked like UTF-8 and a later line is not: a Cyrillic file
         # with an English head. Read it again as such.
         encoding = guess_cyrillic(data[: SAMPLE * 16])
-        return _parse_stream(data, encoding, delimiter, options, limits)
+        return _parse_stream(data, encoding, delimiter, options, limits, sink)
+
+
+def _all_utf8(data: bytes) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    step = 1 << 20
+    try:
+        for start in range(0, len(view), step):
+            decoder.decode(view[start : start + step])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _parse_stream(
-    data: bytes, encoding: str, delimiter: str, options: ParseOptions, limits: Limits
+    data: bytes,
+    encoding: str,
+    delimiter: str,
+    options: ParseOptions,
+    limits: Limits,
+    sink: Sink | None,
 ) -> ParsedFile:
     # Decoded a chunk at a time: a whole-file str (and StringIO's UCS-4 copy of it)
     # would cost five times the file's size in memory.
@@ -181,7 +225,7 @@ def _parse_stream(
     stream = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=errors, newline="")
     reader = csv.reader(stream, delimiter=delimiter)
     try:
-        result = _read(_Table(reader, typed=False), options, limits, "csv")
+        result = _read(_Table(reader, typed=False), options, limits, "csv", sink)
     except csv.Error as exc:
         raise CorruptFile(f"malformed text table at line {reader.line_num}: {exc}") from None
     result.encoding = encoding
@@ -248,7 +292,9 @@ def _head_texts(table: _Table, head: list[list]) -> list[list[str]]:
     return texts
 
 
-def _read(table: _Table, options: ParseOptions, limits: Limits, fmt: str) -> ParsedFile:
+def _read(
+    table: _Table, options: ParseOptions, limits: Limits, fmt: str, sink: Sink | None = None
+) -> ParsedFile:
     head = table.head(SCAN_ROWS + 1)
     if not head:
         raise EmptyFile("the file holds no rows")
@@ -272,6 +318,7 @@ def _read(table: _Table, options: ParseOptions, limits: Limits, fmt: str) -> Par
         currency=header_currency or options.default_currency.strip(),
         limits=limits,
         num=num,
+        sink=sink,
     )
     first = header.row + 1
     if header.row < 0:  # no header: data starts at the first row with a number as price
@@ -284,9 +331,14 @@ def _read(table: _Table, options: ParseOptions, limits: Limits, fmt: str) -> Par
         else:
             _rows_text(rest, first + 1, ctx)
     ctx.fix_ambiguous()
+    ok = ctx.sent + len(ctx.rows)
+    if sink is not None and ctx.rows:
+        sink(ctx.rows)
+        ctx.rows = []
     return ParsedFile(
         format=fmt,
         rows=ctx.rows,
+        rows_ok=ok,
         errors=ctx.errors,
         rows_total=ctx.total,
         header_row=header.row + 1 if header.row >= 0 else 0,
@@ -312,7 +364,7 @@ def _gc_paused() -> Iterator[None]:
 class _Context:
     """Accumulates the rows of one file."""
 
-    def __init__(self, *, columns, header_norm, currency, limits, num) -> None:
+    def __init__(self, *, columns, header_norm, currency, limits, num, sink=None) -> None:
         self.columns = columns
         self.header_norm = header_norm
         self.currency = currency
@@ -323,6 +375,36 @@ class _Context:
         self.total = 0
         self.skipped = 0
         self.ambiguous: list[tuple[int, object, object]] = []
+        # Text tables: quantity and currency cells already read (shared by both paths).
+        self.qcache: dict[str, Decimal | None] = {}
+        self.ccache: dict[str, str] = {}
+        self.sink = sink
+        self.sent = 0  # rows handed to the sink
+        # The hot loops call flush() when the row list reaches this length.
+        self.flush_at = SINK_CHUNK if sink is not None else 1 << 62
+
+    def flush(self) -> None:
+        """Hands the final rows to the sink and empties the row list (in place: the hot
+        loops hold its append method)."""
+        rows = self.rows
+        if self.ambiguous:
+            if self.num.decimal is not None:
+                self.fix_ambiguous()
+                self.ambiguous = []
+            else:
+                # Rows from the first undecided one on wait for the file to decide.
+                cut = self.ambiguous[0][0]
+                if cut:
+                    self.sink(rows[:cut])
+                    del rows[:cut]
+                    self.sent += cut
+                    self.ambiguous = [(i - cut, p, q) for i, p, q in self.ambiguous]
+                self.flush_at = len(rows) + SINK_CHUNK
+                return
+        self.sink(rows)
+        self.sent += len(rows)
+        rows.clear()
+        self.flush_at = SINK_CHUNK
 
     def error(self, row_number: int, reason: str) -> None:
         if len(self.errors) < self.limits.max_errors:
@@ -358,8 +440,112 @@ def _first_priced_row(texts: list[list[str]], price_col: int) -> int:
     return 0
 
 
+TEXT_CHUNK = 2048  # rows a text table is read in, column by column where possible
+_SEP = "\x00"
+# Prices the row loop's fast path takes (ASCII, a digit or "-" first, a digit last),
+# joined by _SEP: a whole column is checked by one match.
+_PLAIN_PRICES = re.compile(r"(?:[0-9]|[-0-9][^\x00]*[0-9])(?:\x00(?:[0-9]|[-0-9][^\x00]*[0-9]))*")
+
+
 def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> None:
-    """The hot loop for text tables: every cell is a str. Rows as wide as the mapped
+    """Text-table rows, TEXT_CHUNK at a time: a chunk in which every row is as wide as
+    the mapped columns and has a SKU and a plain price, once the file has settled its
+    decimal separator (nearly every chunk of a real price list), is converted a column
+    at a time by C-level map/zip calls; any other chunk goes through the row loop. Both
+    give the same rows: the column path applies the row loop's fast-path rules to every
+    value and gives the chunk back to the row loop when one does not fit."""
+    rows = iter(rows)
+    rn = row_number - 1
+    while chunk := list(islice(rows, TEXT_CHUNK)):
+        if not _text_columns(chunk, rn, ctx):
+            _text_rows(chunk, rn + 1, ctx)
+        rn += len(chunk)
+
+
+def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
+    """Converts a chunk column by column; False (nothing done) when it does not fit."""
+    sep = ctx.num.decimal
+    if sep is None:
+        return False
+    si, ni, pi, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
+    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
+    if min(map(len, chunk)) <= max(picks):
+        return False
+    n = len(chunk)
+    skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
+    skus = list(map(str.strip, skus))
+    prices = list(map(str.strip, prices))
+    if not all(skus) or not all(prices):
+        return False
+    joined = _SEP.join(prices)
+    other = "." if sep == "," else ","
+    if (
+        not joined.isascii()
+        or other in joined
+        or joined.count(_SEP) != n - 1
+        or not _PLAIN_PRICES.fullmatch(joined)
+    ):
+        return False
+    joined = joined.replace(" ", "")
+    if sep == ",":
+        joined = joined.replace(",", ".")
+    try:
+        values = list(map(Decimal, joined.split(_SEP)))
+    except InvalidOperation:
+        return False
+    total = ctx.total + n
+    if total > ctx.limits.max_rows:
+        return False  # the row loop raises at the row that is one too many
+    if has_qty:
+        qcache = ctx.qcache
+        qs = list(map(str.strip, quantities))
+        # Set arithmetic finds the cells not read yet ("x in list" would compare
+        # Decimals with a sentinel, through numbers.Rational's slow isinstance).
+        missing = set(qs).difference(qcache)
+        lookup = qcache
+        if missing:
+            quantity = ctx.num.quantity
+            lookup = dict(qcache)
+            for q in missing:
+                lookup[q] = qty = quantity(q) if q else None
+                if "," not in q and "." not in q and len(qcache) < 4096:
+                    qcache[q] = qty
+        qtys = list(map(lookup.__getitem__, qs))
+    else:
+        qtys = repeat(None)
+    if has_currency:
+        ccache = ctx.ccache
+        curs = list(map(ccache.get, currencies, repeat(None)))
+        if None in curs:
+            default = ctx.currency
+            for i, c in enumerate(currencies):
+                if curs[i] is None:
+                    curs[i] = cur = (normalise_currency(c) or default) if c else default
+                    if len(ccache) < 1024:
+                        ccache[c] = cur
+    else:
+        curs = repeat(ctx.currency)
+    out = ctx.rows
+    out.extend(
+        zip(
+            range(rn + 1, rn + n + 1),
+            skus,
+            map(str.strip, names) if has_name else repeat(""),
+            values,
+            curs,
+            qtys,
+            strict=False,  # repeat() stands in for absent columns
+        )
+    )
+    ctx.total = total
+    if len(out) >= ctx.flush_at:
+        ctx.flush()
+    return True
+
+
+def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> None:
+    """The row loop for text tables: every cell is a str. Rows as wide as the mapped
     columns (nearly all) take one itemgetter call; absent fields read column sku and
     are blanked."""
     si, ni, pi, ci, qi = ctx.columns
@@ -374,8 +560,8 @@ def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
     quantity = num.quantity
     default_currency = ctx.currency
     max_rows = ctx.limits.max_rows
-    qcache: dict[str, Decimal | None] = {}
-    ccache: dict[str, str] = {}
+    qcache = ctx.qcache
+    ccache = ctx.ccache
     sep = num.decimal
     other = "." if sep == "," else ","
     digits, signed, decimal, invalid = _DIGITS, _SIGNED, Decimal, InvalidOperation
@@ -449,6 +635,8 @@ def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
             ctx.ambiguous.append((len(out), p, q))
             num.pending = False
         append((rn, sku, name.strip() if has_name else "", price, currency, qty))
+        if len(out) >= ctx.flush_at:
+            ctx.flush()
     ctx.total = total
 
 
@@ -474,7 +662,8 @@ def _incomplete_row(row: list, sku: str, price: str, ctx: _Context) -> str | Non
 def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
     """The loop for workbooks: cells are str, float, int, bool, date/time or ""."""
     si, ni, pi, ci, qi = ctx.columns
-    append = ctx.rows.append
+    out = ctx.rows
+    append = out.append
     num = ctx.num
     read = num.read
     default_currency = ctx.currency
@@ -548,11 +737,13 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
                     ccache[c] = currency
         if num.pending:
             ctx.ambiguous.append(
-                (len(ctx.rows), p_text if t is str else None, q.strip() if type(q) is str else None)
+                (len(out), p_text if t is str else None, q.strip() if type(q) is str else None)
             )
             num.pending = False
         v = row[ni] if ni < n else ""
         append((rn, sku, v.strip() if type(v) is str else cell_text(v), price, currency, qty))
+        if len(out) >= ctx.flush_at:
+            ctx.flush()
     ctx.total = total
 
 

@@ -144,7 +144,8 @@ class ParsedFile:
 
     ``rows`` are tuples ``(row_number, sku, name, price, currency, quantity)``;
     ``errors`` are ``(row_number, reason)`` for rows that look like data but fail, at most
-    Limits.max_errors of them (``rows_failed`` counts them all); ``rows_total`` counts data
+    Limits.max_errors of them (``rows_failed`` counts them all); ``rows_ok`` counts the
+    good rows (``rows`` is empty when parse() handed them to a sink); ``rows_total`` counts data
     rows (ok + failed); ``skipped_rows`` counts empty, section-title and repeated-header
     rows. ``header_row`` is 1-based; 0 when every required column was given as a letter
     and the file has no recognisable header.
@@ -160,7 +161,13 @@ class ParsedFile:
     encoding: str | None = None
     delimiter: str | None = None
     skipped_rows: int = 0
+    # Good rows; equal to len(rows) unless parse() handed them to a sink.
+    rows_ok: int = -1
+
+    def __post_init__(self) -> None:
+        if self.rows_ok < 0:
+            self.rows_ok = len(self.rows)
 
     @property
     def rows_failed(self) -> int:
-        return self.rows_total - len(self.rows)
+        return self.rows_total - self.rows_ok

@@ -1,0 +1,72 @@
+"""Text tables read a column at a time give exactly the rows the row loop gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, reader
+
+LINES = [
+    "A-1;Кабель ВВГ 3х2,5;1 234,50;10;RUB",
+    "A-2; Розетка ;99,90;;руб.",
+    "A-3;Выключатель;12,5;5 шт.;$",
+    "A-4;Лампа;1,234;в наличии;",
+    "A-5;Щит;-7;0;EUR",
+    "A-6;Провод;1 000;12,5;usd",
+    "",
+    "Кабели и провода;;;;",
+    "A-7;Автомат;по запросу;1;RUB",
+    ";Без артикула;15,00;1;RUB",
+    "Артикул;Наименование;Цена;Остаток;Валюта",
+    "A-8;Тройник;1.234,56;3;RUB",
+    "A-9;Удлинитель;1 234 руб;2;",
+    "A-10;Коробка;7,25;2",
+    "A-11;Гофра;3,10;4;RUB;лишняя колонка",
+]
+
+
+def _both(data: bytes, options: ParseOptions | None = None, chunk: int = 3):
+    by_rows = parse(data, options)
+    original = reader.TEXT_CHUNK
+    reader.TEXT_CHUNK = chunk
+    try:
+        by_columns = parse(data, options)
+    finally:
+        reader.TEXT_CHUNK = original
+    return by_rows, by_columns
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 4096])
+@pytest.mark.parametrize("number_format", ["auto", "comma", "dot"])
+def test_column_path_gives_the_row_loops_rows_errors_and_counts(chunk, number_format):
+    head = "Прайс;;;;\nАртикул;Наименование;Цена;Остаток;Валюта\n"
+    plain = "".join(f"B-{i};Товар {i};{i} {i:03d},{i % 100:02d};{i % 7};RUB\n" for i in range(40))
+    data = (head + plain + "\n".join(LINES) + "\n" + plain.replace("B-", "C-")).encode()
+    options = ParseOptions(number_format=number_format, default_currency="KZT")
+    by_rows, by_columns = _both(data, options, chunk)
+    assert by_columns.rows == by_rows.rows
+    assert by_columns.errors == by_rows.errors
+    assert (by_columns.rows_total, by_columns.rows_ok, by_columns.skipped_rows) == (
+        by_rows.rows_total,
+        by_rows.rows_ok,
+        by_rows.skipped_rows,
+    )
+
+
+def test_files_without_name_quantity_or_currency_columns_read_alike():
+    data = ("Артикул;Цена\n" + "".join(f"A-{i};{i},{i % 10}0\n" for i in range(50))).encode()
+    by_rows, by_columns = _both(data, ParseOptions(default_currency="RUB"))
+    assert by_columns.rows == by_rows.rows
+    assert by_columns.rows[-1] == (51, "A-49", "", by_rows.rows[-1][3], "RUB", None)
+
+
+def test_the_row_cap_is_met_at_the_same_row():
+    data = ("Артикул;Цена\n1;1,5\n" + "".join(f"A-{i};{i},50\n" for i in range(30))).encode()
+    original = reader.TEXT_CHUNK
+    reader.TEXT_CHUNK = 4
+    try:
+        with pytest.raises(TooManyRows):
+            parse(data, limits=Limits(max_rows=20))
+    finally:
+        reader.TEXT_CHUNK = original
+    assert parse(data, limits=Limits(max_rows=31)).rows_ok == 31

@@ -1,0 +1,168 @@
+"""Rows stream into PostgreSQL while the file is read: all or nothing all the same."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from mailboxes.mime import attachment_payload
+from outbox.models import OutboxEvent
+from pricefeed import services
+from pricefeed.devservers.samples import (
+    price_list_csv,
+    price_list_xlsx,
+    price_rows,
+    supplier_email,
+)
+from pricefeed.models import PriceImport, PriceItem
+from pricefeed.parsing import reader
+from tests.pricefeed.pipeline import ROWS, receive, run_all
+
+Status = PriceImport.Status
+
+pytestmark = pytest.mark.usefixtures("no_queue")
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Rows reach the database a few at a time, long before the file is read."""
+    monkeypatch.setattr(reader, "SINK_CHUNK", 2)
+
+
+def _csv(lines: list[str]) -> bytes:
+    return ("Артикул;Наименование;Цена\r\n" + "".join(lines)).encode()
+
+
+def test_a_refusal_after_rows_were_streamed_leaves_no_rows_and_the_reason(
+    mailbox, config, settings, small_chunks
+):
+    settings.PRICEFEED_PARSE_MAX_ROWS = 5
+    csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(12)])
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.FAILED
+    assert "more than 5 data rows" in price_import.last_error
+    assert not PriceItem.objects.exists()
+    assert OutboxEvent.objects.filter(aggregate_id=str(price_import.pk)).count() == 1
+
+
+def test_too_many_bad_rows_fail_the_import_after_streaming_and_keep_the_counts(
+    mailbox, config, small_chunks
+):
+    config.max_bad_rows_percent = 10
+    config.save()
+    csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(8)] + ["B-1;Болт;?\r\n"] * 2)
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.FAILED
+    assert (price_import.rows_ok, price_import.rows_failed) == (0, 2)
+    assert "over the limit of 10%" in price_import.last_error
+    assert not PriceItem.objects.exists()
+
+
+def test_failed_rows_beyond_the_kept_errors_still_count_against_the_threshold(
+    mailbox, config, settings
+):
+    # 30 of 100 rows fail but only 10 errors are kept: 30% is over the 20% limit.
+    settings.PRICEFEED_PARSE_MAX_ERRORS = 10
+    config.max_bad_rows_percent = 20
+    config.save()
+    csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(70)] + ["B-1;Болт;?\r\n"] * 30)
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.FAILED
+    assert price_import.rows_failed == 30
+    assert len(price_import.errors) == 10
+    assert price_import.parse_info["errors_total"] == 30
+
+
+def test_streamed_rows_are_stored_exactly_with_a_late_decided_separator(
+    mailbox, config, small_chunks
+):
+    # "1,234" is undecided until "1 234,50" shows a decimal comma; tabs and backslashes
+    # in text and a missing quantity go through COPY's escaping.
+    csv = (
+        "Артикул;Наименование;Цена;Остаток\r\n"
+        "A-1;Болт;1,234;\r\nA-2;Гайка\tМ8;1,234;5\r\nA\\3;Шайба \\ 8;1 234,50;7\r\n"
+    ).encode("cp1251")
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+    items = PriceItem.objects.filter(price_import=price_import).order_by("row_number")
+    assert [(i.sku, i.name, i.price, i.quantity) for i in items] == [
+        ("A-1", "Болт", Decimal("1.234"), None),
+        ("A-2", "Гайка\tМ8", Decimal("1.234"), Decimal(5)),
+        ("A\\3", "Шайба \\ 8", Decimal("1234.50"), Decimal(7)),
+    ]
+
+
+def test_repeated_skus_are_noted_and_the_diff_takes_the_last_row_either_way(mailbox, config):
+    first = run_all(receive(mailbox, [("p.xlsx", price_list_xlsx(ROWS))]))[0]
+    assert first.parse_info["repeated_skus"] is False
+    repeated = [
+        ("A-1", "Болт М8", Decimal("1.00"), 1),
+        ("A-1", "Болт М8", Decimal("1234.50"), 1),  # the last A-1 counts: unchanged
+        ("A-2", "Гайка М8", Decimal("2.00"), 0),  # changed
+    ]
+    second = run_all(receive(mailbox, [("p.xlsx", price_list_xlsx(repeated))]))[0]
+    assert second.parse_info["repeated_skus"] is True
+    assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (0, 1, 1)
+    third = run_all(receive(mailbox, [("p.xlsx", price_list_xlsx(ROWS))]))[0]
+    # Against an import with a repeated SKU: its last A-1 row and A-2 at 2.00.
+    assert (third.diff["added"], third.diff["removed"], third.diff["changed"]) == (1, 0, 1)
+    assert third.diff["changed_sample"] == [{"sku": "A-2", "old": "2", "new": "1.15"}]
+
+
+def test_diff_counts_are_exact_beyond_the_samples(mailbox, config):
+    many = price_rows(120)
+    (first,) = run_all(receive(mailbox, [("p.csv", price_list_csv(many))]))
+    assert first.status == Status.SUCCEEDED, first.last_error
+    changed = [(sku, name, price + 1, qty) for sku, name, price, qty in many[:70]]
+    (second,) = run_all(receive(mailbox, [("p.csv", price_list_csv(changed))]))
+    assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (0, 50, 70)
+    assert len(second.diff["removed_sample"]) == services.DIFF_SAMPLE
+    assert len(second.diff["changed_sample"]) == services.DIFF_SAMPLE
+
+
+def test_an_import_reads_its_attachment_again_through_the_email_parser_if_the_digest_differs(
+    mailbox, config, monkeypatch
+):
+    message = receive(mailbox, [("p.csv", price_list_csv(ROWS))])
+    (price_import,) = message.imports.all()
+    calls = []
+
+    def wrong_part(raw, key, *, quick=True):
+        calls.append(quick)
+        return b"not this part" if quick else attachment_payload(raw, key, quick=False)
+
+    monkeypatch.setattr("mailboxes.mime.attachment_payload", wrong_part)
+    services.price_import_run(import_id=price_import.pk, worker="w")
+    price_import.refresh_from_db()
+    assert calls == [True, False]
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+    assert price_import.rows_ok == 3
+
+
+def test_the_quick_attachment_reader_agrees_with_the_email_parser():
+    from email import policy
+    from email.message import EmailMessage
+    from email.parser import BytesParser
+
+    data = bytes(range(256)) * 50
+    msg = EmailMessage()
+    msg["Subject"] = "x"
+    msg.set_content("hi")
+    msg.add_alternative("<b>hi</b>", subtype="html")
+    msg.add_attachment(data, maintype="application", subtype="octet-stream", filename="a.bin")
+    inner = EmailMessage()
+    inner.set_content("forwarded")
+    inner.add_attachment(b"zz", maintype="text", subtype="csv", filename="z.csv")
+    msg.add_attachment(inner)
+    msg.add_attachment(data[:99], maintype="application", subtype="octet-stream", filename="b")
+    plain = msg.as_bytes()
+    for raw in (
+        plain,
+        plain.replace(b"\n", b"\r\n"),
+        supplier_email(attachments=[("p.csv", data), ("q.xlsx", data[::-1])]),
+    ):
+        parts = list(BytesParser(policy=policy.default).parsebytes(raw).walk())
+        for index, part in enumerate(parts):
+            expected = part.get_payload(decode=True) or b""
+            assert attachment_payload(raw, f"part{index}") == expected, index

@@ -215,9 +215,11 @@ class MailboxListener(threading.Thread):
                     try:
                         with self.db():
                             services.mailbox_report_error(mailbox_id=self.mailbox_id, error=error)
-                    except Exception:
-                        logger.exception(
-                            "cannot record mailbox error mailbox=%s", self.mailbox_name
+                    except Exception as exc:
+                        logger.warning(
+                            "cannot record the error of mailbox=%s: %s",
+                            self.mailbox_name,
+                            first_line(exc),
                         )
                     self._sleep(delay)
                 finally:
@@ -424,6 +426,7 @@ class Supervisor:
         # see each other before they share out the mailboxes.
         next_beat, next_reconcile, next_sweep = now + self.beat, now + min(self.beat, poll), now
         woken = False
+        failures, last_error = 0, ""
         try:
             while not self.stop.is_set():
                 now = time.monotonic()
@@ -440,9 +443,22 @@ class Supervisor:
                         services.messages_sweep()
                         price_imports_sweep()
                         leases.heartbeats_prune(older_than=HEARTBEAT_FORGET_AFTER)
-                except Exception:
-                    logger.exception("supervisor step failed instance=%s", self.instance_id)
+                    if failures:
+                        logger.info("supervisor recovered after %s failed step(s)", failures)
+                    failures, last_error = 0, ""
+                except Exception as exc:
                     connection.close()
+                    failures += 1
+                    # Every step is retried at its own pace (heartbeats keep trying to
+                    # win the leases back); one ERROR per distinct problem.
+                    error = f"{type(exc).__name__}: {first_line(exc)}"
+                    if error != last_error:
+                        logger.exception("supervisor step failed instance=%s", self.instance_id)
+                    else:
+                        logger.info("supervisor step failed again (%s): %s", failures, error)
+                    last_error = error
+                    next_reconcile = max(next_reconcile, now + poll)
+                    next_sweep = max(next_sweep, now + poll)
                 self._expire()
                 self._reap()
                 self._write_status()
@@ -582,8 +598,12 @@ class Supervisor:
                 # Conditional on our owner and token: a no-op if someone took it over.
                 try:
                     leases.lease_release(lease=listener.lease)
-                except Exception:
-                    logger.exception("release failed mailbox=%s", listener.mailbox_name)
+                except Exception as exc:
+                    logger.warning(
+                        "cannot release the lease of mailbox=%s (%s); it expires by itself",
+                        listener.mailbox_name,
+                        first_line(exc),
+                    )
 
     def shutdown(self) -> None:
         """Stops intake, lets in-flight batches finish within the grace period (renewing
@@ -591,8 +611,8 @@ class Supervisor:
         logger.info("listen_mail stopping instance=%s", self.instance_id)
         try:
             leases.heartbeat(instance_id=self.instance_id, stopping=True)
-        except Exception:
-            logger.exception("cannot mark heartbeat stopping")
+        except Exception as exc:
+            logger.warning("cannot mark the heartbeat stopping: %s", first_line(exc))
         for listener in self.listeners.values():
             listener.stop(release=True)
         deadline = time.monotonic() + settings.PRICEFEED_SHUTDOWN_GRACE
@@ -603,9 +623,10 @@ class Supervisor:
                     next_beat = time.monotonic() + self.beat
                     self._renew()
                 self._reap()
-            except Exception:
-                logger.exception("shutdown step failed instance=%s", self.instance_id)
+            except Exception as exc:
+                logger.warning("shutdown step failed: %s", first_line(exc))
                 connection.close()
+                time.sleep(0.5)
             time.sleep(0.02)
         if self.listeners:
             # Their leases expire by themselves; what they write meanwhile is fenced.
@@ -656,6 +677,11 @@ class Supervisor:
             f.write(body)
         os.replace(tmp, self.status_file)
         self._status, self._status_written = body, now_mono
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def lease_margin(ttl: float, beat: float) -> float:

@@ -31,14 +31,19 @@ def notify_on_commit(channel: str, payload: str = "") -> None:
 class NotifyListener:
     """A connection of its own, LISTENing on some channels (PostgreSQL only)."""
 
+    # After a failure, connecting again is tried at most this often (seconds).
+    RETRY = 5.0
+
     def __init__(self, *channels: str) -> None:
         self.channels = channels
         self.conn: psycopg.Connection | None = None
         self.enabled = connection.vendor == "postgresql"
+        self._next_try = 0.0
+        self._failing = False
         self._connect()
 
     def _connect(self) -> None:
-        if not self.enabled or self.conn is not None:
+        if not self.enabled or self.conn is not None or time.monotonic() < self._next_try:
             return
         params = connection.get_connection_params()
         params.pop("cursor_factory", None)
@@ -48,9 +53,15 @@ class NotifyListener:
             for channel in self.channels:
                 conn.execute(f'LISTEN "{channel}"')
         except psycopg.Error as exc:
-            # The caller polls anyway; the next wait tries again.
-            logger.warning("cannot LISTEN (%s); polling until it works", exc)
+            # The caller polls anyway; say so once, not at every retry.
+            if not self._failing:
+                logger.warning("cannot LISTEN (%s); polling until it works", _first_line(exc))
+            self._failing = True
+            self._next_try = time.monotonic() + self.RETRY
             return
+        if self._failing:
+            logger.info("LISTEN connection back")
+        self._failing = False
         self.conn = conn
 
     def wait(self, timeout: float, stop: threading.Event) -> bool:
@@ -72,7 +83,11 @@ class NotifyListener:
                 for _ in self.conn.notifies(timeout=min(left, 1.0), stop_after=1):
                     return True
             except psycopg.Error as exc:
-                logger.warning("LISTEN connection lost (%s); polling until it is back", exc)
+                logger.warning(
+                    "LISTEN connection lost (%s); polling until it is back", _first_line(exc)
+                )
+                self._failing = True
+                self._next_try = time.monotonic() + self.RETRY
                 self.close()
                 stop.wait(max(0.0, deadline - time.monotonic()))
                 return False
@@ -84,3 +99,7 @@ class NotifyListener:
                 self.conn.close()
             finally:
                 self.conn = None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -110,6 +110,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+else:
+    # A database behind a dead network must fail a connect, and a connection whose peer
+    # vanished must be noticed, in seconds: listeners stop before their leases expire
+    # anyway, but the supervisor should get on with its retries.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "connect_timeout": env.int("PRICEFEED_DB_CONNECT_TIMEOUT", default=10),
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -10,7 +12,15 @@ from django.db import connection
 from pricefeed.devservers.processes import ManagedProcess, wait_until
 from pricefeed.devservers.samples import supplier_email
 
-__all__ = ["FAST_ENV", "ROOT", "ManagedProcess", "database_url", "price_email", "wait_until"]
+__all__ = [
+    "FAST_ENV",
+    "ROOT",
+    "ManagedProcess",
+    "TcpProxy",
+    "database_url",
+    "price_email",
+    "wait_until",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +59,74 @@ def price_email(
 ) -> bytes:
     """A supplier message from acme.test with a small CSV price list."""
     return supplier_email(attachments=attachments, **fields)
+
+
+class TcpProxy:
+    """Forwards a local port to ``target``; ``cut()`` drops every connection and refuses
+    new ones (a network partition), ``restore()`` lets them through again."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.open = True
+        self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if not self.open:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self.pairs.append((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                _shut(s)
+
+    def cut(self) -> None:
+        self.open = False
+        with self._lock:
+            pairs, self.pairs = self.pairs, []
+        for pair in pairs:
+            for s in pair:
+                _shut(s)
+                s.close()
+
+    def restore(self) -> None:
+        self.open = True
+
+    def close(self) -> None:
+        self.cut()
+        self.server.close()
+        with self._lock:
+            for pair in self.pairs:
+                for s in pair:
+                    s.close()
+
+
+def _shut(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.db import connection
 
 from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
 from pricefeed.devservers import ImapAppender
@@ -21,7 +22,7 @@ from pricefeed.devservers.listeners import ListenerProcess, OverlapSampler
 from tests.mailboxes.factories import price_mail
 
 from .conftest import REQUIRE_DOVECOT, require_dovecot
-from .support import FAST_ENV, database_url, wait_until
+from .support import FAST_ENV, TcpProxy, database_url, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -381,3 +382,49 @@ def _rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+def test_an_instance_cut_off_from_the_database_stops_before_its_leases_expire(cluster):
+    s = connection.settings_dict
+    proxy = TcpProxy((s["HOST"] or "127.0.0.1", int(s["PORT"] or 5432)))
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    try:
+        cut = cluster.listener(
+            "cut", DATABASE_URL=f"postgres://{auth}@127.0.0.1:{proxy.port}/{s['NAME']}"
+        )
+        other = cluster.listener("other")
+        everything = {m.pk for m in cluster.mailboxes}
+        wait_until(
+            lambda: (
+                cut.listening() | other.listening() == everything
+                and cut.listening()
+                and other.listening()
+            ),
+            30,
+            "both listening",
+            on_timeout=cluster.logs,
+        )
+        sampler = OverlapSampler([cut, other], lease_rows).start()
+        stranded = cut.listening()
+
+        proxy.cut()  # the network between "cut" and the database goes down
+
+        wait_until(
+            lambda: other.listening() == everything,
+            4 * TTL,
+            "the other instance took everything over",
+            on_timeout=cluster.logs,
+        )
+        # Each of its listeners stopped on its own, its lease not renewed in time.
+        names = {m.pk: m.name for m in cluster.mailboxes}
+        stops = [line for line in cut.log().splitlines() if "not renewed" in line]
+        for mailbox_id in stranded:
+            assert any(f"mailbox={names[mailbox_id]} " in line for line in stops), stops
+
+        proxy.restore()
+        wait_until(lambda: cut.listening(), 30, "cut rejoins", on_timeout=cluster.logs)
+        sampler.stop()
+        assert not sampler.overlaps(), sampler.overlaps()
+        assert sampler.samples > 50
+    finally:
+        proxy.close()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.db.models.functions import Now
 
@@ -78,10 +80,75 @@ def _wake_dispatchers() -> None:
             cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
 
 
+_TABLE = OutboxEvent._meta.db_table
+
+# The claim (PostgreSQL). The CTE reads the partial index ``outbox_new_due`` in
+# (next_attempt_at, id) order and stops after ``limit`` rows it could lock; the UPDATE
+# finds them again by primary key, given as an array: ``UPDATE … FROM due WHERE id =
+# due.id`` let the planner pick a hash join over a sequential scan of the whole table
+# while it was small (11k rows: 2 ms of the 7), and a nested loop only once it was big.
+# Nothing in the statement reads more than ``limit`` rows, whatever the SENT rows.
+DUE_SQL = f"""
+    SELECT id FROM {_TABLE}
+    WHERE status = 'NEW' AND next_attempt_at <= statement_timestamp()
+    ORDER BY next_attempt_at, id
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+"""
+CLAIM_SQL = f"""
+    WITH due AS ({DUE_SQL})
+    UPDATE {_TABLE} AS event
+    SET status = 'PROCESSING', claimed_by = %s, claimed_at = statement_timestamp(),
+        attempts = event.attempts + 1
+    WHERE event.id = ANY(ARRAY(SELECT id FROM due))
+    RETURNING event.id
+"""
+
+MARK_SENT_SQL = f"""
+    UPDATE {_TABLE}
+    SET status = 'SENT', sent_at = statement_timestamp(), finished_at = statement_timestamp(),
+        claimed_by = '', claimed_at = NULL, last_error = ''
+    WHERE id = ANY(%s::uuid[]) AND status = 'PROCESSING' AND claimed_by = %s
+"""
+
+# What a handler gets of an event: everything it may read, not the bookkeeping columns.
+HANDLER_FIELDS = ("id", "kind", "aggregate_type", "aggregate_id", "payload", "attempts")
+CLAIMED_SQL = f"""
+    SELECT {", ".join(HANDLER_FIELDS)} FROM {_TABLE}
+    WHERE id = ANY(%s::uuid[]) AND status = 'PROCESSING' AND claimed_by = %s
+    ORDER BY next_attempt_at, id
+"""
+
+
 def new_claim_id(dispatcher: str) -> str:
     """A name for one claim: results are recorded only by the task holding this very
     claim, never by a stale task re-delivered after the claim expired and was renewed."""
     return f"{dispatcher}/{uuid.uuid4().hex[:12]}"
+
+
+@contextmanager
+def _pg_cursor() -> Iterator[CursorWrapper]:
+    """A cursor on Django's PostgreSQL connection that binds parameters on the server.
+
+    Django's own cursors quote every parameter into the SQL text on the client; for the
+    hot statements of the dispatch path (a uuid[] of a whole batch) that quoting cost
+    more than the statement. The cursor is still Django's wrapper: execute wrappers,
+    the query log and error translation apply as usual.
+    """
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    # What connection.cursor() does before it makes its own cursor.
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = ServerBindingCursor(connection.connection)
+    wrapped = (
+        connection.make_debug_cursor(raw)
+        if connection.queries_logged
+        else connection.make_cursor(raw)
+    )
+    with wrapped as cursor:
+        yield cursor
 
 
 def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
@@ -90,24 +157,11 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     ``new_claim_id()``) when this returns."""
     if connection.vendor == "postgresql":
         # One statement: the partial index finds the due NEW rows, SKIP LOCKED steps
-        # over other dispatchers' claims, and the rows are marked in the same pass.
-        table = OutboxEvent._meta.db_table
-        sql = f"""
-            WITH due AS (
-                SELECT id FROM {table}
-                WHERE status = 'NEW' AND next_attempt_at <= statement_timestamp()
-                ORDER BY next_attempt_at, id
-                LIMIT %s
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE {table} AS event
-            SET status = 'PROCESSING', claimed_by = %s, claimed_at = statement_timestamp(),
-                attempts = event.attempts + 1
-            FROM due WHERE event.id = due.id
-            RETURNING event.id
-        """
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(sql, [limit, dispatcher])
+        # over other dispatchers' claims, and the rows are marked in the same pass. One
+        # statement is atomic on its own: outside a transaction it commits at once (its
+        # own transaction, no BEGIN/COMMIT round trips); inside one it joins it.
+        with _pg_cursor() as cursor:
+            cursor.execute(CLAIM_SQL, [limit, dispatcher])
             return [row[0] for row in cursor.fetchall()]
     with transaction.atomic():
         ids = list(
@@ -127,8 +181,15 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
 
 
 def events_mark_sent(*, event_ids: list[uuid.UUID], dispatcher: str) -> int:
+    """PROCESSING events still claimed by ``dispatcher`` → SENT, in one statement.
+    Returns how many moved; an event whose claim was taken away is left alone."""
     if not event_ids:
         return 0
+    if connection.vendor == "postgresql":
+        # One array parameter instead of an IN list of len(event_ids) placeholders.
+        with _pg_cursor() as cursor:
+            cursor.execute(MARK_SENT_SQL, [list(event_ids), dispatcher])
+            return cursor.rowcount
     return OutboxEvent.objects.filter(
         id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
     ).update(
@@ -138,6 +199,31 @@ def events_mark_sent(*, event_ids: list[uuid.UUID], dispatcher: str) -> int:
         claimed_by="",
         claimed_at=None,
         last_error="",
+    )
+
+
+def events_claimed(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> list[OutboxEvent]:
+    """The events of a claim that are still PROCESSING under it, in claim order, with the
+    fields handlers read (id, kind, aggregate, payload, attempts); others are deferred."""
+    event_ids = list(event_ids)
+    if connection.vendor == "postgresql":
+        with _pg_cursor() as cursor:
+            cursor.execute(CLAIMED_SQL, [event_ids, dispatcher])
+            rows = cursor.fetchall()
+        # Instances as the ORM would make them (the handlers' interface), without the
+        # ORM's per-row machinery; only the payload needs converting (jsonb text).
+        decode = OutboxEvent._meta.get_field("payload").from_db_value
+        db, conn = connection.alias, connections[connection.alias]
+        return [
+            OutboxEvent.from_db(db, HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5]))
+            for row in rows
+        ]
+    return list(
+        OutboxEvent.objects.filter(
+            id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
+        )
+        .only(*HANDLER_FIELDS)
+        .order_by("next_attempt_at", "id")
     )
 
 
@@ -172,15 +258,12 @@ def events_expire_claims() -> int:
 
 
 def events_deliver(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> dict[str, int]:
-    """Runs the handlers for a claimed batch and records each result in its own short
-    transaction. Events no longer claimed by ``dispatcher`` are left alone."""
+    """Runs the handlers for a claimed batch and records the results: the successes of
+    each kind in one UPDATE, each failure in its own short transaction. Events no longer
+    claimed by ``dispatcher`` are left alone."""
     from .handlers import handler_for
 
-    events = list(
-        OutboxEvent.objects.filter(
-            id__in=list(event_ids), status=Status.PROCESSING, claimed_by=dispatcher
-        ).order_by("next_attempt_at", "id")
-    )
+    events = events_claimed(event_ids=event_ids, dispatcher=dispatcher)
     counts = {"sent": 0, "retry": 0, "failed": 0}
     by_kind: dict[str, list[OutboxEvent]] = {}
     for event in events:

@@ -82,3 +82,50 @@ def test_results_of_a_claim_that_was_taken_away_are_not_recorded(mailbox):
     }
     event.refresh_from_db()
     assert (event.status, event.claimed_by) == (Status.PROCESSING, "new")
+
+
+def test_only_the_events_still_claimed_are_marked_sent(mailbox):
+    events = _publish(mailbox, handlers.NOOP, 3)
+    ids = services.events_claim(dispatcher="old", limit=10)
+    OutboxEvent.objects.filter(id=events[0].id).update(claimed_by="new")
+    # Marked in one statement, still conditional on the claim; ids may come as strings.
+    assert services.events_mark_sent(event_ids=[str(i) for i in ids], dispatcher="old") == 2
+    statuses = dict(OutboxEvent.objects.values_list("id", "status"))
+    assert statuses[events[0].id] == Status.PROCESSING
+    assert [statuses[e.id] for e in events[1:]] == [Status.SENT, Status.SENT]
+
+
+def test_handlers_get_the_claimed_events_in_claim_order_with_their_payloads(mailbox):
+    events = _publish(mailbox, handlers.NOOP, 3)
+    ids = services.events_claim(dispatcher="d", limit=10)
+    claimed = services.events_claimed(event_ids=reversed(ids), dispatcher="d")
+    assert [e.id for e in claimed] == [e.id for e in events]
+    assert [(e.kind, e.payload, e.attempts) for e in claimed] == [
+        (handlers.NOOP, {"n": i}, 1) for i in range(3)
+    ]
+    assert services.events_claimed(event_ids=ids, dispatcher="someone else") == []
+
+
+def test_the_claim_reads_the_partial_index_and_scans_nothing_else(mailbox):
+    """With a small table (10k SENT, 1k NEW) the planner once joined the claimed ids
+    back to the table with a hash join over a sequential scan of every row."""
+    from django.db import connection
+
+    OutboxEvent.objects.bulk_create(
+        [
+            OutboxEvent(
+                kind=handlers.NOOP,
+                aggregate_type="a",
+                aggregate_id=str(i),
+                status=Status.SENT if i < 10_000 else Status.NEW,
+            )
+            for i in range(11_000)
+        ],
+        batch_size=2000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE outbox_outboxevent")
+        cursor.execute("EXPLAIN " + services.CLAIM_SQL, [100, "d"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Index Scan using outbox_new_due" in plan, plan
+    assert "Seq Scan" not in plan, plan

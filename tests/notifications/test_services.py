@@ -1,0 +1,170 @@
+"""Sending notifications (the handler of notification.send events), in process."""
+
+from __future__ import annotations
+
+import re
+import smtplib
+
+import pytest
+from django.core import mail
+from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
+from django.db import transaction
+
+from notifications import services
+from notifications.models import Notification
+from outbox import services as outbox_services
+from outbox.models import OutboxEvent
+from pricefeed.models import PriceImport
+from tests.pricefeed.pipeline import receive, run_all
+
+pytestmark = pytest.mark.usefixtures("no_queue")
+
+
+class RejectingBackend(LocmemBackend):
+    """locmem, but refuses mail to addresses starting with "bad" like a server's 550."""
+
+    def send_messages(self, messages):
+        for message in messages:
+            if any(r.startswith("bad") for r in message.to):
+                raise smtplib.SMTPRecipientsRefused({message.to[0]: (550, b"no such user")})
+        return super().send_messages(messages)
+
+
+@pytest.fixture
+def price_import(mailbox, config):
+    (price_import,) = run_all(receive(mailbox, [("p.csv", b"sku;price\nA-1;1\nA-2;x\n")]))
+    return PriceImport.objects.select_related("config", "message").get(pk=price_import.pk)
+
+
+def _notifications(price_import, recipients):
+    notifications = Notification.objects.bulk_create(
+        [
+            Notification(price_import=price_import, recipient=r, kind=price_import.status)
+            for r in recipients
+        ]
+    )
+    with transaction.atomic():
+        for n in notifications:
+            outbox_services.publish(services.SEND_EVENT, n, {"notification_id": n.pk})
+    return notifications
+
+
+def _claimed_events():
+    """The send events, claimed (the import's own outcome event is left aside)."""
+    ids = outbox_services.events_claim(dispatcher="d", limit=1000)
+    events = outbox_services.events_claimed(event_ids=ids, dispatcher="d")
+    return [event for event in events if event.kind == services.SEND_EVENT]
+
+
+def _normalised(data: bytes) -> bytes:
+    """The same mail whatever its MIME boundary and Date."""
+    boundary = re.search(rb'boundary="([^"]+)"', data).group(1)
+    data = data.replace(boundary, b"BOUNDARY")
+    return re.sub(rb"\r\nDate: [^\r]*", b"\r\nDate: D", data)
+
+
+@pytest.mark.parametrize(
+    "recipient",
+    ["buyer@buyer.test", "Buyer.With.A.Rather.Long.Name.Of.Many.Parts@purchasing.example.test"],
+)
+def test_a_prepared_outcome_mail_is_byte_for_byte_what_django_builds(price_import, recipient):
+    (notification,) = Notification.objects.bulk_create(
+        [Notification(price_import=price_import, recipient=recipient, kind="PARTIAL")]
+    )
+    notification = Notification.objects.select_related(
+        "price_import__config", "price_import__message"
+    ).get(pk=notification.pk)
+    reference = services.build_email(notification).message().as_bytes(linesep="\r\n")
+    fast = services.OutcomeMail(notification.price_import).data(
+        recipient=recipient, message_id=services.message_id_for(notification)
+    )
+    assert _normalised(fast) == _normalised(reference)
+    assert f"\r\nTo: {recipient}\r\n".encode() in fast
+    assert f"Message-ID: {services.message_id_for(notification)}".encode() in fast
+
+
+def test_a_recipient_with_a_line_break_is_refused_and_nothing_is_sent(price_import, mailoutbox):
+    (bad,) = _notifications(price_import, ["x@buyer.test\r\nBcc: victim@example.test"])
+    (event,) = _claimed_events()
+    results = services.notifications_send([event])
+    assert "BadHeaderError" in type(results[event.id]).__name__
+    assert mailoutbox == []
+    bad.refresh_from_db()
+    assert (bad.status, bad.attempts) == (Notification.Status.PENDING, 1)
+
+
+def test_a_batch_is_sent_once_each_and_marked_sent_with_its_message_ids(
+    price_import, mailoutbox, django_assert_max_num_queries
+):
+    recipients = [f"buyer{i:02d}@buyer.test" for i in range(45)]
+    notifications = _notifications(price_import, recipients)
+    events = _claimed_events()
+    # Loading, rendering, sending and marking 45 mails: the same few statements as for one.
+    with django_assert_max_num_queries(3):
+        results = services.notifications_send(events)
+    assert results == {event.id: None for event in events}
+    assert sorted(m.to[0] for m in mailoutbox) == recipients
+    expected = {services.message_id_for(n) for n in notifications}
+    assert {m.extra_headers["Message-ID"] for m in mailoutbox} == expected
+    assert all(m.message().as_bytes().count(b"Message-ID:") == 1 for m in mailoutbox)
+    rows = Notification.objects.all()
+    assert {(n.status, n.attempts, n.last_error) for n in rows} == {
+        (Notification.Status.SENT, 1, "")
+    }
+    assert {n.message_id for n in rows} == expected
+    assert all(n.sent_at for n in rows)
+
+
+def test_a_sent_notification_is_never_sent_again(price_import, mailoutbox):
+    _notifications(price_import, ["a@buyer.test", "b@buyer.test"])
+    events = _claimed_events()
+    services.notifications_send(events)
+    assert len(mailoutbox) == 2
+    # The same events delivered again (a retried task): nothing goes out.
+    assert services.notifications_send(events) == {event.id: None for event in events}
+    assert len(mailoutbox) == 2
+    assert set(Notification.objects.values_list("attempts", flat=True)) == {1}
+
+
+def test_a_refused_mail_is_recorded_on_its_notification_and_the_others_go_out(
+    price_import, mailoutbox, settings
+):
+    settings.EMAIL_BACKEND = f"{__name__}.RejectingBackend"
+    settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS = 1
+    recipients = [f"good{i:02d}@buyer.test" for i in range(30)] + ["bad@buyer.test"]
+    _notifications(price_import, recipients)
+    events = _claimed_events()
+    results = services.notifications_send(events)
+    failed = {e.id for e in events if results[e.id] is not None}
+    assert len(failed) == 1
+    assert len(mail.outbox) == 30
+    bad = Notification.objects.get(recipient="bad@buyer.test")
+    # The last attempt: FAILED, with the server's answer.
+    assert bad.status == Notification.Status.FAILED
+    assert "550" in bad.last_error
+    assert Notification.objects.filter(status=Notification.Status.SENT).count() == 30
+
+
+def test_events_delivered_by_the_task_with_string_ids_are_sent_and_marked(price_import, mailoutbox):
+    _notifications(price_import, ["a@buyer.test", "b@buyer.test"])
+    OutboxEvent.objects.exclude(kind=services.SEND_EVENT).delete()
+    ids = outbox_services.events_claim(dispatcher="d", limit=10)
+    # django-q2 hands the ids over as strings.
+    counts = outbox_services.events_deliver(event_ids=[str(i) for i in ids], dispatcher="d")
+    assert counts == {"sent": 2, "retry": 0, "failed": 0}
+    assert len(mailoutbox) == 2
+    assert set(OutboxEvent.objects.values_list("status", flat=True)) == {OutboxEvent.Status.SENT}
+
+
+def test_a_fan_out_run_twice_gives_each_notification_one_send_event(price_import):
+    from notifications.models import Subscription
+
+    Subscription.objects.create(email="ops@buyer.test")
+    Subscription.objects.create(email="buyer@buyer.test")
+    assert services.notifications_fan_out(import_id=price_import.pk) == 2
+    # The outcome event retried after the fan-out committed: no second send event.
+    assert services.notifications_fan_out(import_id=price_import.pk) == 0
+    events = OutboxEvent.objects.filter(kind=services.SEND_EVENT)
+    assert sorted(events.values_list("aggregate_id", flat=True)) == sorted(
+        str(pk) for pk in Notification.objects.values_list("pk", flat=True)
+    )

@@ -232,7 +232,7 @@ def _smtp_connections(mails: int) -> int:
     """How many SMTP connections a batch of ``mails`` is spread over: the send path waits
     on the server's replies, so a few connections overlap those waits; a small batch
     keeps to one."""
-    most = max(1, getattr(settings, "PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS", 4))
+    most = max(1, settings.PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS)
     return max(1, min(most, mails // MAILS_PER_CONNECTION))
 
 

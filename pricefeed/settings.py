@@ -224,6 +224,11 @@ PRICEFEED_OUTBOX_CLAIM_TIMEOUT = env.float("PRICEFEED_OUTBOX_CLAIM_TIMEOUT", def
 PRICEFEED_OUTBOX_MAX_ATTEMPTS = env.int("PRICEFEED_OUTBOX_MAX_ATTEMPTS", default=8)
 PRICEFEED_OUTBOX_RETRY_BASE = env.float("PRICEFEED_OUTBOX_RETRY_BASE", default=10.0)
 PRICEFEED_OUTBOX_RETRY_MAX = env.float("PRICEFEED_OUTBOX_RETRY_MAX", default=3600.0)
+# A batch of notifications is spread over up to this many SMTP connections (at least ten
+# mails each), so that waits for the server's replies overlap.
+PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS = env.int(
+    "PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS", default=4
+)
 
 # --- django-q2 ----------------------------------------------------------------------
 # The worker count is the concurrency cap for parsing and sending.

@@ -8,50 +8,17 @@ import threading
 import time
 from dataclasses import dataclass
 
-import psycopg
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from pricefeed.faults import crash_point
+from pricefeed.pgnotify import NotifyListener
 
 from . import services
 
 logger = logging.getLogger(__name__)
 
 DELIVER_TASK = "outbox.tasks.deliver"
-
-
-class Listener:
-    """A connection of its own that LISTENs for published events (PostgreSQL only)."""
-
-    def __init__(self) -> None:
-        self.conn: psycopg.Connection | None = None
-        if connection.vendor != "postgresql":
-            return
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        self.conn = psycopg.connect(**params, autocommit=True)
-        self.conn.execute(f"LISTEN {services.CHANNEL}")
-
-    def wait(self, timeout: float, stop: threading.Event) -> None:
-        if self.conn is None:
-            stop.wait(timeout)
-            return
-        # Returns on the first notification or after the timeout; a burst of NOTIFYs is
-        # drained by the next claim, not one wake-up each. Waits in short slices so a
-        # stop signal is noticed within a second.
-        deadline = time.monotonic() + timeout
-        while not stop.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            for _ in self.conn.notifies(timeout=min(left, 1.0), stop_after=1):
-                return
-
-    def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
 
 
 @dataclass
@@ -65,7 +32,7 @@ class Dispatcher:
         batch = settings.PRICEFEED_OUTBOX_BATCH
         poll = settings.PRICEFEED_OUTBOX_POLL_INTERVAL
         next_sweep = 0.0
-        listener = Listener()
+        listener = NotifyListener(services.CHANNEL)
         logger.info("dispatch_outbox started dispatcher=%s", self.dispatcher_id)
         try:
             while not self.stop.is_set():

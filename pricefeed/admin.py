@@ -240,3 +240,8 @@ class PriceItemAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def has_delete_permission(self, request, obj=None):
+        # An import's rows are what the next import's diff compares with (and what its
+        # rows digest stands for): they go only with their import.
+        return False

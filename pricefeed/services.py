@@ -13,7 +13,8 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
-from operator import itemgetter
+from itertools import chain, islice, repeat
+from operator import itemgetter, lt
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -237,6 +238,7 @@ def _parse_and_store(price_import: PriceImport, worker: str, data: bytes, finger
                 reason,
                 fingerprint,
                 repeated_skus=writer.repeated_skus,
+                rows_digest=writer.digest,
             )
     except _Discard as discard:
         return _store(price_import, worker, discard.parsed, fingerprint)
@@ -303,9 +305,11 @@ def _finish(
     fingerprint: dict,
     *,
     repeated_skus: bool,
+    rows_digest: str | None = None,
 ) -> None:
     """Diff, counts, status and the outbox event; inside the caller's transaction, after
-    the rows are stored. ``repeated_skus`` is False only when no SKU repeats."""
+    the rows are stored. ``repeated_skus`` is False only when no SKU repeats;
+    ``rows_digest`` is _ItemWriter.digest of the stored rows, None when not known."""
     errors = [{"row": row, "error": text} for row, text in parsed.errors[:1000]]
     info = {
         "sheet": parsed.sheet,
@@ -316,9 +320,11 @@ def _finish(
         "errors_total": parsed.rows_failed,
         # The diff of the next import reads this import's rows as they are when False.
         "repeated_skus": repeated_skus,
+        # Equal digests: the same SKUs and prices as this import's, and no diff.
+        "rows_digest": rows_digest,
     }
     diff = (
-        _diff(price_import, parsed.rows_ok, repeated_skus=repeated_skus)
+        _diff(price_import, parsed.rows_ok, repeated_skus=repeated_skus, rows_digest=rows_digest)
         if status != Status.FAILED
         else {}
     )
@@ -392,27 +398,112 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
     )
 
 
-class _ItemWriter:
-    """A sink for parse(): stores rows and notes whether any SKU repeats.
+def _block_copy_text(import_id: int, block: parsing.RowBlock) -> str:
+    """A RowBlock as COPY text-format lines, joined a column at a time (a third of the
+    time of formatting row tuples). Checked as in _copy_text: made again with every
+    text escaped when some text holds a tab, newline, carriage return or backslash."""
+    text = _block_lines(import_id, block, escape=False)
+    n = len(block)
+    if (
+        text.count("\t") == 6 * n
+        and text.count("\n") == n
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        return text
+    return _block_lines(import_id, block, escape=True)
 
-    ``skus`` holds every SKU written (~80 ms per million): fewer SKUs than rows means
-    a repeated one, and the diff then reads each import's last row per SKU instead of
-    joining its rows as they are.
+
+def _block_lines(import_id: int, block: parsing.RowBlock, *, escape: bool) -> str:
+    def texts(value: list[str] | str) -> Iterable[str]:
+        if isinstance(value, str):
+            return repeat(value.translate(_COPY_ESCAPES) if escape else value)
+        return [v.translate(_COPY_ESCAPES) for v in value] if escape else value
+
+    quantities = block.quantities
+    first = block.first_row
+    columns = (
+        repeat(str(import_id)),
+        map(str, range(first, first + len(block))),
+        texts(block.skus),
+        texts(block.names),
+        block.prices,  # decimal text: nothing to escape
+        texts(block.currencies),
+        repeat(_NULL) if quantities is None else map(_NULL_TEXT.get, quantities, quantities),
+    )
+    # The lists end the lines; repeat() stands in for a value every row shares.
+    return "\n".join(map("\t".join, zip(*columns, strict=False))) + "\n"
+
+
+_SKU = itemgetter(1)
+_PRICE = itemgetter(3)
+_NULL = "\\N"
+_NULL_TEXT = {None: _NULL}
+
+
+class _ItemWriter:
+    """A sink for parse(): stores row tuples through ``write_rows`` and RowBlocks through
+    ``write_block``, and notes what the diff needs to know about them.
+
+    ``repeated_skus``: while SKUs come in strictly ascending order (a cheap comparison
+    of neighbours) none can repeat; the first one out of order turns the SKUs seen so
+    far into a set, and from then on fewer SKUs than rows means a repeated one. The
+    diff then reads each import's last row per SKU instead of its rows as they are.
+
+    ``digest``: a SHA-256 of the SKU and price sequence as stored. Two imports with the
+    same digest hold the same SKUs with the same prices in the same order, so the diff
+    between them is empty without reading a row.
     """
 
-    def __init__(self, write: Callable[[list[tuple]], None]) -> None:
-        self._write = write
+    def __init__(
+        self,
+        write_rows: Callable[[list[tuple]], None],
+        write_block: Callable[[parsing.RowBlock], None],
+    ) -> None:
+        self._write_rows = write_rows
+        self._write_block = write_block
         self.rows = 0
-        self.skus: set[str] = set()
+        self._ascending: list[list[str]] | None = []
+        self._last_sku: str | None = None
+        self._skus: set[str] = set()
+        self._sku_hash = hashlib.sha256()
+        self._price_hash = hashlib.sha256()
 
     def __call__(self, rows: list[tuple]) -> None:
-        self.rows += len(rows)
-        self.skus.update(map(itemgetter(1), rows))
-        self._write(rows)
+        if rows:
+            self._note(list(map(_SKU, rows)), list(map(str, map(_PRICE, rows))))
+        self._write_rows(rows)
+
+    def take_block(self, block: parsing.RowBlock) -> None:
+        self._note(block.skus, block.prices)
+        self._write_block(block)
+
+    def _note(self, skus: list[str], prices: list[str]) -> None:
+        self.rows += len(skus)
+        # Escaped, a SKU holds no newline: the joined text splits back into the same
+        # SKUs, and the digest of one sequence is never that of another.
+        sku_text = "\n".join(skus) + "\n"
+        if "\\" in sku_text or "\r" in sku_text or sku_text.count("\n") != len(skus):
+            sku_text = "\n".join(sku.translate(_COPY_ESCAPES) for sku in skus) + "\n"
+        self._sku_hash.update(sku_text.encode())
+        self._price_hash.update(("\n".join(prices) + "\n").encode())
+        if self._ascending is not None:
+            last = self._last_sku
+            if (last is None or last < skus[0]) and all(map(lt, skus, islice(skus, 1, None))):
+                self._ascending.append(skus)
+                self._last_sku = skus[-1]
+                return
+            self._skus = set(chain.from_iterable(self._ascending))
+            self._ascending = None
+        self._skus.update(skus)
 
     @property
     def repeated_skus(self) -> bool:
-        return len(self.skus) != self.rows
+        return self._ascending is None and len(self._skus) != self.rows
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self._sku_hash.digest() + self._price_hash.digest()).hexdigest()
 
 
 @contextlib.contextmanager
@@ -422,18 +513,21 @@ def _item_writer(import_id: int) -> Iterator[_ItemWriter]:
     and inserted in batches when the block ends. Inside the caller's transaction."""
     if connection.vendor != "postgresql":
         collected: list[tuple] = []
-        yield _ItemWriter(collected.extend)
+        yield _ItemWriter(collected.extend, lambda block: collected.extend(block.rows()))
         _insert_items(import_id, collected)
         return
     table = PriceItem._meta.db_table
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {table} ({_COPY_COLUMNS}) FROM STDIN") as copy:
 
-            def write(rows: list[tuple]) -> None:
+            def write_rows(rows: list[tuple]) -> None:
                 for start in range(0, len(rows), _COPY_CHUNK):
                     copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))
 
-            yield _ItemWriter(write)
+            def write_block(block: parsing.RowBlock) -> None:
+                copy.write(_block_copy_text(import_id, block))
+
+            yield _ItemWriter(write_rows, write_block)
 
 
 def _insert_items(import_id: int, rows: list[tuple]) -> None:
@@ -480,18 +574,36 @@ def previous_import(price_import: PriceImport) -> PriceImport | None:
     )
 
 
-def _diff(price_import: PriceImport, rows_ok: int, *, repeated_skus: bool = True) -> dict:
+def _diff(
+    price_import: PriceImport,
+    rows_ok: int,
+    *,
+    repeated_skus: bool = True,
+    rows_digest: str | None = None,
+) -> dict:
     """Added, removed and re-priced SKUs against the previous import of the same config.
 
     Computed in the database after the rows are stored, in one hash full join of the two
     imports' items: pulling a million previous rows into Python took ~5 s. Within one
     file the last row of a repeated SKU counts, as in the file; an import known to have
     no repeated SKU (``repeated_skus`` False here, ``parse_info["repeated_skus"]`` False
-    for the previous one) is joined as it is, without sorting it first.
+    for the previous one) is joined as it is, without sorting it first. When both
+    imports' ``rows_digest`` are known and equal, their SKUs and prices are the same,
+    row for row, and nothing is read: a supplier often sends the same list again.
     """
     previous = previous_import(price_import)
     if previous is None:
         return {"previous_import": None, "added": rows_ok, "removed": 0, "changed": 0}
+    if rows_digest is not None and (previous.parse_info or {}).get("rows_digest") == rows_digest:
+        return {
+            "previous_import": previous.pk,
+            "added": 0,
+            "removed": 0,
+            "changed": 0,
+            "added_sample": [],
+            "removed_sample": [],
+            "changed_sample": [],
+        }
     snapshot = price_import.config.mode == PriceListConfig.Mode.SNAPSHOT
     table = PriceItem._meta.db_table
     postgresql = connection.vendor == "postgresql"

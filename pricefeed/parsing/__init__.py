@@ -34,7 +34,7 @@ from .errors import (
     XmlRefused,
 )
 from .reader import parse
-from .types import FIELDS, Limits, Member, ParsedFile, ParseOptions, Row
+from .types import FIELDS, Limits, Member, ParsedFile, ParseOptions, Row, RowBlock
 from .workbook_guard import check_xml_defences
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "ParseOptions",
     "ParsedFile",
     "Row",
+    "RowBlock",
     "SheetNotFound",
     "SheetTooLarge",
     "TooManyEntries",

@@ -45,6 +45,7 @@ from .types import (
     ParsedFile,
     ParseOptions,
     Row,
+    RowBlock,
     index_to_letter,
 )
 from .workbook_guard import check_workbook
@@ -87,6 +88,9 @@ def parse(
     is read; a list is reused once the sink returns, so the sink must not keep it. A row
     is handed over only once it is final (numbers whose separator the file had not yet
     settled are held back until it does). ``rows_ok`` counts the good rows either way.
+    A sink with a ``take_block`` method is handed the rows a text table converts a
+    column at a time as RowBlocks instead (the same rows, prices as text), in file
+    order with the lists; it may keep a block.
     When parse() raises, rows already handed over must be discarded by the caller.
     """
     options = options or ParseOptions()
@@ -377,8 +381,11 @@ class _Context:
         self.ambiguous: list[tuple[int, object, object]] = []
         # Text tables: quantity and currency cells already read (shared by both paths).
         self.qcache: dict[str, Decimal | None] = {}
+        self.qtexts: dict[str, str | None] = {}  # the same as text, for RowBlocks
         self.ccache: dict[str, str] = {}
         self.sink = sink
+        # The text column path hands such a sink RowBlocks instead of row tuples.
+        self.blocks = callable(getattr(sink, "take_block", None))
         self.sent = 0  # rows handed to the sink
         # The hot loops call flush() when the row list reaches this length.
         self.flush_at = SINK_CHUNK if sink is not None else 1 << 62
@@ -442,6 +449,9 @@ def _first_priced_row(texts: list[list[str]], price_col: int) -> int:
 
 TEXT_CHUNK = 2048  # rows a text table is read in, column by column where possible
 _SEP = "\x00"
+# Prices that need no Decimal to be known good, once spaces are dropped and the decimal
+# separator is a point: what str(Decimal(text)) gives back up to leading zeros.
+_DECIMAL_TEXTS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:\x00-?[0-9]+(?:\.[0-9]+)?)*")
 # Prices the row loop's fast path takes (ASCII, a digit or "-" first, a digit last),
 # joined by _SEP: a whole column is checked by one match.
 _PLAIN_PRICES = re.compile(r"(?:[0-9]|[-0-9][^\x00]*[0-9])(?:\x00(?:[0-9]|[-0-9][^\x00]*[0-9]))*")
@@ -478,22 +488,24 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
     prices = list(map(str.strip, prices))
     if not all(skus) or not all(prices):
         return False
-    joined = _SEP.join(prices)
+    original = _SEP.join(prices)
     other = "." if sep == "," else ","
-    if (
-        not joined.isascii()
-        or other in joined
-        or joined.count(_SEP) != n - 1
-        or not _PLAIN_PRICES.fullmatch(joined)
-    ):
+    if not original.isascii() or other in original or original.count(_SEP) != n - 1:
         return False
-    joined = joined.replace(" ", "")
+    joined = original.replace(" ", "")
     if sep == ",":
         joined = joined.replace(",", ".")
-    try:
-        values = list(map(Decimal, joined.split(_SEP)))
-    except InvalidOperation:
-        return False
+    blocks = ctx.blocks
+    values: list[Decimal] | None = None
+    if not (blocks and _DECIMAL_TEXTS.fullmatch(joined)):
+        # Plain decimal text is exactly what the fast path gives Decimal without error:
+        # a block sink takes it as it is. Anything else is tried as the row loop would.
+        if not _PLAIN_PRICES.fullmatch(original):
+            return False
+        try:
+            values = list(map(Decimal, joined.split(_SEP)))
+        except InvalidOperation:
+            return False
     total = ctx.total + n
     if total > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
@@ -502,16 +514,18 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
         qs = list(map(str.strip, quantities))
         # Set arithmetic finds the cells not read yet ("x in list" would compare
         # Decimals with a sentinel, through numbers.Rational's slow isinstance).
-        missing = set(qs).difference(qcache)
-        lookup = qcache
+        cache = ctx.qtexts if blocks else qcache
+        missing = set(qs).difference(cache)
+        lookup: dict = cache
         if missing:
             quantity = ctx.num.quantity
-            lookup = dict(qcache)
+            lookup = dict(cache)
             for q in missing:
-                lookup[q] = qty = quantity(q) if q else None
-                if "," not in q and "." not in q and len(qcache) < 4096:
-                    qcache[q] = qty
-        qtys = list(map(lookup.__getitem__, qs))
+                qty = quantity(q) if q else None
+                lookup[q] = qty if not blocks else None if qty is None else str(qty)
+                if "," not in q and "." not in q and len(cache) < 4096:
+                    cache[q] = lookup[q]
+        qtys: Iterable = list(map(lookup.__getitem__, qs))
     else:
         qtys = repeat(None)
     if has_currency:
@@ -526,6 +540,22 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
                         ccache[c] = cur
     else:
         curs = repeat(ctx.currency)
+    if blocks:
+        ctx.total = total
+        if ctx.rows:
+            ctx.flush()  # rows of the row loop first: the file's order
+        ctx.sink.take_block(
+            RowBlock(
+                first_row=rn + 1,
+                skus=skus,
+                names=list(map(str.strip, names)) if has_name else "",
+                prices=joined.split(_SEP) if values is None else list(map(str, values)),
+                currencies=curs if has_currency else ctx.currency,
+                quantities=qtys if has_qty else None,
+            )
+        )
+        ctx.sent += n
+        return True
     out = ctx.rows
     out.extend(
         zip(

@@ -139,6 +139,48 @@ class Member:
 
 
 @dataclass
+class RowBlock:
+    """Consecutive good rows of a text table, one list per field: what parse() hands to a
+    sink that has a ``take_block`` method, instead of row tuples.
+
+    Rows are numbered ``first_row``, ``first_row + 1``, ... A str in place of a list
+    is that value for every row. ``prices`` and ``quantities`` are decimal text that
+    Decimal() reads as the row tuples' values ("-1234.50", "7", rarely "1E+5"); a None
+    quantity is an empty or unreadable cell; ``quantities`` is None when the file has
+    no quantity column.
+    """
+
+    first_row: int
+    skus: list[str]
+    names: list[str] | str
+    prices: list[str]
+    currencies: list[str] | str
+    quantities: list[str | None] | None
+
+    def __len__(self) -> int:
+        return len(self.skus)
+
+    def rows(self) -> list[Row]:
+        """The same rows as tuples, as parse() gives them without a block sink."""
+        n = len(self.skus)
+        names = [self.names] * n if isinstance(self.names, str) else self.names
+        currencies = [self.currencies] * n if isinstance(self.currencies, str) else self.currencies
+        quantities = self.quantities or [None] * n
+        return [
+            (rn, sku, name, Decimal(price), currency, None if q is None else Decimal(q))
+            for rn, sku, name, price, currency, q in zip(
+                range(self.first_row, self.first_row + n),
+                self.skus,
+                names,
+                self.prices,
+                currencies,
+                quantities,
+                strict=True,
+            )
+        ]
+
+
+@dataclass
 class ParsedFile:
     """Typed rows of one price list.
 

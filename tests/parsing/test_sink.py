@@ -74,3 +74,56 @@ def test_rows_handed_over_before_a_refusal_are_the_callers_to_discard(small_chun
     with pytest.raises(TooManyRows):
         parse(data, limits=Limits(max_rows=10), sink=lambda rows: chunks.append(list(rows)))
     assert chunks  # the caller (the import service) rolls them back
+
+
+class _BlockSink:
+    """Takes row tuples and RowBlocks, as the import service's writer does."""
+
+    def __init__(self) -> None:
+        self.rows: list = []
+        self.blocks = 0
+
+    def __call__(self, rows) -> None:
+        self.rows.extend(rows)
+
+    def take_block(self, block) -> None:
+        self.blocks += 1
+        self.rows.extend(block.rows())
+
+
+@pytest.mark.parametrize("number_format", ["auto", "comma", "dot"])
+def test_a_block_sink_gets_the_rows_parse_gives_without_a_sink(monkeypatch, number_format):
+    monkeypatch.setattr(reader, "TEXT_CHUNK", 4)
+    plain_rows = "".join(
+        f"B-{i};Товар\\{i};{i} {i:03d},{i % 100:02d};{i % 7};руб.\n" for i in range(30)
+    )
+    odd_rows = (
+        "A-1;Кабель;1,234;5 шт.;$\n"  # undecided until the rows above decide
+        "A-2;Розетка;0012,50;в наличии;\n"
+        "A-3;Щит;-7;;EUR\n"
+        ";Без артикула;15,00;1;RUB\n"
+        "A-4;Лампа;по запросу;1;RUB\n"
+    )
+    data = ("Артикул;Наименование;Цена;Остаток;Валюта\n" + plain_rows + odd_rows * 3).encode()
+    options = ParseOptions(number_format=number_format, default_currency="KZT")
+    plain = parse(data, options)
+    sink = _BlockSink()
+    result = parse(data, options, sink=sink)
+    # "dot" reads "1 000,05" with the row loop: a comma it does not expect.
+    assert sink.blocks or number_format == "dot"
+    assert sink.rows == plain.rows
+    assert result.errors == plain.errors
+    assert (result.rows_ok, result.rows_total, result.skipped_rows) == (
+        plain.rows_ok,
+        plain.rows_total,
+        plain.skipped_rows,
+    )
+
+
+def test_blocks_of_a_file_without_name_quantity_or_currency_columns(monkeypatch):
+    monkeypatch.setattr(reader, "TEXT_CHUNK", 3)
+    data = ("Артикул;Цена\n" + "".join(f"A-{i};{i},{i % 10}0\n" for i in range(20))).encode()
+    sink = _BlockSink()
+    parse(data, ParseOptions(default_currency="RUB"), sink=sink)
+    assert sink.blocks
+    assert sink.rows == parse(data, ParseOptions(default_currency="RUB")).rows

@@ -267,6 +267,23 @@ def test_item_changelist_filtered_by_import_lists_only_that_imports_items(
     assert [i.sku for i in response.context["cl"].result_list] == ["A-1"]
 
 
+def test_items_cannot_be_deleted_one_by_one_the_next_diff_compares_with_them(
+    admin_client, mailbox, config
+):
+    imported = import_of(mailbox, "p.csv", price_list_csv(ROWS))
+    item = PriceItem.objects.filter(price_import=imported).first()
+
+    page = admin_client.get(reverse("admin:pricefeed_priceitem_delete", args=[item.pk]))
+    posted = admin_client.post(
+        reverse("admin:pricefeed_priceitem_changelist"),
+        {"action": "delete_selected", "_selected_action": [item.pk], "post": "yes"},
+    )
+
+    assert page.status_code == 403
+    assert posted.status_code in (200, 302)
+    assert PriceItem.objects.filter(price_import=imported).count() == len(ROWS)
+
+
 def test_second_import_page_shows_the_diff_against_the_first(admin_client, mailbox, config):
     first = import_of(mailbox, "p.csv", price_list_csv(ROWS))
     changed = [

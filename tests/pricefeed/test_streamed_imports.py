@@ -5,10 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from mailboxes.mime import attachment_payload
 from outbox.models import OutboxEvent
-from pricefeed import services
+from pricefeed import parsing, services
 from pricefeed.devservers.samples import (
     price_list_csv,
     price_list_xlsx,
@@ -28,6 +30,12 @@ pytestmark = pytest.mark.usefixtures("no_queue")
 def small_chunks(monkeypatch):
     """Rows reach the database a few at a time, long before the file is read."""
     monkeypatch.setattr(reader, "SINK_CHUNK", 2)
+
+
+@pytest.fixture
+def column_chunks(monkeypatch):
+    """Text tables are read a few rows at a time, so most go through RowBlocks."""
+    monkeypatch.setattr(reader, "TEXT_CHUNK", 2)
 
 
 def _csv(lines: list[str]) -> bytes:
@@ -166,3 +174,68 @@ def test_the_quick_attachment_reader_agrees_with_the_email_parser():
         for index, part in enumerate(parts):
             expected = part.get_payload(decode=True) or b""
             assert attachment_payload(raw, f"part{index}") == expected, index
+
+
+def test_rows_read_a_column_at_a_time_are_stored_exactly(mailbox, config, column_chunks):
+    # The first row settles the decimal comma; tabs and backslashes in text, a missing
+    # and an unreadable quantity go through the block's COPY text and its escaping.
+    csv = (
+        "Артикул;Наименование;Цена;Остаток\r\n"
+        "A-0;Кабель;1 234,50;1\r\nA-1;Болт;0012,5;\r\nA-2;Гайка\tМ8;7;5 шт.\r\n"
+        "A\\3;Шайба \\ 8;-3,25;в наличии\r\nA-4;Винт;99;2\r\n"
+    ).encode("cp1251")
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.SUCCEEDED, price_import.last_error
+    items = PriceItem.objects.filter(price_import=price_import).order_by("row_number")
+    stored = [(i.row_number, i.sku, i.name, i.price, i.currency, i.quantity) for i in items]
+    assert stored == parsing.parse(csv).rows
+    assert stored[3] == (5, "A\\3", "Шайба \\ 8", Decimal("-3.25"), "", None)
+
+
+def test_the_same_rows_again_diff_empty_without_joining_the_imports(mailbox, config, column_chunks):
+    rows = price_rows(30)
+    (first,) = run_all(receive(mailbox, [("p.csv", price_list_csv(rows))]))
+    with CaptureQueriesContext(connection) as queries:
+        (second,) = run_all(receive(mailbox, [("p.csv", price_list_csv(rows))]))
+    assert second.status == Status.SUCCEEDED, second.last_error
+    assert second.parse_info["rows_digest"] == first.parse_info["rows_digest"]
+    assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (0, 0, 0)
+    assert second.diff["previous_import"] == first.pk
+    assert not [q for q in queries.captured_queries if "FULL JOIN" in q["sql"]]
+    # The same SKUs with one price changed: another digest, and the join finds it.
+    changed = [*rows[:10], (rows[10][0], rows[10][1], rows[10][2] + 1, rows[10][3]), *rows[11:]]
+    (third,) = run_all(receive(mailbox, [("p.csv", price_list_csv(changed))]))
+    assert third.parse_info["rows_digest"] != second.parse_info["rows_digest"]
+    assert (third.diff["added"], third.diff["removed"], third.diff["changed"]) == (0, 0, 1)
+    assert third.diff["changed_sample"][0]["sku"] == rows[10][0]
+
+
+@pytest.mark.parametrize(
+    ("chunks", "repeated"),
+    [
+        ([["A-1", "A-2"], ["A-3", "B-1"]], False),  # ascending: no set needed
+        ([["B-1", "A-2"], ["C-1", "A-1"]], False),  # out of order, all different
+        ([["A-1", "A-2"], ["A-2", "A-3"]], True),  # the same SKU across a chunk border
+        ([["A-1", "A-2", "A-3"], ["A-0", "A-2"]], True),  # a repeat after the order broke
+    ],
+)
+def test_the_item_writer_tells_repeated_skus(chunks, repeated):
+    writer = services._ItemWriter(lambda rows: None, lambda block: None)
+    for number, skus in enumerate(chunks):
+        writer([(number, sku, "", Decimal(1), "RUB", None) for sku in skus])
+    assert writer.repeated_skus is repeated
+
+
+def test_the_rows_digest_tells_sku_and_price_sequences_apart():
+    def digest(rows) -> str:
+        writer = services._ItemWriter(lambda rows: None, lambda block: None)
+        for chunk in rows:
+            writer([(1, sku, "", Decimal(price), "", None) for sku, price in chunk])
+        return writer.digest
+
+    same = digest([[("A-1", "1.5"), ("A-2", "2")]])
+    assert digest([[("A-1", "1.5")], [("A-2", "2")]]) == same  # chunking does not matter
+    assert digest([[("A-1", "1.5"), ("A-2", "3")]]) != same
+    assert digest([[("A-2", "2"), ("A-1", "1.5")]]) != same
+    # SKUs are escaped before they are joined: a newline cannot move between them.
+    assert digest([[("A\n", "1"), ("B", "1")]]) != digest([[("A", "1"), ("\nB", "1")]])

@@ -7,6 +7,7 @@ import csv
 import datetime as dt
 import gc
 import io
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -331,7 +332,7 @@ def _read(
     rest = chain(head[first:], table.rows)
     with _gc_paused():
         if table.typed:
-            _rows_typed(rest, first + 1, ctx)
+            _rows_workbook(rest, first + 1, ctx)
         else:
             _rows_text(rest, first + 1, ctx)
     ctx.fix_ambiguous()
@@ -687,6 +688,114 @@ def _incomplete_row(row: list, sku: str, price: str, ctx: _Context) -> str | Non
     except ValueError:
         return None  # no sku and no number: a note or sub-heading
     return "sku is missing"
+
+
+def _rows_workbook(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
+    """Workbook rows, TEXT_CHUNK at a time: a chunk whose every row has a SKU and a
+    numeric price, text or empty names and currencies, numeric or empty quantities
+    (nearly every chunk of a real price list) is converted a column at a time; any
+    other chunk goes through the row loop. Both give the same rows."""
+    rows = iter(rows)
+    rn = row_number - 1
+    while chunk := list(islice(rows, TEXT_CHUNK)):
+        if not _typed_columns(chunk, rn, ctx):
+            _rows_typed(chunk, rn + 1, ctx)
+        rn += len(chunk)
+
+
+_NUMBERS = {float, int}  # exact types: a bool is not a price
+_NUMBERS_OR_TEXT = {float, int, str}
+
+
+def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
+    """Converts a workbook chunk column by column, exactly as _rows_typed would; False
+    (nothing done) when the chunk holds anything the row loop must judge."""
+    si, ni, pi, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
+    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
+    if min(map(len, chunk)) <= max(picks):
+        return False
+    blocks = ctx.blocks
+    if blocks and ctx.ambiguous and ctx.num.decimal is None:
+        return False  # rows held back for an undecided separator must go first
+    n = len(chunk)
+    skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
+    if not set(map(type, prices)) <= _NUMBERS or not all(map(math.isfinite, prices)):
+        return False
+    if set(map(type, skus)) == {str}:
+        skus = list(map(str.strip, skus))
+    else:
+        skus = [v.strip() if type(v) is str else cell_text(v) for v in skus]
+    if not all(skus):
+        return False
+    if has_currency and set(map(type, currencies)) != {str}:
+        return False
+    if has_qty:
+        kinds = set(map(type, quantities))
+        if not kinds <= _NUMBERS_OR_TEXT:
+            return False
+        if str in kinds and any(q.strip() for q in quantities if type(q) is str):
+            return False  # quantity text is read by the number reader, row by row
+    total = ctx.total + n
+    if total > ctx.limits.max_rows:
+        return False  # the row loop raises at the row that is one too many
+    # The row loop's price: Decimal(int(p)) for whole numbers, else Decimal(repr(p)).
+    texts = [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
+    if has_qty:
+        lookup: dict = {}
+        for q in set(quantities):
+            if type(q) is str:
+                qty = None
+            else:
+                qty = float_to_decimal(q) if type(q) is float else Decimal(q)
+            lookup[q] = qty if not blocks or qty is None else str(qty)
+        qtys: Iterable = list(map(lookup.__getitem__, quantities))
+    else:
+        qtys = repeat(None)
+    if has_currency:
+        default = ctx.currency
+        found = {
+            c: normalise_currency(text) if (text := c.strip()) else default for c in set(currencies)
+        }
+        curs: Iterable = list(map(found.__getitem__, currencies))
+    else:
+        curs = repeat(ctx.currency)
+    if has_name:
+        if set(map(type, names)) == {str}:
+            name_list = list(map(str.strip, names))
+        else:
+            name_list = [v.strip() if type(v) is str else cell_text(v) for v in names]
+    ctx.total = total
+    if blocks:
+        if ctx.rows:
+            ctx.flush()  # rows of the row loop first: the file's order
+        ctx.sink.take_block(
+            RowBlock(
+                first_row=rn + 1,
+                skus=skus,
+                names=name_list if has_name else "",
+                prices=texts,
+                currencies=curs if has_currency else ctx.currency,
+                quantities=qtys if has_qty else None,
+            )
+        )
+        ctx.sent += n
+        return True
+    out = ctx.rows
+    out.extend(
+        zip(
+            range(rn + 1, rn + n + 1),
+            skus,
+            name_list if has_name else repeat(""),
+            map(Decimal, texts),
+            curs,
+            qtys,
+            strict=False,  # repeat() stands in for absent columns
+        )
+    )
+    if len(out) >= ctx.flush_at:
+        ctx.flush()
+    return True
 
 
 def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:

@@ -20,3 +20,16 @@ def fresh_database(name: str, script: str) -> str:
         c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         c.execute(f"CREATE DATABASE {name}")
     return base.rsplit("/", 1)[0] + "/" + name
+
+
+def django_on(url: str) -> None:
+    """Points this process's Django at ``url`` and migrates it (call before any model
+    import)."""
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import fresh_database  # noqa: E402
+from bench.benchdb import django_on, fresh_database  # noqa: E402
 
 BENCH_DB = "pricefeed_failover"
 WEIGHTS = [5, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1]
@@ -60,13 +60,8 @@ def main() -> None:
     args = parser.parse_args()
 
     bench_url = fresh_database(BENCH_DB, "bench/failover.py")
-    os.environ["DATABASE_URL"] = bench_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
-    import django
-
-    django.setup()
+    django_on(bench_url)
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
     from django.db.models import Q
     from django.db.models.functions import Now
@@ -76,7 +71,6 @@ def main() -> None:
     from pricefeed.devservers.listeners import ListenerProcess
     from pricefeed.devservers.processes import wait_until
 
-    call_command("migrate", verbosity=0)
     count = max(args.mailboxes, len(WEIGHTS))
     users = {f"box{n:03d}": "secret" for n in range(count)}
     dovecot = DovecotServer(users)

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import fresh_database  # noqa: E402
+from bench.benchdb import django_on, fresh_database  # noqa: E402
 
 BENCH_DB = "pricefeed_bench"
 
@@ -44,12 +44,7 @@ def main() -> None:
     args = parser.parse_args()
 
     bench_url = fresh_database(BENCH_DB, "bench/ingest.py")
-    os.environ["DATABASE_URL"] = bench_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    django_on(bench_url)
     from django.db import close_old_connections
 
     from mailboxes.models import InboundMessage, Mailbox
@@ -59,7 +54,6 @@ def main() -> None:
     from pricefeed.devservers.samples import price_list_csv, price_rows, supplier_email
     from pricefeed.models import PriceListConfig
 
-    call_command("migrate", verbosity=0)
     dovecot = DovecotServer()
     dovecot.start()
     listener = None

@@ -379,13 +379,7 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
             for row_number, sku, name, price, currency, quantity in rows
         ]
     )
-    n = len(rows)
-    if (
-        text.count("\t") == 6 * n
-        and text.count("\n") == n
-        and "\\" not in text
-        and "\r" not in text
-    ):
+    if _copy_safe(text, len(rows)):
         return text.replace("\tNone\n", "\t\\N\n")
     null = "\\N"
     return "".join(
@@ -398,18 +392,23 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
     )
 
 
+def _copy_safe(text: str, rows: int) -> bool:
+    """Whether unescaped COPY lines are exactly ``rows`` lines of 7 fields: no text field
+    held a tab, newline, carriage return or backslash."""
+    return (
+        text.count("\t") == 6 * rows
+        and text.count("\n") == rows
+        and "\\" not in text
+        and "\r" not in text
+    )
+
+
 def _block_copy_text(import_id: int, block: parsing.RowBlock) -> str:
     """A RowBlock as COPY text-format lines, joined a column at a time (a third of the
     time of formatting row tuples). Checked as in _copy_text: made again with every
     text escaped when some text holds a tab, newline, carriage return or backslash."""
     text = _block_lines(import_id, block, escape=False)
-    n = len(block)
-    if (
-        text.count("\t") == 6 * n
-        and text.count("\n") == n
-        and "\\" not in text
-        and "\r" not in text
-    ):
+    if _copy_safe(text, len(block)):
         return text
     return _block_lines(import_id, block, escape=True)
 

@@ -414,6 +414,52 @@ class _Context:
         rows.clear()
         self.flush_at = SINK_CHUNK
 
+    def take_columns(
+        self,
+        first_row: int,
+        skus: list[str],
+        names: list[str] | None,
+        *,
+        texts: list[str] | None = None,
+        values: list[Decimal] | None = None,
+        currencies: list[str] | None,
+        quantities: list | None,
+    ) -> None:
+        """Takes a chunk of good rows converted a column at a time (None: the column is
+        absent). Prices come as decimal ``texts`` or as Decimal ``values``, whichever the
+        caller has; quantities as Decimals, or as text for a block sink. A block sink gets
+        them as one RowBlock, anything else as row tuples."""
+        n = len(skus)
+        self.total += n
+        if self.blocks:
+            if self.rows:
+                self.flush()  # rows of the row loop first: the file's order
+            self.sink.take_block(
+                RowBlock(
+                    first_row=first_row,
+                    skus=skus,
+                    names="" if names is None else names,
+                    prices=texts if texts is not None else list(map(str, values)),
+                    currencies=self.currency if currencies is None else currencies,
+                    quantities=quantities,
+                )
+            )
+            self.sent += n
+            return
+        self.rows.extend(
+            zip(
+                range(first_row, first_row + n),
+                skus,
+                repeat("") if names is None else names,
+                values if values is not None else map(Decimal, texts),
+                repeat(self.currency) if currencies is None else currencies,
+                repeat(None) if quantities is None else quantities,
+                strict=False,  # repeat() stands in for absent columns
+            )
+        )
+        if len(self.rows) >= self.flush_at:
+            self.flush()
+
     def error(self, row_number: int, reason: str) -> None:
         if len(self.errors) < self.limits.max_errors:
             self.errors.append((row_number, reason))
@@ -507,8 +553,7 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
             values = list(map(Decimal, joined.split(_SEP)))
         except InvalidOperation:
             return False
-    total = ctx.total + n
-    if total > ctx.limits.max_rows:
+    if ctx.total + n > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
     if has_qty:
         qcache = ctx.qcache
@@ -526,9 +571,10 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
                 lookup[q] = qty if not blocks else None if qty is None else str(qty)
                 if "," not in q and "." not in q and len(cache) < 4096:
                     cache[q] = lookup[q]
-        qtys: Iterable = list(map(lookup.__getitem__, qs))
+        qtys: list | None = list(map(lookup.__getitem__, qs))
     else:
-        qtys = repeat(None)
+        qtys = None
+    curs: list[str] | None = None
     if has_currency:
         ccache = ctx.ccache
         curs = list(map(ccache.get, currencies, repeat(None)))
@@ -539,39 +585,15 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
                     curs[i] = cur = (normalise_currency(c) or default) if c else default
                     if len(ccache) < 1024:
                         ccache[c] = cur
-    else:
-        curs = repeat(ctx.currency)
-    if blocks:
-        ctx.total = total
-        if ctx.rows:
-            ctx.flush()  # rows of the row loop first: the file's order
-        ctx.sink.take_block(
-            RowBlock(
-                first_row=rn + 1,
-                skus=skus,
-                names=list(map(str.strip, names)) if has_name else "",
-                prices=joined.split(_SEP) if values is None else list(map(str, values)),
-                currencies=curs if has_currency else ctx.currency,
-                quantities=qtys if has_qty else None,
-            )
-        )
-        ctx.sent += n
-        return True
-    out = ctx.rows
-    out.extend(
-        zip(
-            range(rn + 1, rn + n + 1),
-            skus,
-            map(str.strip, names) if has_name else repeat(""),
-            values,
-            curs,
-            qtys,
-            strict=False,  # repeat() stands in for absent columns
-        )
+    ctx.take_columns(
+        rn + 1,
+        skus,
+        list(map(str.strip, names)) if has_name else None,
+        texts=joined.split(_SEP) if values is None else None,
+        values=values,
+        currencies=curs,
+        quantities=qtys,
     )
-    ctx.total = total
-    if len(out) >= ctx.flush_at:
-        ctx.flush()
     return True
 
 
@@ -736,8 +758,7 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
             return False
         if str in kinds and any(q.strip() for q in quantities if type(q) is str):
             return False  # quantity text is read by the number reader, row by row
-    total = ctx.total + n
-    if total > ctx.limits.max_rows:
+    if ctx.total + n > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
     # The row loop's price: Decimal(int(p)) for whole numbers, else Decimal(repr(p)).
     texts = [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
@@ -749,52 +770,23 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
             else:
                 qty = float_to_decimal(q) if type(q) is float else Decimal(q)
             lookup[q] = qty if not blocks or qty is None else str(qty)
-        qtys: Iterable = list(map(lookup.__getitem__, quantities))
+        qtys: list | None = list(map(lookup.__getitem__, quantities))
     else:
-        qtys = repeat(None)
+        qtys = None
+    curs: list[str] | None = None
     if has_currency:
         default = ctx.currency
         found = {
             c: normalise_currency(text) if (text := c.strip()) else default for c in set(currencies)
         }
-        curs: Iterable = list(map(found.__getitem__, currencies))
-    else:
-        curs = repeat(ctx.currency)
+        curs = list(map(found.__getitem__, currencies))
+    name_list: list[str] | None = None
     if has_name:
         if set(map(type, names)) == {str}:
             name_list = list(map(str.strip, names))
         else:
             name_list = [v.strip() if type(v) is str else cell_text(v) for v in names]
-    ctx.total = total
-    if blocks:
-        if ctx.rows:
-            ctx.flush()  # rows of the row loop first: the file's order
-        ctx.sink.take_block(
-            RowBlock(
-                first_row=rn + 1,
-                skus=skus,
-                names=name_list if has_name else "",
-                prices=texts,
-                currencies=curs if has_currency else ctx.currency,
-                quantities=qtys if has_qty else None,
-            )
-        )
-        ctx.sent += n
-        return True
-    out = ctx.rows
-    out.extend(
-        zip(
-            range(rn + 1, rn + n + 1),
-            skus,
-            name_list if has_name else repeat(""),
-            map(Decimal, texts),
-            curs,
-            qtys,
-            strict=False,  # repeat() stands in for absent columns
-        )
-    )
-    if len(out) >= ctx.flush_at:
-        ctx.flush()
+    ctx.take_columns(rn + 1, skus, name_list, texts=texts, currencies=curs, quantities=qtys)
     return True
 
 

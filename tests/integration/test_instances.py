@@ -40,16 +40,7 @@ def cluster(transactional_db, tmp_path):
     server = DovecotServer(users)
     server.start()
     mailboxes = [
-        Mailbox.objects.create(
-            name=user,
-            host=server.host,
-            port=server.port,
-            security=Mailbox.Security.PLAIN,
-            username=user,
-            password="secret",
-            weight=weight,
-        )
-        for user, weight in zip(users, WEIGHTS, strict=True)
+        _mailbox(server, user, weight=weight) for user, weight in zip(users, WEIGHTS, strict=True)
     ]
     env = {
         **{
@@ -94,6 +85,19 @@ def cluster(transactional_db, tmp_path):
     for process in started:
         process.stop(grace=5)
     server.cleanup()
+
+
+def _mailbox(server: DovecotServer, user: str, **fields) -> Mailbox:
+    """A mailbox for a Dovecot user whose password is "secret"."""
+    return Mailbox.objects.create(
+        name=user,
+        host=server.host,
+        port=server.port,
+        security=Mailbox.Security.PLAIN,
+        username=user,
+        password="secret",
+        **fields,
+    )
 
 
 def lease_rows(unexpired: bool = False) -> list[tuple[int, str, int]]:
@@ -300,14 +304,7 @@ def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage)
     server.start()
     try:
         for user in users:
-            Mailbox.objects.create(
-                name=user,
-                host=server.host,
-                port=server.port,
-                security=Mailbox.Security.PLAIN,
-                username=user,
-                password="secret",
-            )
+            _mailbox(server, user)
         listener = manage(
             "listen_mail",
             env={"PRICEFEED_MAX_IN_FLIGHT": "100", "PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX": "80"},

@@ -23,6 +23,7 @@ from django.db.models.functions import Now
 
 from pricefeed import parsing
 from pricefeed.claims import ClaimedWork, SweepResult
+from pricefeed.copyfeed import CopyFeeder
 from pricefeed.matching import Attachment, member_key
 
 from .models import PriceImport, PriceItem, PriceListConfig
@@ -508,8 +509,9 @@ class _ItemWriter:
 @contextlib.contextmanager
 def _item_writer(import_id: int) -> Iterator[_ItemWriter]:
     """A sink for parse(): on PostgreSQL each list of rows goes into one open COPY as it
-    comes (the server works on it while Python reads on); elsewhere rows are collected
-    and inserted in batches when the block ends. Inside the caller's transaction."""
+    comes, through a CopyFeeder (the server stores it while Python reads on); elsewhere
+    rows are collected and inserted in batches when the block ends. Inside the caller's
+    transaction."""
     if connection.vendor != "postgresql":
         collected: list[tuple] = []
         yield _ItemWriter(collected.extend, lambda block: collected.extend(block.rows()))
@@ -518,15 +520,22 @@ def _item_writer(import_id: int) -> Iterator[_ItemWriter]:
     table = PriceItem._meta.db_table
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {table} ({_COPY_COLUMNS}) FROM STDIN") as copy:
+            # The server stores one chunk while the parser reads the next.
+            feeder = CopyFeeder(copy.write)
 
             def write_rows(rows: list[tuple]) -> None:
                 for start in range(0, len(rows), _COPY_CHUNK):
-                    copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))
+                    feeder.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))
 
             def write_block(block: parsing.RowBlock) -> None:
-                copy.write(_block_copy_text(import_id, block))
+                feeder.write(_block_copy_text(import_id, block))
 
-            yield _ItemWriter(write_rows, write_block)
+            try:
+                yield _ItemWriter(write_rows, write_block)
+            except BaseException:
+                feeder.abandon()
+                raise
+            feeder.close()
 
 
 def _insert_items(import_id: int, rows: list[tuple]) -> None:

@@ -28,6 +28,12 @@ CURRENCY_TOKENS = {
     "₴": "UAH", "uah": "UAH", "грн": "UAH",
     "byn": "BYN",
 }  # fmt: skip
+# Prices and quantities are stored as numeric(18,4): at most 14 digits before the point.
+# A value out of that range is a row error (price) or no quantity, never a failed COPY.
+LIMIT = Decimal(10) ** 14
+FLOAT_LIMIT = 1e14
+OUT_OF_RANGE = "is out of range (at most 14 digits before the decimal point)"
+
 _QUANTITY_UNITS = frozenset({"шт", "pcs", "pc", "ед", "компл", "уп", "упак", "м", "кг", "л"})
 _CURRENCY_WORD = re.compile(r"[^\W\d_]+|[₽$€£¥₸₴]")
 
@@ -61,7 +67,7 @@ def normalise_currency(value: str) -> str:
 
 def float_to_decimal(value: float) -> Decimal:
     """A workbook float as the decimal a person typed: 10.1 stays 10.1 (repr is the
-    shortest string that round-trips), 12345.0 becomes 12345."""
+    shortest string that round-trips), 12345.0 becomes 12345. No range check."""
     if value.is_integer() and abs(value) < 1e16:
         return Decimal(int(value))
     return Decimal(repr(value))
@@ -151,18 +157,22 @@ class NumberReader:
         return self._separators(t, s), currency
 
     def quantity(self, s: str) -> Decimal | None:
-        """A stock figure, or None for text such as "в наличии", ">10", "много"."""
+        """A stock figure, or None for text such as "в наличии", ">10", "много" and for
+        a figure out of range."""
         try:
-            return self.read(s)[0]
+            value = self.read(s)[0]
         except ValueError:
             pass
+        else:
+            return value if -LIMIT < value < LIMIT else None
         # "5 шт.", "10 pcs": a number with a unit.
         m = _WITH_UNIT.fullmatch(s.translate(_CLEAN))
         if m and not m.group(2) and m.group(4).strip(".").lower() in _QUANTITY_UNITS:
             try:
-                return self._separators(m.group(1) + m.group(3), s)
+                value = self._separators(m.group(1) + m.group(3), s)
             except ValueError:
                 return None
+            return value if -LIMIT < value < LIMIT else None
         return None
 
     def _separators(self, t: str, original: str) -> Decimal:

@@ -37,7 +37,15 @@ from .headers import (
     map_by_synonyms,
     norm,
 )
-from .numbers import NumberReader, currency_in_text, float_to_decimal, normalise_currency
+from .numbers import (
+    FLOAT_LIMIT,
+    LIMIT,
+    OUT_OF_RANGE,
+    NumberReader,
+    currency_in_text,
+    float_to_decimal,
+    normalise_currency,
+)
 from .text import SAMPLE, detect_delimiter, detect_encoding, guess_cyrillic
 from .types import (
     FIELDS,
@@ -497,8 +505,9 @@ def _first_priced_row(texts: list[list[str]], price_col: int) -> int:
 TEXT_CHUNK = 2048  # rows a text table is read in, column by column where possible
 _SEP = "\x00"
 # Prices that need no Decimal to be known good, once spaces are dropped and the decimal
-# separator is a point: what str(Decimal(text)) gives back up to leading zeros.
-_DECIMAL_TEXTS = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:\x00-?[0-9]+(?:\.[0-9]+)?)*")
+# separator is a point: what str(Decimal(text)) gives back up to leading zeros. At most
+# 14 digits before the point (numbers.LIMIT): longer ones are judged by the row loop.
+_DECIMAL_TEXTS = re.compile(r"-?[0-9]{1,14}(?:\.[0-9]+)?(?:\x00-?[0-9]{1,14}(?:\.[0-9]+)?)*")
 # Prices the row loop's fast path takes (ASCII, a digit or "-" first, a digit last),
 # joined by _SEP: a whole column is checked by one match.
 _PLAIN_PRICES = re.compile(r"(?:[0-9]|[-0-9][^\x00]*[0-9])(?:\x00(?:[0-9]|[-0-9][^\x00]*[0-9]))*")
@@ -552,6 +561,8 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
         try:
             values = list(map(Decimal, joined.split(_SEP)))
         except InvalidOperation:
+            return False
+        if not -LIMIT < min(values) <= max(values) < LIMIT:
             return False
     if ctx.total + n > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
@@ -663,6 +674,9 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
                 continue
             sep = num.decimal
             other = "." if sep == "," else ","
+        if not -LIMIT < price < LIMIT:
+            ctx.error(rn, f"price {p!r} {OUT_OF_RANGE}")
+            continue
         if has_qty:
             q = q.strip()
             if q:
@@ -744,6 +758,8 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
     skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
     if not set(map(type, prices)) <= _NUMBERS or not all(map(math.isfinite, prices)):
         return False
+    if not -FLOAT_LIMIT < min(prices) <= max(prices) < FLOAT_LIMIT:
+        return False
     if set(map(type, skus)) == {str}:
         skus = list(map(str.strip, skus))
     else:
@@ -765,10 +781,7 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
     if has_qty:
         lookup: dict = {}
         for q in set(quantities):
-            if type(q) is str:
-                qty = None
-            else:
-                qty = float_to_decimal(q) if type(q) is float else Decimal(q)
+            qty = None if type(q) is str else _typed_quantity(q)
             lookup[q] = qty if not blocks or qty is None else str(qty)
         qtys: list | None = list(map(lookup.__getitem__, quantities))
     else:
@@ -790,6 +803,13 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
     return True
 
 
+def _typed_quantity(q: float | int) -> Decimal | None:
+    """A workbook's numeric quantity cell; None when out of range (numbers.LIMIT)."""
+    if not -FLOAT_LIMIT < q < FLOAT_LIMIT:
+        return None
+    return float_to_decimal(q) if type(q) is float else Decimal(q)
+
+
 def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
     """The loop for workbooks: cells are str, float, int, bool, date/time or ""."""
     si, ni, pi, ci, qi = ctx.columns
@@ -799,7 +819,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
     read = num.read
     default_currency = ctx.currency
     max_rows = ctx.limits.max_rows
-    qcache: dict[float, Decimal] = {}
+    qcache: dict[float, Decimal | None] = {}
     ccache: dict[object, str] = {}
     rn = row_number - 1
     total = ctx.total
@@ -844,16 +864,19 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
         else:
             ctx.error(rn, f"price {cell_text(raw)!r} is not a number")
             continue
+        if not -LIMIT < price < LIMIT:
+            ctx.error(rn, f"price {cell_text(raw)!r} {OUT_OF_RANGE}")
+            continue
         q = row[qi] if qi < n else ""
         qt = type(q)
         if qt is float:
-            qty = qcache.get(q)
-            if qty is None:
-                qty = float_to_decimal(q)
+            qty = qcache.get(q, False)
+            if qty is False:
+                qty = _typed_quantity(q)
                 if len(qcache) < 4096:
                     qcache[q] = qty
         elif qt is int:
-            qty = Decimal(q)
+            qty = _typed_quantity(q)
         elif qt is str and q.strip():
             qty = num.quantity(q.strip())
         else:

@@ -22,6 +22,9 @@ LINES = [
     "A-9;Удлинитель;1 234 руб;2;",
     "A-10;Коробка;7,25;2",
     "A-11;Гофра;3,10;4;RUB;лишняя колонка",
+    "A-12;Огромная цена;100 000 000 000 000;1;RUB",
+    "A-13;Огромный остаток;5;1 000 000 000 000 000;RUB",
+    "A-14;Нули;000000000000001,5;1;RUB",
 ]
 
 
@@ -70,3 +73,20 @@ def test_the_row_cap_is_met_at_the_same_row():
     finally:
         reader.TEXT_CHUNK = original
     assert parse(data, limits=Limits(max_rows=31)).rows_ok == 31
+
+
+def test_numbers_out_of_the_stored_range_are_a_row_error_or_no_quantity():
+    data = "Артикул;Цена;Остаток\nA-1;-100000000000000;1\nA-2;99999999999999,99;1e20\n"
+    for chunk in (1, 4096):
+        by_rows, by_columns = _both(data.encode(), chunk=chunk)
+        for parsed in (by_rows, by_columns):
+            assert parsed.errors == [
+                (
+                    2,
+                    "price '-100000000000000' is out of range "
+                    "(at most 14 digits before the decimal point)",
+                )
+            ]
+            assert [(r[1], str(r[3]), r[5]) for r in parsed.rows] == [
+                ("A-2", "99999999999999.99", None)
+            ]

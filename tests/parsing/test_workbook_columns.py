@@ -25,6 +25,8 @@ ODD = [
     ["Кабели и провода", None, None, None, None],  # a section title
     ["A-5", "Провод", 3.0, 2.0, 5],  # a number as currency
     ["A-6", None, 8, None, None],
+    ["A-7", "Огромная цена", 1e15, 1, "RUB"],  # out of numeric(18,4)'s range
+    ["A-8", "Огромный остаток", 5, 10**15, "RUB"],  # a quantity out of range: none
 ]
 
 
@@ -79,3 +81,14 @@ def test_a_workbook_with_only_sku_and_price_columns(monkeypatch):
     by_columns = parse(data, options)
     assert by_columns.rows == by_rows.rows
     assert by_columns.rows[-1] == (11, "A-9", "", Decimal("9.5"), "RUB", None)
+
+
+def test_numbers_out_of_the_stored_range_are_a_row_error_or_no_quantity():
+    data = xlsx([HEADER, ["A-1", "x", 1e14, 1, ""], ["A-2", "y", 99999999999999.5, 1e16, ""]])
+    parsed = parse(data)
+    assert parsed.errors == [
+        (2, "price '100000000000000' is out of range (at most 14 digits before the decimal point)")
+    ]
+    assert [(row[1], row[3], row[5]) for row in parsed.rows] == [
+        ("A-2", Decimal("99999999999999.5"), None)
+    ]

@@ -239,3 +239,45 @@ def test_the_rows_digest_tells_sku_and_price_sequences_apart():
     assert digest([[("A-2", "2"), ("A-1", "1.5")]]) != same
     # SKUs are escaped before they are joined: a newline cannot move between them.
     assert digest([[("A\n", "1"), ("B", "1")]]) != digest([[("A", "1"), ("\nB", "1")]])
+
+
+def test_a_price_too_large_to_store_is_a_row_error_not_a_failed_copy(
+    mailbox, config, column_chunks
+):
+    config.max_bad_rows_percent = 50
+    config.save()
+    csv = _csv(["A-1;Болт;1,50\r\n", "A-2;Гайка;1 000 000 000 000 000;\r\n", "A-3;Шайба;2\r\n"])
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert price_import.status == Status.PARTIAL, price_import.last_error
+    assert price_import.errors == [
+        {
+            "row": 3,
+            "error": "price '1 000 000 000 000 000' is out of range "
+            "(at most 14 digits before the decimal point)",
+        }
+    ]
+    assert sorted(PriceItem.objects.values_list("sku", flat=True)) == ["A-1", "A-3"]
+
+
+def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_is_retried(
+    mailbox, config, column_chunks, monkeypatch
+):
+    # Rows go to the server from the feeder thread: an error there must still reach the
+    # import, roll its rows back and leave it to the retry machinery.
+    real = services._block_copy_text
+    blocks = []
+
+    def one_bad_block(import_id, block):
+        blocks.append(block)
+        text = real(import_id, block)
+        return text.replace("\t", "\tnot-a-number\t", 1) if len(blocks) == 3 else text
+
+    monkeypatch.setattr(services, "_block_copy_text", one_bad_block)
+    csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(20)])
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert len(blocks) >= 3
+    assert price_import.status == Status.PENDING  # a later attempt may succeed
+    assert price_import.attempts == 1
+    assert "extra data after last expected column" in price_import.last_error
+    assert not PriceItem.objects.exists()
+    assert not OutboxEvent.objects.filter(aggregate_id=str(price_import.pk)).exists()

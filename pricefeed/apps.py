@@ -7,6 +7,8 @@ class PricefeedConfig(AppConfig):
     verbose_name = "Price lists"
 
     def ready(self) -> None:
+        from . import signals  # noqa: F401  (connects the receivers)
+
         checks.register(xml_defences, checks.Tags.security)
 
 

@@ -115,12 +115,46 @@ class PriceImport(models.Model):
         return f"{self.config} / {self.filename} ({self.status})"
 
 
+ITEM_KEY_BITS = 32  # row numbers below 2**32; import ids below 2**31
+
+
+def item_key(import_id: int, row_number: int) -> int:
+    """A price item's primary key: its import and its row in one bigint, so that the
+    primary key's index also finds an import's items (see PriceItem)."""
+    if not 0 <= row_number < 1 << ITEM_KEY_BITS:
+        raise ValueError(f"row number {row_number} out of range")
+    return (import_id << ITEM_KEY_BITS) + row_number
+
+
+class PriceItemQuerySet(models.QuerySet):
+    def of_import(self, import_id: int) -> PriceItemQuerySet:
+        """The items of one import, found through the primary key's index."""
+        return self.filter(
+            pk__gte=item_key(import_id, 0),
+            pk__lt=item_key(import_id + 1, 0),
+            price_import_id=import_id,
+        )
+
+
 class PriceItem(models.Model):
-    # No database-level foreign key: its per-row referential check made a 1M-row COPY
-    # commit take ~6 s longer (bench/parse.py). Items are only ever written by the
-    # import that owns them, in its transaction; deletes cascade through the ORM.
+    """One price row of an import.
+
+    The primary key is (import id << 32) + row number (item_key): the one index the
+    table has serves both the primary key and "the items of import N" (a key range,
+    PriceItemQuerySet.of_import). A second index on price_import made a 1M-row COPY
+    ~20% slower (bench/parse.py). Nor is there a database-level foreign key: its
+    per-row referential check made such a COPY take ~6 s longer. Items are only ever
+    written by the import that owns them, in its transaction, and deleted with it
+    (signals.price_items_delete).
+    """
+
+    id = models.BigIntegerField(primary_key=True, editable=False)
     price_import = models.ForeignKey(
-        PriceImport, on_delete=models.CASCADE, related_name="items", db_constraint=False
+        PriceImport,
+        on_delete=models.DO_NOTHING,
+        related_name="items",
+        db_constraint=False,
+        db_index=False,
     )
     sku = models.CharField(max_length=255)
     name = models.TextField(blank=True)
@@ -129,8 +163,7 @@ class PriceItem(models.Model):
     quantity = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
     row_number = models.PositiveIntegerField()
 
-    # Rows are written by COPY and read per import (the foreign key's index); every
-    # extra index would slow the bulk load.
+    objects = PriceItemQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"{self.sku} {self.price} {self.currency}"

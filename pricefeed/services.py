@@ -27,7 +27,7 @@ from pricefeed.claims import ClaimedWork, SweepResult
 from pricefeed.copyfeed import CopyFeeder
 from pricefeed.matching import Attachment, member_key
 
-from .models import PriceImport, PriceItem, PriceListConfig
+from .models import PriceImport, PriceItem, PriceListConfig, item_key
 
 logger = logging.getLogger(__name__)
 
@@ -361,7 +361,7 @@ def _log_finished(price_import: PriceImport, status: str, parsed: parsing.Parsed
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _COPY_CHUNK = 20_000
-_COPY_COLUMNS = "price_import_id, row_number, sku, name, price, currency, quantity"
+_COPY_COLUMNS = "id, price_import_id, row_number, sku, name, price, currency, quantity"
 
 
 def _copy_text(import_id: int, rows: list[tuple]) -> str:
@@ -374,10 +374,13 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
     Prices are never None; a None quantity prints as "None" at the end of its line and
     becomes \\N. ``!s`` calls str() directly: half the time of Decimal.__format__.
     """
-    prefix = f"{import_id}\t"
+    key = item_key(import_id, 0)
+    item_key(import_id, max((row[0] for row in rows), default=0))  # in range
+    prefix = f"\t{import_id}\t"
     text = "".join(
         [
-            f"{prefix}{row_number}\t{sku}\t{name}\t{price!s}\t{currency}\t{quantity!s}\n"
+            f"{key + row_number}{prefix}{row_number}\t{sku}\t{name}\t{price!s}\t{currency}\t"
+            f"{quantity!s}\n"
             for row_number, sku, name, price, currency, quantity in rows
         ]
     )
@@ -386,7 +389,7 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
     null = "\\N"
     return "".join(
         [
-            f"{prefix}{row_number}\t{sku.translate(_COPY_ESCAPES)}\t"
+            f"{key + row_number}{prefix}{row_number}\t{sku.translate(_COPY_ESCAPES)}\t"
             f"{name.translate(_COPY_ESCAPES)}\t{null if price is None else price}\t"
             f"{currency.translate(_COPY_ESCAPES)}\t{null if quantity is None else quantity}\n"
             for row_number, sku, name, price, currency, quantity in rows
@@ -395,10 +398,10 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
 
 
 def _copy_safe(text: str, rows: int) -> bool:
-    """Whether unescaped COPY lines are exactly ``rows`` lines of 7 fields: no text field
+    """Whether unescaped COPY lines are exactly ``rows`` lines of 8 fields: no text field
     held a tab, newline, carriage return or backslash."""
     return (
-        text.count("\t") == 6 * rows
+        text.count("\t") == 7 * rows
         and text.count("\n") == rows
         and "\\" not in text
         and "\r" not in text
@@ -423,7 +426,10 @@ def _block_lines(import_id: int, block: parsing.RowBlock, *, escape: bool) -> st
 
     quantities = block.quantities
     first = block.first_row
+    key = item_key(import_id, first)
+    item_key(import_id, first + len(block) - 1)  # in range
     columns = (
+        map(str, range(key, key + len(block))),
         repeat(str(import_id)),
         map(str, range(first, first + len(block))),
         texts(block.skus),
@@ -551,6 +557,7 @@ def _insert_items(import_id: int, rows: list[tuple]) -> None:
     PriceItem.objects.bulk_create(
         (
             PriceItem(
+                id=item_key(import_id, row_number),
                 price_import_id=import_id,
                 row_number=row_number,
                 sku=sku,
@@ -617,21 +624,26 @@ def _diff(
     table = PriceItem._meta.db_table
     postgresql = connection.vendor == "postgresql"
 
+    # An import's items are a range of the primary key (models.item_key), in row order.
+    of_import = "id >= %s AND id < %s"
+
     def items(repeated: bool) -> str:
         if not repeated:
-            return f"SELECT sku, price FROM {table} WHERE price_import_id = %s"
+            return f"SELECT sku, price FROM {table} WHERE {of_import}"
         if postgresql:
             # "C" collation: byte order is all DISTINCT ON needs, and sorts several
             # times faster than the database's linguistic collation.
             return (
                 f'SELECT DISTINCT ON (sku COLLATE "C") sku, price FROM {table} '
-                'WHERE price_import_id = %s ORDER BY sku COLLATE "C", row_number DESC'
+                f'WHERE {of_import} ORDER BY sku COLLATE "C", id DESC'
             )
         return (
-            f"SELECT sku, price FROM {table} i WHERE price_import_id = %s AND row_number = "
-            f"(SELECT MAX(row_number) FROM {table} j WHERE j.price_import_id = i.price_import_id "
-            "AND j.sku = i.sku)"
+            f"SELECT sku, price FROM {table} WHERE id IN "
+            f"(SELECT MAX(id) FROM {table} WHERE {of_import} GROUP BY sku)"
         )
+
+    def key_range(import_id: int) -> list[int]:
+        return [item_key(import_id, 0), item_key(import_id + 1, 0)]
 
     previous_repeated = (previous.parse_info or {}).get("repeated_skus") is not False
     # d: one row per difference; then its counts and the first few of each kind.
@@ -665,7 +677,7 @@ def _diff(
             # for 1M x 1M against 1.7 s hashed). For this transaction only.
             cursor.execute("SET LOCAL work_mem = '256MB'")
             cursor.execute("SET LOCAL enable_mergejoin = off")
-        cursor.execute(sql, [price_import.pk, previous.pk, snapshot])
+        cursor.execute(sql, [*key_range(price_import.pk), *key_range(previous.pk), snapshot])
         for kind, count, sku, old, new in cursor.fetchall():
             if sku is None:
                 counts[kind] = count

@@ -9,7 +9,7 @@ import gc
 import io
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from itertools import chain, islice, repeat
@@ -260,21 +260,40 @@ class PlainLines:
     in which a line end is the byte "\\n" and '"' the byte 0x22 (not UTF-16).
     """
 
-    STEP = 1 << 18  # bytes decoded at a time, up to the next line end
+    # Bytes decoded at a time, up to the next line end: below csv.field_size_limit(), so
+    # that only a text holding a very long line needs its fields measured.
+    STEP = 1 << 16
 
     def __init__(self, data: bytes, encoding: str, errors: str, delimiter: str) -> None:
         self.data = data
         self.decoder = codecs.getincrementaldecoder(encoding)(errors)
         self.delimiter = delimiter
+        self.limit = csv.field_size_limit()
         self.line_num = 0  # as csv.reader's: lines read so far (for error messages)
+        self.texts = self._texts()
+        self.leftover: list[list[str]] = []  # rows of a text read by head() beyond it
 
     @staticmethod
     def fits(data: bytes, encoding: str) -> bool:
         return not encoding.startswith("utf-16") and b'"' not in data
 
+    def head(self, n: int) -> list[list[str]]:
+        """The first ``n`` rows; the rest of their text's rows are kept in ``leftover``
+        for whoever reads on (iter(), or ``leftover`` then ``texts``)."""
+        rows: list[list[str]] = []
+        while len(rows) < n and (text := next(self.texts, None)) is not None:
+            rows.extend(self.rows_of(text))
+        self.leftover = rows[n:]
+        return rows[:n]
+
     def __iter__(self) -> Iterator[list[str]]:
-        data, step, delimiter, limit = self.data, self.STEP, self.delimiter, csv.field_size_limit()
-        split = str.split
+        # The rows of each text are chained at C level: no generator step per row.
+        leftover, self.leftover = self.leftover, []
+        return chain(leftover, chain.from_iterable(map(self.rows_of, self.texts)))
+
+    def _texts(self) -> Iterator[str]:
+        """The file decoded a chunk of whole lines at a time, each line ended by "\\n"."""
+        data, step = self.data, self.STEP
         pos, size = 0, len(data)
         while pos < size:
             end = data.find(b"\n", min(pos + step, size))
@@ -283,17 +302,60 @@ class PlainLines:
             pos = end
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
-            lines = text.split("\n")
-            if lines[-1] == "":
-                lines.pop()  # the text ended a line
-            if len(text) > limit:
-                self._check_field_sizes(lines, limit)
-            if "" in lines:
-                rows = [split(line, delimiter) if line else [] for line in lines]
+            if text and not text.endswith("\n"):
+                text += "\n"  # the last line of a file that does not end one
+            if text:
+                yield text
+
+    def rows_of(self, text: str) -> list[list[str]]:
+        """The rows of one of ``texts``, as csv.reader gives them."""
+        lines = text.split("\n")
+        lines.pop()  # after the last "\\n"
+        limit = self.limit
+        if len(text) > limit and max(map(len, lines), default=0) > limit:
+            self._check_field_sizes(lines, limit)
+        delimiter = self.delimiter
+        if "" in lines:
+            rows = [line.split(delimiter) if line else [] for line in lines]
+        else:
+            rows = list(map(str.split, lines, repeat(delimiter)))
+        self.line_num += len(rows)
+        return rows
+
+    def columns_of(self, text: str, wanted: Sequence[int]) -> list[list[str]] | None:
+        """Columns ``wanted`` of one of ``texts``, without a list per row, when every
+        line of it has as many fields as its first; else None.
+
+        Split at the delimiter alone, the text's parts hold the line ends inside them:
+        "last field\\nfirst field of the next line". With k fields on every line,
+        exactly every (k-1)th part holds one, and the line ends count one per part
+        checked: then no line is shorter or longer, and each column is a slice.
+        """
+        delimiter = self.delimiter
+        lines = text.count("\n")
+        k = text.count(delimiter, 0, text.find("\n")) + 1
+        if k < 2 or max(wanted) >= k:
+            return None
+        parts = text.split(delimiter)
+        step = k - 1
+        joined = parts[step::step]
+        if len(parts) != lines * step + 1 or len(joined) != lines:
+            return None
+        if not all(map(str.__contains__, joined, repeat("\n"))):
+            return None
+        if len(text) > self.limit and max(map(len, parts)) > self.limit:
+            return None  # rows_of() tells a field too long from a long line
+        ends = "\n".join(joined).split("\n")  # last, first, last, first, ..., last, ""
+        self.line_num += lines
+        out = []
+        for j in wanted:
+            if j == 0:
+                out.append([parts[0], *ends[1:-1:2]])
+            elif j == step:
+                out.append(ends[0:-1:2])
             else:
-                rows = list(map(split, lines, repeat(delimiter)))
-            self.line_num += len(rows)
-            yield from rows
+                out.append(parts[j::step])
+        return out
 
     def _check_field_sizes(self, lines: list[str], limit: int) -> None:
         for i, line in enumerate(lines):
@@ -316,12 +378,15 @@ class _Table:
         col_offset: int = 0,
         merged: list | None = None,
     ) -> None:
-        self.rows: Iterator[list] = iter(rows)
+        self.source = rows
+        self.rows: Iterator[list] = iter(()) if isinstance(rows, PlainLines) else iter(rows)
         self.typed = typed
         self.col_offset = col_offset
         self.merged = merged or []
 
     def head(self, n: int) -> list[list]:
+        if isinstance(self.source, PlainLines):
+            return self.source.head(n)
         return list(islice(self.rows, n))
 
 
@@ -393,12 +458,13 @@ def _read(
     if header.row < 0:  # no header: data starts at the first row with a number as price
         first = _first_priced_row(texts, cols["price"])
         ctx.skipped = first
-    rest = chain(head[first:], table.rows)
     with _gc_paused():
         if table.typed:
-            _rows_workbook(rest, first + 1, ctx)
+            _rows_workbook(chain(head[first:], table.rows), first + 1, ctx)
+        elif isinstance(table.source, PlainLines):
+            _rows_plain(head[first:], table.source, first + 1, ctx)
         else:
-            _rows_text(rest, first + 1, ctx)
+            _rows_text(chain(head[first:], table.rows), first + 1, ctx)
     ctx.fix_ambiguous()
     ok = ctx.sent + len(ctx.rows)
     if sink is not None and ctx.rows:
@@ -584,18 +650,59 @@ def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
         rn += len(chunk)
 
 
+def _rows_plain(first: list[list[str]], source: PlainLines, row_number: int, ctx: _Context):
+    """A quote-free text table: the rows already read, then each further text of lines
+    converted straight from its columns (PlainLines.columns_of) where every line has as
+    many fields; any other text goes through _rows_text. The same rows either way."""
+    rows = first + source.leftover
+    source.leftover = []
+    _rows_text(rows, row_number, ctx)
+    rn = row_number - 1 + len(rows)
+    picks = _picks(ctx)
+    for text in source.texts:
+        columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
+        if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
+            rn += len(columns[0])
+            continue
+        if columns is not None:
+            source.line_num -= len(columns[0])  # read again, as rows
+        rows = source.rows_of(text)
+        _rows_text(rows, rn + 1, ctx)
+        rn += len(rows)
+
+
+def _picks(ctx: _Context) -> tuple[int, int, int, int, int]:
+    """The columns of sku, price, name, currency and quantity; sku's for absent ones."""
+    si, ni, pi, ci, qi = ctx.columns
+    return (
+        si,
+        pi,
+        ni if ni != _ABSENT else si,
+        ci if ci != _ABSENT else si,
+        qi if qi != _ABSENT else si,
+    )
+
+
 def _text_columns(chunk: list[list[str]], rn: int, ctx: _Context) -> bool:
     """Converts a chunk column by column; False (nothing done) when it does not fit."""
+    if ctx.num.decimal is None:
+        return False
+    picks = _picks(ctx)
+    if min(map(len, chunk)) <= max(picks):
+        return False
+    columns = zip(*map(itemgetter(*picks), chunk), strict=True)
+    return _convert_text_columns(len(chunk), list(columns), rn, ctx)
+
+
+def _convert_text_columns(n: int, columns: list, rn: int, ctx: _Context) -> bool:
+    """Converts ``n`` rows given as their sku, price, name, currency and quantity
+    columns (_picks); False (nothing done) when one does not fit the fast path."""
     sep = ctx.num.decimal
     if sep is None:
         return False
-    si, ni, pi, ci, qi = ctx.columns
+    _, ni, _, ci, qi = ctx.columns
     has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
-    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
-    if min(map(len, chunk)) <= max(picks):
-        return False
-    n = len(chunk)
-    skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
+    skus, prices, names, currencies, quantities = columns
     skus = list(map(str.strip, skus))
     prices = list(map(str.strip, prices))
     if not all(skus) or not all(prices):

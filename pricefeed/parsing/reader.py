@@ -252,7 +252,9 @@ def _parse_stream(
 
 class PlainLines:
     """The rows csv.reader gives for a text table without a quote character, in half its
-    time: each line split at the delimiter, a chunk of lines at a time.
+    time: each line split at the delimiter, a chunk of lines at a time (``rows_of``);
+    or, for a chunk whose lines all have as many fields, straight its columns
+    (``columns_of``), without a list per row.
 
     Without '"' the csv module's dialect has nothing left to interpret but line ends
     ("\\r\\n", "\\r" or "\\n"; an empty line is an empty row) and the delimiter; its

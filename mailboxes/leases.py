@@ -12,7 +12,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import (
     BooleanField,
     Count,
@@ -48,14 +48,40 @@ class Lease:
 CHANNEL = "pricefeed_listeners"  # NOTIFY: mailboxes, configs or leases changed
 
 
+# How long a takeover waits for the write in progress under the lease (see fence): a
+# healthy owner's write takes milliseconds. One whose process is frozen holds the row
+# until the server ends its session (listener_session_setup); the takeover is tried
+# again on a later round meanwhile, and the supervisor goes on renewing its own leases.
+ACQUIRE_LOCK_TIMEOUT_MS = 200
+
+
 def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     """Takes the lease if it is free, expired or already ours; returns it with a new token.
 
     One conditional UPDATE; the read of the new token is in the same transaction, under
-    the row lock the UPDATE took, so it is the token this UPDATE wrote.
+    the row lock the UPDATE took, so it is the token this UPDATE wrote. None when the
+    lease is not to be had, or when a write under it held the row past
+    ACQUIRE_LOCK_TIMEOUT_MS.
     """
     leases_ensure(mailbox_ids=[mailbox_id])
+    try:
+        return _lease_acquire(mailbox_id, owner, ttl)
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
+            raise
+        logger.info(
+            "lease on mailbox=%s busy: a write under it holds the row; trying again later",
+            mailbox_id,
+            extra={"action": "lease_busy", "mailbox_id": mailbox_id},
+        )
+        return None
+
+
+def _lease_acquire(mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = {ACQUIRE_LOCK_TIMEOUT_MS}")
         taken = (
             MailboxLease.objects.filter(mailbox_id=mailbox_id)
             .filter(
@@ -85,6 +111,17 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
         extra={"action": "lease_acquired", "mailbox_id": mailbox_id},
     )
     return Lease(mailbox_id, owner, token)
+
+
+def listener_session_setup(*, connection, ttl: float, **kwargs) -> None:
+    """For listen_mail's database sessions (a connection_created receiver): the server
+    ends a session left idle inside a transaction for a lease's TTL. A listener frozen
+    mid-write (a stopped process, a paused VM) would otherwise hold its lease row, and
+    keep every other instance from taking the mailbox over, for as long as it is frozen;
+    a healthy listener never idles that long within a write."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET idle_in_transaction_session_timeout = {int(ttl * 1000)}")
 
 
 def leases_ensure(*, mailbox_ids: list[int]) -> None:

@@ -375,7 +375,8 @@ def _copy_text(import_id: int, rows: list[tuple]) -> str:
     becomes \\N. ``!s`` calls str() directly: half the time of Decimal.__format__.
     """
     key = item_key(import_id, 0)
-    item_key(import_id, max((row[0] for row in rows), default=0))  # in range
+    if rows:
+        item_key(import_id, rows[-1][0])  # rows come in file order: the last is in range
     prefix = f"\t{import_id}\t"
     text = "".join(
         [

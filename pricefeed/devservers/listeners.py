@@ -92,6 +92,7 @@ class OverlapSampler:
     lease_tokens: dict[int, list[tuple[str, int]]] = field(default_factory=dict)
     token_regressions: list[str] = field(default_factory=list)
     samples: int = 0
+    failed_reads: int = 0  # samples whose lease-table read failed (counted, not fatal)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -111,7 +112,12 @@ class OverlapSampler:
             self._stop.wait(self.interval)
 
     def sample(self) -> None:
-        for mailbox_id, owner, token in self.lease_rows():
+        try:
+            rows = self.lease_rows()
+        except Exception:  # a busy or restarting server: this sample reads no leases
+            self.failed_reads += 1
+            rows = []
+        for mailbox_id, owner, token in rows:
             history = self.lease_tokens.setdefault(mailbox_id, [])
             if history and token < history[-1][1]:
                 self.token_regressions.append(f"mailbox {mailbox_id}: {history[-1]} -> {token}")

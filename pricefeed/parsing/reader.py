@@ -652,7 +652,7 @@ def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
         rn += len(chunk)
 
 
-def _rows_plain(first: list[list[str]], source: PlainLines, row_number: int, ctx: _Context):
+def _rows_plain(first: list[list[str]], source: PlainLines, row_number: int, ctx: _Context) -> None:
     """A quote-free text table: the rows already read, then each further text of lines
     converted straight from its columns (PlainLines.columns_of) where every line has as
     many fields; any other text goes through _rows_text. The same rows either way."""

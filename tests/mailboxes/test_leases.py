@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from datetime import timedelta
 
+import psycopg
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from mailboxes.exceptions import LeaseLost
-from mailboxes.leases import Lease, fence, lease_acquire, lease_release, leases_renew
+from mailboxes.leases import (
+    Lease,
+    fence,
+    lease_acquire,
+    lease_release,
+    leases_renew,
+    listener_session_setup,
+)
 from mailboxes.models import Mailbox, MailboxLease
 
 pytestmark = pytest.mark.django_db
@@ -161,3 +172,72 @@ def test_fence_raises_lease_lost_for_an_expired_lease(mailbox):
     with pytest.raises(LeaseLost):
         with transaction.atomic():
             fence(lease)
+
+
+def _raw_connection():
+    import psycopg
+
+    from tests.integration.support import database_url
+
+    return psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_takeover_does_not_wait_for_a_writer_frozen_under_the_lease(mailbox):
+    # "b" was frozen (SIGSTOP) inside a fenced write: its transaction holds the row.
+    lease_acquire(mailbox_id=mailbox.pk, owner="b", ttl=TTL)
+    expire(mailbox.pk)
+    frozen = _raw_connection()
+    frozen.execute(
+        "SELECT 1 FROM mailboxes_mailboxlease WHERE mailbox_id = %s FOR NO KEY UPDATE",
+        [mailbox.pk],
+    )
+    result: list = []
+
+    def take_over() -> None:
+        try:
+            result.append(lease_acquire(mailbox_id=mailbox.pk, owner="c", ttl=TTL))
+        finally:
+            connection.close()  # this thread's own
+
+    attempt = threading.Thread(target=take_over)
+    try:
+        attempt.start()
+        attempt.join(30)  # a liveness bound, not a timing: without lock_timeout it hangs
+        assert not attempt.is_alive()
+        assert result == [None]  # not now: the supervisor goes on with its other work
+    finally:
+        frozen.rollback()  # the server ends the frozen session (see the next test)
+        frozen.close()
+    assert lease_acquire(mailbox_id=mailbox.pk, owner="c", ttl=TTL) == Lease(mailbox.pk, "c", 2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_listener_sessions_left_idle_in_a_transaction_are_ended_by_the_server():
+    raw = _raw_connection()
+    try:
+        raw.autocommit = True  # as Django's connections are
+        listener_session_setup(connection=_Vendor(raw), ttl=0.3)
+        raw.execute("BEGIN")
+        raw.execute("SELECT 1")
+        time.sleep(1.5)  # idle inside the transaction, as a frozen listener would be
+        with pytest.raises(psycopg.Error, match="idle-in-transaction timeout"):
+            raw.execute("SELECT 1")
+    finally:
+        raw.close()
+    listener_session_setup(connection=connection, ttl=10)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW idle_in_transaction_session_timeout")
+        assert cursor.fetchone()[0] == "10s"
+
+
+class _Vendor:
+    """A psycopg connection seen as listener_session_setup sees a Django one."""
+
+    vendor = "postgresql"
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+
+    def cursor(self):
+        return contextlib.closing(self.raw.cursor())

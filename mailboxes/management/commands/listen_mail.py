@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -7,7 +8,10 @@ import threading
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.backends.signals import connection_created
 
+from mailboxes.leases import listener_session_setup
 from mailboxes.listener import Supervisor
 
 logger = logging.getLogger("mailboxes.listener")
@@ -43,6 +47,11 @@ class Command(BaseCommand):
                 f"(PRICEFEED_HEARTBEAT_INTERVAL = {beat:g}s): a lease must survive a "
                 "missed renewal."
             )
+        # Every database session of this process, including those opened later.
+        setup = functools.partial(listener_session_setup, ttl=ttl)
+        connection_created.connect(setup, weak=False, dispatch_uid="listen_mail.session")
+        if connection.connection is not None:
+            setup(connection=connection)
         stop = threading.Event()
         signals = {"count": 0}
 

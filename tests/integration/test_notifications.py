@@ -84,7 +84,16 @@ def test_an_imported_price_list_is_announced_once_to_each_subscriber(
 
     dovecot.append(price_email(sender="Sales <sales@acme.test>", subject="Прайс на декабрь"))
 
-    wait_until(lambda: len(received(path)) == 2, 60, "two notifications delivered")
+    # The server has the mails before the dispatcher records them SENT: wait for both.
+    wait_until(
+        lambda: (
+            len(received(path)) == 2
+            and set(Notification.objects.values_list("status", flat=True))
+            == {Notification.Status.SENT}
+        ),
+        60,
+        "two notifications delivered and recorded",
+    )
     mails = received(path)
     assert sorted(m["To"] for m in mails) == ["ops@buyer.test", "sales@acme.test"]
     price_import = PriceImport.objects.get()
@@ -128,7 +137,18 @@ def test_a_temporary_smtp_failure_is_retried_after_backoff_and_delivered(
     manage("qcluster", env=env)
     manage("dispatch_outbox", env=env)
 
-    wait_until(lambda: len(received(path)) == 1, 60, "delivered after two 451s")
+    # The server has the mail before the dispatcher records it SENT: wait for both.
+    wait_until(
+        lambda: (
+            len(received(path)) == 1
+            and Notification.objects.filter(status=Notification.Status.SENT).exists()
+            and OutboxEvent.objects.filter(
+                kind="notification.send", status=OutboxEvent.Status.SENT
+            ).exists()
+        ),
+        60,
+        "delivered after two 451s, and recorded",
+    )
     notification = Notification.objects.get()
     assert notification.status == Notification.Status.SENT
     assert notification.attempts == 3

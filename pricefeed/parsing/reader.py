@@ -348,7 +348,6 @@ class PlainLines:
         if len(text) > self.limit and max(map(len, parts)) > self.limit:
             return None  # rows_of() tells a field too long from a long line
         ends = "\n".join(joined).split("\n")  # last, first, last, first, ..., last, ""
-        self.line_num += lines
         out = []
         for j in wanted:
             if j == 0:
@@ -644,11 +643,23 @@ def _rows_text(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
     at a time by C-level map/zip calls; any other chunk goes through the row loop. Both
     give the same rows: the column path applies the row loop's fast-path rules to every
     value and gives the chunk back to the row loop when one does not fit."""
+    _in_chunks(rows, row_number, ctx, _text_columns, _text_rows)
+
+
+def _in_chunks(
+    rows: Iterable[list],
+    row_number: int,
+    ctx: _Context,
+    by_columns: Callable[[list[list], int, _Context], bool],
+    by_rows: Callable[[list[list], int, _Context], None],
+) -> None:
+    """Rows TEXT_CHUNK at a time: each chunk ``by_columns`` when it takes it (True),
+    else ``by_rows``; row numbers follow the file."""
     rows = iter(rows)
     rn = row_number - 1
     while chunk := list(islice(rows, TEXT_CHUNK)):
-        if not _text_columns(chunk, rn, ctx):
-            _text_rows(chunk, rn + 1, ctx)
+        if not by_columns(chunk, rn, ctx):
+            by_rows(chunk, rn + 1, ctx)
         rn += len(chunk)
 
 
@@ -665,9 +676,8 @@ def _rows_plain(first: list[list[str]], source: PlainLines, row_number: int, ctx
         columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
+            source.line_num += len(columns[0])
             continue
-        if columns is not None:
-            source.line_num -= len(columns[0])  # read again, as rows
         rows = source.rows_of(text)
         _rows_text(rows, rn + 1, ctx)
         rn += len(rows)
@@ -777,9 +787,9 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: _Context) -> Non
     """The row loop for text tables: every cell is a str. Rows as wide as the mapped
     columns (nearly all) take one itemgetter call; absent fields read column sku and
     are blanked."""
-    si, ni, pi, ci, qi = ctx.columns
+    _, ni, _, ci, qi = ctx.columns
     has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
-    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
+    picks = _picks(ctx)
     pick = itemgetter(*picks)
     width = max(picks) + 1
     out = ctx.rows
@@ -896,12 +906,7 @@ def _rows_workbook(rows: Iterable[list], row_number: int, ctx: _Context) -> None
     numeric price, text or empty names and currencies, numeric or empty quantities
     (nearly every chunk of a real price list) is converted a column at a time; any
     other chunk goes through the row loop. Both give the same rows."""
-    rows = iter(rows)
-    rn = row_number - 1
-    while chunk := list(islice(rows, TEXT_CHUNK)):
-        if not _typed_columns(chunk, rn, ctx):
-            _rows_typed(chunk, rn + 1, ctx)
-        rn += len(chunk)
+    _in_chunks(rows, row_number, ctx, _typed_columns, _rows_typed)
 
 
 _NUMBERS = {float, int}  # exact types: a bool is not a price
@@ -911,9 +916,9 @@ _NUMBERS_OR_TEXT = {float, int, str}
 def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
     """Converts a workbook chunk column by column, exactly as _rows_typed would; False
     (nothing done) when the chunk holds anything the row loop must judge."""
-    si, ni, pi, ci, qi = ctx.columns
+    _, ni, _, ci, qi = ctx.columns
     has_name, has_currency, has_qty = ni != _ABSENT, ci != _ABSENT, qi != _ABSENT
-    picks = (si, pi, ni if has_name else si, ci if has_currency else si, qi if has_qty else si)
+    picks = _picks(ctx)
     if min(map(len, chunk)) <= max(picks):
         return False
     blocks = ctx.blocks

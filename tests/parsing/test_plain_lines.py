@@ -12,6 +12,8 @@ import pytest
 from pricefeed.parsing import CorruptFile, ParseOptions, parse, reader
 from pricefeed.parsing.reader import PlainLines
 
+from .alike import assert_read_alike
+
 # Everything the csv module might treat specially, except the quote it is not given.
 ALPHABET = ["a", "Ж", "1", " ", ";", ",", "\t", "|", "\r", "\n", "\r\n", "\x00", "\x0b", "'"]
 
@@ -110,13 +112,7 @@ def test_columns_straight_from_the_text_give_the_rows_of_the_row_path(seed, monk
     by_columns = parse(data, options)
     monkeypatch.setattr(PlainLines, "columns_of", lambda self, text, wanted: None)
     by_rows = parse(data, options)
-    assert by_columns.rows == by_rows.rows
-    assert by_columns.errors == by_rows.errors
-    assert (by_columns.rows_total, by_columns.skipped_rows, by_columns.columns) == (
-        by_rows.rows_total,
-        by_rows.skipped_rows,
-        by_rows.columns,
-    )
+    assert_read_alike(by_columns, by_rows)
 
 
 def test_the_straight_path_is_taken_for_plain_lines(monkeypatch):

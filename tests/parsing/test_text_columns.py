@@ -6,6 +6,8 @@ import pytest
 
 from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, reader
 
+from .alike import assert_read_alike
+
 LINES = [
     "A-1;Кабель ВВГ 3х2,5;1 234,50;10;RUB",
     "A-2; Розетка ;99,90;;руб.",
@@ -47,13 +49,7 @@ def test_column_path_gives_the_row_loops_rows_errors_and_counts(chunk, number_fo
     data = (head + plain + "\n".join(LINES) + "\n" + plain.replace("B-", "C-")).encode()
     options = ParseOptions(number_format=number_format, default_currency="KZT")
     by_rows, by_columns = _both(data, options, chunk)
-    assert by_columns.rows == by_rows.rows
-    assert by_columns.errors == by_rows.errors
-    assert (by_columns.rows_total, by_columns.rows_ok, by_columns.skipped_rows) == (
-        by_rows.rows_total,
-        by_rows.rows_ok,
-        by_rows.skipped_rows,
-    )
+    assert_read_alike(by_columns, by_rows)
 
 
 def test_files_without_name_quantity_or_currency_columns_read_alike():

@@ -8,6 +8,7 @@ import pytest
 
 from pricefeed.parsing import ParseOptions, parse, reader
 
+from .alike import assert_read_alike
 from .builders import xlsx
 from .test_sink import _BlockSink
 
@@ -43,13 +44,7 @@ def test_column_path_gives_the_row_loops_rows_errors_and_counts(chunk, monkeypat
     by_rows = _by_rows(data, options, monkeypatch)
     monkeypatch.setattr(reader, "TEXT_CHUNK", chunk)
     by_columns = parse(data, options)
-    assert by_columns.rows == by_rows.rows
-    assert by_columns.errors == by_rows.errors
-    assert (by_columns.rows_total, by_columns.rows_ok, by_columns.skipped_rows) == (
-        by_rows.rows_total,
-        by_rows.rows_ok,
-        by_rows.skipped_rows,
-    )
+    assert_read_alike(by_columns, by_rows)
     # Whole numbers lose their ".0", others keep what was typed.
     prices = {row[1]: row[3] for row in by_columns.rows}
     assert (prices["B-0"], prices["B-1"], prices["B-5"]) == (

@@ -26,7 +26,7 @@ def django_on(url: str) -> None:
     """Points this process's Django at ``url`` and migrates it (call before any model
     import)."""
     os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()

@@ -67,9 +67,9 @@ def main() -> None:
     from django.db.models.functions import Now
 
     from mailboxes.models import Mailbox, MailboxLease
-    from pricefeed.devservers.dovecot import DovecotServer
-    from pricefeed.devservers.listeners import ListenerProcess
-    from pricefeed.devservers.processes import wait_until
+    from devkit.servers.dovecot import DovecotServer
+    from devkit.servers.listeners import ListenerProcess
+    from devkit.servers.processes import wait_until
 
     count = max(args.mailboxes, len(WEIGHTS))
     users = {f"box{n:03d}": "secret" for n in range(count)}

@@ -48,10 +48,10 @@ def main() -> None:
     from django.db import close_old_connections
 
     from mailboxes.models import InboundMessage, Mailbox
-    from pricefeed.devservers import ImapAppender
-    from pricefeed.devservers.dovecot import DovecotServer
-    from pricefeed.devservers.processes import ManagedProcess, wait_until
-    from pricefeed.devservers.samples import price_list_csv, price_rows, supplier_email
+    from devkit.servers import ImapAppender
+    from devkit.servers.dovecot import DovecotServer
+    from devkit.servers.processes import ManagedProcess, wait_until
+    from devkit.samples import price_list_csv, price_rows, supplier_email
     from pricefeed.models import PriceListConfig
 
     dovecot = DovecotServer()

@@ -427,7 +427,7 @@ class Sink:
     peer; a single connection is served by one of them."""
 
     def __init__(self, tmp: Path, name: str, processes: int) -> None:
-        from pricefeed.devservers import free_port
+        from devkit.servers import free_port
 
         self.port = free_port()
         self.path = tmp / f"sink-{name}"
@@ -435,7 +435,7 @@ class Sink:
             [
                 sys.executable,
                 "-m",
-                "pricefeed.devservers.smtp",
+                "devkit.servers.smtp",
                 "--port",
                 str(self.port),
                 "--maildir",
@@ -1064,7 +1064,7 @@ def main() -> None:
     env = {
         **os.environ,
         "DATABASE_URL": bench_url,
-        "DJANGO_SETTINGS_MODULE": "pricefeed.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "LOG_LEVEL": "WARNING",
         "PRICEFEED_Q_LOG_LEVEL": "WARNING",
         "PYTHONPATH": str(ROOT),

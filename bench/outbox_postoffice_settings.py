@@ -6,8 +6,8 @@ post_office is a peer measured against pricefeed, not a dependency of it.
 
 from __future__ import annotations
 
-from pricefeed.settings import *  # noqa: F403
-from pricefeed.settings import INSTALLED_APPS
+from config.settings import *  # noqa: F403
+from config.settings import INSTALLED_APPS
 
 INSTALLED_APPS = [*INSTALLED_APPS, "post_office"]
 

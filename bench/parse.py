@@ -206,7 +206,7 @@ def child_store(path: str, changed: str | None = None) -> None:
     import uuid
 
     os.environ["DATABASE_URL"] = _bench_database_url()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pricefeed.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
     django.setup()
@@ -214,7 +214,7 @@ def child_store(path: str, changed: str | None = None) -> None:
 
     from mailboxes.models import InboundMessage, Mailbox
     from pricefeed import services
-    from pricefeed.devservers.samples import supplier_email
+    from devkit.samples import supplier_email
     from pricefeed.models import PriceImport, PriceListConfig
 
     data = Path(path).read_bytes()

@@ -10,27 +10,19 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from pricefeed.forms import PriceListConfigForm
-from pricefeed.models import PriceImport, PriceListConfig
-
-from . import leases, services
-from .admission import IN_FLIGHT
+from . import leases, processing
 from .forms import MailboxForm
 from .imap import ImapError, check_connection
 from .listener import connection_settings
-from .models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxCheckpoint, MailboxLease
-
-
-class PriceListConfigInline(admin.StackedInline):
-    model = PriceListConfig
-    form = PriceListConfigForm
-    extra = 0
-    fields = [
-        ("name", "enabled"),
-        ("sender_pattern", "subject_pattern", "filename_pattern"),
-        ("sheet", "number_format", "mode"),
-        "columns",
-    ]
+from .models import (
+    IN_FLIGHT,
+    InboundMessage,
+    InstanceHeartbeat,
+    Mailbox,
+    MailboxCheckpoint,
+    MailboxLease,
+)
+from .weights import weight_expression
 
 
 class CheckpointInline(admin.TabularInline):
@@ -51,14 +43,13 @@ class MailboxAdmin(admin.ModelAdmin):
         "enabled",
         "address",
         "folder",
-        "configs_enabled",
         "holder",
         "last_connected_at",
         "problem",
     ]
     list_filter = ["enabled", "security"]
     search_fields = ["name", "host", "username"]
-    inlines = [PriceListConfigInline, CheckpointInline]
+    inlines = [CheckpointInline]
     actions = ["test_connection"]
     readonly_fields = [
         "last_connected_at",
@@ -94,20 +85,11 @@ class MailboxAdmin(admin.ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("lease")
-            .annotate(n_configs=Count("configs", distinct=True))
-        )
+        return super().get_queryset(request).select_related("lease")
 
     @admin.display(description="server")
     def address(self, obj: Mailbox) -> str:
         return f"{obj.username}@{obj.host}:{obj.port} ({obj.security})"
-
-    @admin.display(description="configs", ordering="n_configs")
-    def configs_enabled(self, obj: Mailbox) -> int:
-        return obj.n_configs
 
     @admin.display(description="listener")
     def holder(self, obj: Mailbox) -> str:
@@ -135,17 +117,6 @@ class MailboxAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{mailbox.name}: {summary}", messages.SUCCESS)
 
 
-class PriceImportInline(admin.TabularInline):
-    model = PriceImport
-    extra = 0
-    can_delete = False
-    fields = ["config", "filename", "status", "size", "rows_ok", "rows_failed", "created_at"]
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(InboundMessage)
 class InboundMessageAdmin(admin.ModelAdmin):
     list_display = [
@@ -157,13 +128,11 @@ class InboundMessageAdmin(admin.ModelAdmin):
         "subject",
         "size",
         "attempts",
-        "imports_count",
     ]
     list_filter = ["status", "mailbox"]
     search_fields = ["subject", "from_address", "from_header", "message_id"]
     date_hierarchy = "received_at"
     actions = ["reprocess", "mark_failed"]
-    inlines = [PriceImportInline]
     readonly_fields = [
         "mailbox",
         "folder",
@@ -229,7 +198,6 @@ class InboundMessageAdmin(admin.ModelAdmin):
             .get_queryset(request)
             .defer("raw", "match_report")
             .select_related("mailbox")
-            .annotate(n_imports=Count("imports"))
         )
 
     def has_add_permission(self, request):
@@ -237,10 +205,6 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
-
-    @admin.display(description="imports", ordering="n_imports")
-    def imports_count(self, obj: InboundMessage) -> int:
-        return obj.n_imports
 
     @admin.display(description="warnings")
     def warnings_list(self, obj: InboundMessage) -> str:
@@ -305,7 +269,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     @admin.action(description="Reprocess (match again and create missing imports)")
     def reprocess(self, request, queryset):
-        moved = services.messages_requeue(message_ids=queryset.values_list("pk", flat=True))
+        moved = processing.messages_requeue(message_ids=queryset.values_list("pk", flat=True))
         skipped = queryset.count() - moved
         self.message_user(request, f"{moved} message(s) queued for processing.", messages.SUCCESS)
         if skipped:
@@ -317,7 +281,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark failed")
     def mark_failed(self, request, queryset):
-        moved = services.messages_mark_failed(
+        moved = processing.messages_mark_failed(
             message_ids=queryset.values_list("pk", flat=True),
             reason=f"marked failed by {request.user.get_username()}",
         )
@@ -346,7 +310,7 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
             .select_related("mailbox")
             .annotate(
                 left=ExpressionWrapper(F("expires_at") - Now(), DurationField()),
-                weight_now=leases.weight_expression("mailbox"),
+                weight_now=weight_expression("mailbox"),
             )
         )
 
@@ -420,7 +384,7 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
                 ago=ExpressionWrapper(Now() - F("last_seen"), DurationField()),
                 n_leases=Subquery(held.annotate(n=Count("pk")).values("n")),
                 weight=Subquery(
-                    held.annotate(w=Sum(leases.weight_expression("mailbox"))).values("w")
+                    held.annotate(w=Sum(weight_expression("mailbox"))).values("w")
                 ),
                 backlog=Subquery(
                     InboundMessage.objects.filter(

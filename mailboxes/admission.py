@@ -17,9 +17,7 @@ from collections.abc import Callable, Iterable
 
 from django.db.models import Count
 
-from .models import InboundMessage
-
-IN_FLIGHT = (InboundMessage.Status.RECEIVED, InboundMessage.Status.PROCESSING)
+from .models import IN_FLIGHT, InboundMessage
 
 
 def in_flight_counts(mailbox_ids: Iterable[int]) -> dict[int, int]:

@@ -6,6 +6,9 @@ class MailboxesConfig(AppConfig):
     verbose_name = "Mailboxes and inbound mail"
 
     def ready(self) -> None:
-        from . import signals
+        from core import sweeps
+
+        from . import processing, signals
 
         signals.connect()
+        sweeps.register("messages", processing.messages_sweep)

@@ -1,3 +1,8 @@
+"""Why mail could not be received or recorded."""
+
+from __future__ import annotations
+
+
 class MailboxesError(Exception):
     """Something went wrong receiving mail."""
 
@@ -10,5 +15,21 @@ class UidValidityChanged(MailboxesError):
     """The folder's UIDVALIDITY is not the one the checkpoint was written under."""
 
 
-class ClaimLost(MailboxesError):
-    """The message is no longer claimed by this worker (swept back or taken over)."""
+class RawMessageMissing(MailboxesError):
+    """The message's raw bytes are not stored (it was refused before download)."""
+
+
+class ImapError(MailboxesError):
+    """The IMAP server could not be used."""
+
+
+class FolderMissing(ImapError):
+    """The configured folder does not exist on the server."""
+
+
+class CredentialsUnreadable(ImapError):
+    """The stored password cannot be decrypted with the configured keys."""
+
+
+class ServerClosed(ImapError):
+    """The server closed the connection."""

@@ -31,25 +31,11 @@ from django.conf import settings as django_settings
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 from imapclient.imapclient import SocketTimeout
 
-from pricefeed.crypto import UnreadableSecret
+from core.crypto import UnreadableSecret
+
+from .exceptions import CredentialsUnreadable, FolderMissing, ImapError, ServerClosed
 
 logger = logging.getLogger(__name__)
-
-
-class ImapError(Exception):
-    """The IMAP server could not be used."""
-
-
-class FolderMissing(ImapError):
-    """The configured folder does not exist on the server."""
-
-
-class CredentialsUnreadable(ImapError):
-    """The stored password cannot be decrypted with the configured keys."""
-
-
-class ServerClosed(ImapError):
-    """The server closed the connection."""
 
 
 @dataclass(frozen=True)

@@ -13,27 +13,18 @@ import socket
 from dataclasses import dataclass
 
 from django.db import OperationalError, connection, transaction
-from django.db.models import (
-    BooleanField,
-    Count,
-    DurationField,
-    ExpressionWrapper,
-    F,
-    IntegerField,
-    OuterRef,
-    Q,
-    Subquery,
-    Value,
-)
-from django.db.models.functions import Coalesce, Now
+from django.db.models import BooleanField, DurationField, ExpressionWrapper, F, Q
+from django.db.models.functions import Now
 
-from pricefeed.dbtime import db_now_minus, db_now_plus
-from pricefeed.models import PriceListConfig
-from pricefeed.pgnotify import notify_on_commit
+from core.db import postgresql
+from core.dbtime import db_now_minus, db_now_plus
+from core.pgnotify import notify_on_commit
 
+from . import sql
 from .exceptions import LeaseLost
 from .models import InstanceHeartbeat, Mailbox, MailboxLease
 from .rebalance import Snapshot
+from .weights import weight_expression
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +70,9 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
 
 def _lease_acquire(mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if postgresql():
             with connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL lock_timeout = {ACQUIRE_LOCK_TIMEOUT_MS}")
+                cursor.execute(sql.SET_LOCK_TIMEOUT.format(milliseconds=ACQUIRE_LOCK_TIMEOUT_MS))
         taken = (
             MailboxLease.objects.filter(mailbox_id=mailbox_id)
             .filter(
@@ -119,9 +110,9 @@ def listener_session_setup(*, connection, ttl: float, **kwargs) -> None:
     mid-write (a stopped process, a paused VM) would otherwise hold its lease row, and
     keep every other instance from taking the mailbox over, for as long as it is frozen;
     a healthy listener never idles that long within a write."""
-    if connection.vendor == "postgresql":
+    if postgresql(connection):
         with connection.cursor() as cursor:
-            cursor.execute(f"SET idle_in_transaction_session_timeout = {int(ttl * 1000)}")
+            cursor.execute(sql.SET_IDLE_IN_TRANSACTION_TIMEOUT.format(milliseconds=int(ttl * 1000)))
 
 
 def leases_ensure(*, mailbox_ids: list[int]) -> None:
@@ -232,22 +223,6 @@ def heartbeats_prune(*, older_than: float) -> int:
     until then)."""
     deleted, _ = InstanceHeartbeat.objects.filter(last_seen__lt=db_now_minus(older_than)).delete()
     return deleted
-
-
-def weight_expression(mailbox: str = "") -> Coalesce:
-    """A mailbox's balancing weight, in SQL: its ``weight`` if set, else the number of
-    its enabled configs. ``mailbox`` is the path to the mailbox from the queried model."""
-    prefix = f"{mailbox}__" if mailbox else ""
-    enabled_configs = (
-        PriceListConfig.objects.filter(mailbox=OuterRef(f"{prefix}pk"), enabled=True)
-        .order_by()
-        .values("mailbox")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return Coalesce(
-        F(f"{prefix}weight"), Subquery(enabled_configs), Value(0), output_field=IntegerField()
-    )
 
 
 def snapshot(*, me: str, ttl: float) -> Snapshot:

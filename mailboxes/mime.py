@@ -19,7 +19,6 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
-from pricefeed.matching import Attachment
 
 # Defects that mean the structure of the message cannot be trusted: attachments may be
 # missing or cut, so the message is refused with the reason rather than half-read.
@@ -133,10 +132,21 @@ def split_headers(raw: bytes) -> bytes:
     return raw
 
 
+@dataclass(frozen=True)
+class AttachmentPart:
+    """A MIME part with a file name: where it is (``part<N>`` in walk order) and what."""
+
+    key: str
+    filename: str
+    content_type: str
+    size: int
+    sha256: str
+
+
 @dataclass
 class ParsedMessage:
     headers: HeaderFields
-    attachments: list[Attachment] = field(default_factory=list)
+    attachments: list[AttachmentPart] = field(default_factory=list)
     structural_defects: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # Decoded attachment bytes by attachment key.
@@ -170,7 +180,7 @@ def parse_message(raw: bytes) -> ParsedMessage:
         payload = part.get_payload(decode=True) or b""
         parsed.payloads[f"part{index}"] = payload
         parsed.attachments.append(
-            Attachment(
+            AttachmentPart(
                 key=f"part{index}",
                 filename=clean(filename, 500),
                 content_type=clean(part.get_content_type(), 255),

@@ -4,7 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Now
 
-from pricefeed.crypto import EncryptedTextField
+from core.crypto import EncryptedTextField
 
 
 class Mailbox(models.Model):
@@ -119,17 +119,24 @@ class MailboxCheckpoint(models.Model):
         return f"{self.mailbox}/{self.folder} uidvalidity={self.uidvalidity} uid={self.last_uid}"
 
 
+class MessageStatus(models.TextChoices):
+    RECEIVED = "RECEIVED", "Received"
+    PROCESSING = "PROCESSING", "Processing"
+    DONE = "DONE", "Done"
+    IGNORED = "IGNORED", "Ignored (no config matched)"
+    RETRYABLE = "RETRYABLE", "Retryable"
+    FAILED = "FAILED", "Failed"
+    REJECTED = "REJECTED", "Rejected"
+
+
+# Recorded, not yet finished by a worker: what admission control bounds.
+IN_FLIGHT = (MessageStatus.RECEIVED, MessageStatus.PROCESSING)
+
+
 class InboundMessage(models.Model):
     """One e-mail as received: the durable record every later step starts from."""
 
-    class Status(models.TextChoices):
-        RECEIVED = "RECEIVED", "Received"
-        PROCESSING = "PROCESSING", "Processing"
-        DONE = "DONE", "Done"
-        IGNORED = "IGNORED", "Ignored (no config matched)"
-        RETRYABLE = "RETRYABLE", "Retryable"
-        FAILED = "FAILED", "Failed"
-        REJECTED = "REJECTED", "Rejected"
+    Status = MessageStatus
 
     mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="messages")
     folder = models.CharField(max_length=255)
@@ -171,7 +178,7 @@ class InboundMessage(models.Model):
             models.Index(
                 fields=["mailbox", "status"],
                 name="inbound_in_flight",
-                condition=models.Q(status__in=["RECEIVED", "PROCESSING"]),
+                condition=models.Q(status__in=IN_FLIGHT),
             ),
         ]
 

@@ -1,24 +1,28 @@
-"""Running listeners hear of mailbox and config changes at once (PostgreSQL NOTIFY);
-elsewhere they notice at their next poll."""
+"""Running listeners hear of mailbox changes at once (PostgreSQL NOTIFY); elsewhere
+they notice at their next poll. Apps whose models change what is listened to (pricefeed's
+configs) connect ``listeners_changed`` to their own models."""
 
 from __future__ import annotations
 
+from django.db.models import Model
 from django.db.models.signals import post_delete, post_save
 
-from pricefeed.pgnotify import notify_on_commit
+from core.pgnotify import notify_on_commit
 
 from .leases import CHANNEL
+from .models import Mailbox
 
 
-def _changed(sender, **kwargs) -> None:
+def listeners_changed(sender: type[Model], **kwargs: object) -> None:
     notify_on_commit(CHANNEL, "config")
 
 
+def notify_listeners_on_change(model: type[Model]) -> None:
+    """Saving or deleting a ``model`` row tells running listeners to reconcile."""
+    name = model._meta.label_lower
+    post_save.connect(listeners_changed, sender=model, dispatch_uid=f"listeners-{name}")
+    post_delete.connect(listeners_changed, sender=model, dispatch_uid=f"listeners-{name}-d")
+
+
 def connect() -> None:
-    from pricefeed.models import PriceListConfig
-
-    from .models import Mailbox
-
-    for model in (Mailbox, PriceListConfig):
-        post_save.connect(_changed, sender=model, dispatch_uid=f"listeners-{model.__name__}")
-        post_delete.connect(_changed, sender=model, dispatch_uid=f"listeners-{model.__name__}-d")
+    notify_listeners_on_change(Mailbox)

@@ -6,7 +6,7 @@ import uuid
 
 from outbox.handlers import handler
 from outbox.models import OutboxEvent
-from pricefeed.services import OUTCOME_EVENT
+from pricefeed.imports.outcome import OUTCOME_EVENT
 
 from . import services
 

@@ -25,9 +25,10 @@ from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
 
+from core.faults import crash_point
+from core.retry import outbox_retry_policy
 from outbox.models import OutboxEvent
 from outbox.services import publish
-from pricefeed.faults import crash_point
 from pricefeed.models import PriceImport
 
 from .models import Notification, Subscription
@@ -103,8 +104,17 @@ def _message_id_domain() -> str:
     return settings.DEFAULT_FROM_EMAIL.rpartition("@")[2].strip(">") or "pricefeed.local"
 
 
+# A notification's Message-ID is <pricefeed.notification.{id}@{domain}>: written here
+# once, used by _message_id and by the SQL that records a batch as sent.
+_MESSAGE_ID_PREFIX = "<pricefeed.notification."
+
+
+def _message_id_suffix(domain: str) -> str:
+    return f"@{domain}>"
+
+
 def _message_id(pk: int, domain: str) -> str:
-    return f"<pricefeed.notification.{pk}@{domain}>"
+    return f"{_MESSAGE_ID_PREFIX}{pk}{_message_id_suffix(domain)}"
 
 
 def render_outcome(price_import: PriceImport) -> tuple[str, str, str]:
@@ -286,8 +296,6 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     the server's acceptance and that UPDATE sends those mails again on retry, with the
     same Message-ID (at least once, never a different mail).
     """
-    from pricefeed.retry import outbox_retry_policy
-
     wanted = {event.id: event.payload.get("notification_id") for event in events}
     notifications = {
         n.pk: n
@@ -337,14 +345,14 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
         if e in notification_of and error is None
     ]
     if sent:
-        # One UPDATE for the batch; the Message-ID is computed as message_id_for() does.
+        # One UPDATE for the batch; the Message-ID is made in SQL as _message_id makes it.
         Notification.objects.filter(pk__in=sent, status=Notification.Status.PENDING).update(
             status=Notification.Status.SENT,
             sent_at=Now(),
             message_id=Concat(
-                Value("<pricefeed.notification."),
+                Value(_MESSAGE_ID_PREFIX),
                 Cast("pk", output_field=CharField()),
-                Value(f"@{domain}>"),
+                Value(_message_id_suffix(domain)),
             ),
             attempts=F("attempts") + 1,
             last_error="",

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import close_old_connections
 
-from pricefeed.faults import crash_point
-from pricefeed.pgnotify import NotifyListener
+from core.faults import crash_point
+from core.pgnotify import NotifyListener
 
 from . import services
 

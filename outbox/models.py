@@ -7,17 +7,20 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 
+class EventStatus(models.TextChoices):
+    NEW = "NEW", "New"
+    PROCESSING = "PROCESSING", "Processing"
+    SENT = "SENT", "Sent"
+    FAILED = "FAILED", "Failed"
+
+
 class OutboxEvent(models.Model):
     """Something that happened, recorded in the transaction that made it happen.
 
     ``id`` is the event id that consumers deduplicate on.
     """
 
-    class Status(models.TextChoices):
-        NEW = "NEW", "New"
-        PROCESSING = "PROCESSING", "Processing"
-        SENT = "SENT", "Sent"
-        FAILED = "FAILED", "Failed"
+    Status = EventStatus
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=100)
@@ -41,7 +44,7 @@ class OutboxEvent(models.Model):
             # many SENT rows pile up, this index stays the size of the backlog.
             models.Index(
                 fields=["next_attempt_at", "id"],
-                condition=Q(status="NEW"),
+                condition=Q(status=EventStatus.NEW),
                 name="outbox_new_due",
             ),
             models.Index(fields=["aggregate_type", "aggregate_id"], name="outbox_aggregate"),

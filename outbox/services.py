@@ -18,9 +18,11 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.db.models.functions import Now
 
-from pricefeed.claims import ClaimedWork
-from pricefeed.retry import outbox_retry_policy
+from core.claims import ClaimedWork
+from core.db import postgresql
+from core.retry import outbox_retry_policy
 
+from . import sql
 from .exceptions import NotInTransaction
 from .models import OutboxEvent
 
@@ -75,49 +77,9 @@ def publish(
 
 def _wake_dispatchers() -> None:
     """Tells idle dispatchers there is work (PostgreSQL NOTIFY); elsewhere they poll."""
-    if connection.vendor == "postgresql":
+    if postgresql():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, '')", [CHANNEL])
-
-
-_TABLE = OutboxEvent._meta.db_table
-
-# The claim (PostgreSQL). The CTE reads the partial index ``outbox_new_due`` in
-# (next_attempt_at, id) order and stops after ``limit`` rows it could lock; the UPDATE
-# finds them again by primary key, given as an array: ``UPDATE … FROM due WHERE id =
-# due.id`` let the planner pick a hash join over a sequential scan of the whole table
-# while it was small (11k rows: 2 ms of the 7), and a nested loop only once it was big.
-# Nothing in the statement reads more than ``limit`` rows, whatever the SENT rows.
-DUE_SQL = f"""
-    SELECT id FROM {_TABLE}
-    WHERE status = 'NEW' AND next_attempt_at <= statement_timestamp()
-    ORDER BY next_attempt_at, id
-    LIMIT %s
-    FOR UPDATE SKIP LOCKED
-"""
-CLAIM_SQL = f"""
-    WITH due AS ({DUE_SQL})
-    UPDATE {_TABLE} AS event
-    SET status = 'PROCESSING', claimed_by = %s, claimed_at = statement_timestamp(),
-        attempts = event.attempts + 1
-    WHERE event.id = ANY(ARRAY(SELECT id FROM due))
-    RETURNING event.id
-"""
-
-MARK_SENT_SQL = f"""
-    UPDATE {_TABLE}
-    SET status = 'SENT', sent_at = statement_timestamp(), finished_at = statement_timestamp(),
-        claimed_by = '', claimed_at = NULL, last_error = ''
-    WHERE id = ANY(%s::uuid[]) AND status = 'PROCESSING' AND claimed_by = %s
-"""
-
-# What a handler gets of an event: everything it may read, not the bookkeeping columns.
-HANDLER_FIELDS = ("id", "kind", "aggregate_type", "aggregate_id", "payload", "attempts")
-CLAIMED_SQL = f"""
-    SELECT {", ".join(HANDLER_FIELDS)} FROM {_TABLE}
-    WHERE id = ANY(%s::uuid[]) AND status = 'PROCESSING' AND claimed_by = %s
-    ORDER BY next_attempt_at, id
-"""
+            cursor.execute(sql.WAKE, [CHANNEL])
 
 
 def new_claim_id(dispatcher: str) -> str:
@@ -155,13 +117,13 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     """Claims up to ``limit`` due NEW events, oldest due first, skipping rows another
     dispatcher has locked; they are PROCESSING with ``claimed_by=dispatcher`` (pass a
     ``new_claim_id()``) when this returns."""
-    if connection.vendor == "postgresql":
+    if postgresql():
         # One statement: the partial index finds the due NEW rows, SKIP LOCKED steps
         # over other dispatchers' claims, and the rows are marked in the same pass. One
         # statement is atomic on its own: outside a transaction it commits at once (its
         # own transaction, no BEGIN/COMMIT round trips); inside one it joins it.
         with _pg_cursor() as cursor:
-            cursor.execute(CLAIM_SQL, [limit, dispatcher])
+            cursor.execute(sql.CLAIM, [limit, dispatcher])
             return [row[0] for row in cursor.fetchall()]
     with transaction.atomic():
         ids = list(
@@ -185,10 +147,10 @@ def events_mark_sent(*, event_ids: list[uuid.UUID], dispatcher: str) -> int:
     Returns how many moved; an event whose claim was taken away is left alone."""
     if not event_ids:
         return 0
-    if connection.vendor == "postgresql":
+    if postgresql():
         # One array parameter instead of an IN list of len(event_ids) placeholders.
         with _pg_cursor() as cursor:
-            cursor.execute(MARK_SENT_SQL, [list(event_ids), dispatcher])
+            cursor.execute(sql.MARK_SENT, [list(event_ids), dispatcher])
             return cursor.rowcount
     return OutboxEvent.objects.filter(
         id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
@@ -206,23 +168,23 @@ def events_claimed(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> list[O
     """The events of a claim that are still PROCESSING under it, in claim order, with the
     fields handlers read (id, kind, aggregate, payload, attempts); others are deferred."""
     event_ids = list(event_ids)
-    if connection.vendor == "postgresql":
+    if postgresql():
         with _pg_cursor() as cursor:
-            cursor.execute(CLAIMED_SQL, [event_ids, dispatcher])
+            cursor.execute(sql.CLAIMED, [event_ids, dispatcher])
             rows = cursor.fetchall()
         # Instances as the ORM would make them (the handlers' interface), without the
         # ORM's per-row machinery; only the payload needs converting (jsonb text).
         decode = OutboxEvent._meta.get_field("payload").from_db_value
         db, conn = connection.alias, connections[connection.alias]
         return [
-            OutboxEvent.from_db(db, HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5]))
+            OutboxEvent.from_db(db, sql.HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5]))
             for row in rows
         ]
     return list(
         OutboxEvent.objects.filter(
             id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
         )
-        .only(*HANDLER_FIELDS)
+        .only(*sql.HANDLER_FIELDS)
         .order_by("next_attempt_at", "id")
     )
 
@@ -235,21 +197,7 @@ def event_retry_or_fail(
 
 def event_fail(*, event_id: uuid.UUID, dispatcher: str, reason: str) -> bool:
     """A failure no retry can mend (no handler for the kind): FAILED at once, with alert."""
-    from pricefeed.alerts import alert
-
-    with transaction.atomic():
-        moved = OutboxEvent.objects.filter(
-            id=event_id, status=Status.PROCESSING, claimed_by=dispatcher
-        ).update(
-            status=Status.FAILED,
-            last_error=reason,
-            finished_at=Now(),
-            claimed_by="",
-            claimed_at=None,
-        )
-        if moved:
-            alert("outbox event failed", f"Outbox event {event_id}: {reason}", event_id=event_id)
-    return bool(moved)
+    return EVENT_WORK.fail(pk=event_id, worker=dispatcher, reason=reason)
 
 
 def events_expire_claims() -> int:
@@ -306,11 +254,9 @@ def events_retry_now(*, event_ids: Iterable[uuid.UUID]) -> int:
 
 def events_requeue(*, event_ids: Iterable[uuid.UUID]) -> int:
     """Operator action: FAILED events start over (attempts reset) once the cause is fixed."""
-    moved = OutboxEvent.objects.filter(id__in=list(event_ids), status=Status.FAILED).update(
-        status=Status.NEW, attempts=0, next_attempt_at=Now(), last_error="", finished_at=None
+    return EVENT_WORK.requeue(
+        pks=event_ids, from_states=[Status.FAILED], enqueue=lambda _ids: _wake_dispatchers()
     )
-    transaction.on_commit(_wake_dispatchers)
-    return moved
 
 
 def events_mark_failed(*, event_ids: Iterable[uuid.UUID], reason: str) -> int:

@@ -2,14 +2,17 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import F
+from django.db.models import Count, F
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from . import services
+from mailboxes import admin as mailboxes_admin
+from mailboxes.models import InboundMessage, Mailbox
+
 from .forms import PreviewForm, PriceListConfigForm
+from .imports import lifecycle, preview
 from .models import PriceImport, PriceItem, PriceListConfig
 
 PREVIEW_ROWS = 20
@@ -58,7 +61,7 @@ class PriceListConfigAdmin(admin.ModelAdmin):
         results = None
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
-            results = services.preview_file(
+            results = preview.preview_file(
                 config=config, filename=upload.name, data=upload.read(), rows=PREVIEW_ROWS
             )
         context = {
@@ -220,7 +223,7 @@ class PriceImportAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run failed imports again")
     def rerun_failed(self, request, queryset):
-        moved = services.price_imports_requeue(import_ids=queryset.values_list("pk", flat=True))
+        moved = lifecycle.price_imports_requeue(import_ids=queryset.values_list("pk", flat=True))
         self.message_user(request, f"{moved} import(s) queued again.", messages.SUCCESS)
         if skipped := queryset.count() - moved:
             self.message_user(request, f"{skipped} skipped: not FAILED.", messages.WARNING)
@@ -255,3 +258,69 @@ class PriceItemAdmin(admin.ModelAdmin):
         # An import's rows are what the next import's diff compares with (and what its
         # rows digest stands for): they go only with their import.
         return False
+
+
+# -- the mailbox pages, with what this app adds to them --------------------------------
+
+
+class PriceListConfigInline(admin.StackedInline):
+    model = PriceListConfig
+    form = PriceListConfigForm
+    extra = 0
+    fields = [
+        ("name", "enabled"),
+        ("sender_pattern", "subject_pattern", "filename_pattern"),
+        ("sheet", "number_format", "mode"),
+        "columns",
+    ]
+
+
+class PriceImportInline(admin.TabularInline):
+    model = PriceImport
+    extra = 0
+    can_delete = False
+    fields = ["config", "filename", "status", "size", "rows_ok", "rows_failed", "created_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+admin.site.unregister(Mailbox)
+
+
+@admin.register(Mailbox)
+class MailboxAdmin(mailboxes_admin.MailboxAdmin):
+    """The mailbox page, with its price-list configs inline and their count listed."""
+
+    inlines = [PriceListConfigInline, *mailboxes_admin.MailboxAdmin.inlines]
+    list_display = [
+        *mailboxes_admin.MailboxAdmin.list_display[:4],
+        "configs_enabled",
+        *mailboxes_admin.MailboxAdmin.list_display[4:],
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_configs=Count("configs", distinct=True))
+
+    @admin.display(description="configs", ordering="n_configs")
+    def configs_enabled(self, obj: Mailbox) -> int:
+        return obj.n_configs
+
+
+admin.site.unregister(InboundMessage)
+
+
+@admin.register(InboundMessage)
+class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
+    """The inbound message page, with the imports each message made."""
+
+    inlines = [*mailboxes_admin.InboundMessageAdmin.inlines, PriceImportInline]
+    list_display = [*mailboxes_admin.InboundMessageAdmin.list_display, "imports_count"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(n_imports=Count("imports"))
+
+    @admin.display(description="imports", ordering="n_imports")
+    def imports_count(self, obj: InboundMessage) -> int:
+        return obj.n_imports

@@ -7,8 +7,20 @@ class PricefeedConfig(AppConfig):
     verbose_name = "Price lists"
 
     def ready(self) -> None:
-        from . import signals  # noqa: F401  (connects the receivers)
+        from core import sweeps
+        from mailboxes import processing, weights
+        from mailboxes.signals import notify_listeners_on_change
 
+        from . import selectors, signals  # noqa: F401  (signals connects its receivers)
+        from .imports import lifecycle
+        from .models import PriceListConfig
+
+        # The seams of the apps below: who processes a recorded message, what a mailbox
+        # weighs, what is swept, which changes running listeners must hear of.
+        processing.set_message_task("pricefeed.tasks.process_message")
+        weights.set_default_weight(selectors.enabled_configs_count)
+        sweeps.register("imports", lifecycle.price_imports_sweep)
+        notify_listeners_on_change(PriceListConfig)
         checks.register(xml_defences, checks.Tags.security)
 
 

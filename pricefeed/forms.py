@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
-from .matching import PatternError, compile_pattern
+from .exceptions import PatternError
+from .matching import compile_pattern
 from .models import PriceListConfig
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")

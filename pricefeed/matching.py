@@ -13,11 +13,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from .exceptions import PatternError
+
 REGEX_PREFIX = "re:"
-
-
-class PatternError(ValueError):
-    """The pattern is not a valid glob or regular expression."""
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str] | None:

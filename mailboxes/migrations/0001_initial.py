@@ -5,7 +5,7 @@ import django.db.models.deletion
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
-import pricefeed.crypto
+import core.crypto
 
 
 class Migration(migrations.Migration):
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
                 ("username", models.CharField(max_length=255)),
                 (
                     "password",
-                    pricefeed.crypto.EncryptedTextField(blank=True, help_text="Stored encrypted."),
+                    core.crypto.EncryptedTextField(blank=True, help_text="Stored encrypted."),
                 ),
                 ("folder", models.CharField(default="INBOX", max_length=255)),
                 ("enabled", models.BooleanField(default=True)),

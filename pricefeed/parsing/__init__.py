@@ -1,6 +1,7 @@
-"""Supplier price lists: bytes in, typed rows out. Pure logic: no database, no files.
+"""Supplier price lists: bytes in, typed rows out. A library: no Django, no database,
+no files; the caller builds its Limits (pricefeed.limits.parse_limits from settings).
 
-    members = expand(attachment_bytes, "prices.zip", Limits.from_settings())
+    members = expand(attachment_bytes, "prices.zip", Limits(max_rows=100_000))
     for member in members:
         parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
 

@@ -14,10 +14,6 @@ class ParseError(Exception):
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or (self.__doc__ or "").strip())
 
-    @property
-    def reason(self) -> str:
-        return str(self)
-
 
 class UnsupportedFormat(ParseError):
     """The file is not a spreadsheet or a text table."""

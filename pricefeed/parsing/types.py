@@ -17,9 +17,6 @@ _COLUMN_LETTER = re.compile(r"[A-Za-z]{1,2}")
 # A row as parse() returns it: (row_number, sku, name, price, currency, quantity).
 Row = tuple[int, str, str, Decimal | None, str, Decimal | None]
 
-_SETTING_PREFIX = "PRICEFEED_PARSE_"
-
-
 @dataclass(frozen=True)
 class Limits:
     """Caps on untrusted input; every one is enforced on bytes actually inflated.
@@ -51,17 +48,6 @@ class Limits:
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
-
-    @classmethod
-    def from_settings(cls) -> Limits:
-        """Limits from ``PRICEFEED_PARSE_<FIELD>`` settings (e.g. PRICEFEED_PARSE_MAX_ROWS),
-        each falling back to the default above; read at call time."""
-        from django.conf import settings
-
-        values = {}
-        for f in fields(cls):
-            values[f.name] = getattr(settings, _SETTING_PREFIX + f.name.upper(), f.default)
-        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Integration tests of the throwaway IMAP servers in :mod:`pricefeed.devservers`.
+"""Integration tests of the throwaway IMAP servers in :mod:`devkit.servers`.
 
 They start real servers on free ports of 127.0.0.1 and need no database.
 """
@@ -14,9 +14,9 @@ import pytest
 from imapclient import IMAPClient
 from imapclient.exceptions import LoginError
 
-from pricefeed.devservers import ImapAppender, append_message
-from pricefeed.devservers.dovecot import DovecotServer
-from pricefeed.devservers.pymap import PymapServer
+from devkit.servers import ImapAppender, append_message
+from devkit.servers.dovecot import DovecotServer
+from devkit.servers.pymap import PymapServer
 
 USER = "pricefeed"
 PASSWORD = "secret"

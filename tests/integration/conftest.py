@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from mailboxes.models import Mailbox
-from pricefeed.devservers import ImapAppender
-from pricefeed.devservers.dovecot import DovecotServer
-from pricefeed.devservers.pymap import PymapServer
+from devkit.servers import ImapAppender
+from devkit.servers.dovecot import DovecotServer
+from devkit.servers.pymap import PymapServer
 from pricefeed.models import PriceListConfig
 
 from .support import FAST_ENV, ManagedProcess, database_url

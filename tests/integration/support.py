@@ -9,8 +9,8 @@ from pathlib import Path
 
 from django.db import connection
 
-from pricefeed.devservers.processes import ManagedProcess, wait_until
-from pricefeed.devservers.samples import supplier_email
+from devkit.servers.processes import ManagedProcess, wait_until
+from devkit.samples import supplier_email
 
 __all__ = [
     "FAST_ENV",

@@ -84,7 +84,7 @@ def test_bad_messages_each_end_in_a_visible_state_and_the_listener_keeps_running
 def test_wrong_password_and_unreachable_host_back_off_and_leave_other_mailboxes_alone(
     dovecot, make_mailbox, make_config, manage
 ):
-    from pricefeed.devservers import free_port
+    from devkit.servers import free_port
 
     good = make_mailbox(dovecot, "good")
     make_config(good)

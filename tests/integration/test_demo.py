@@ -8,7 +8,7 @@ import subprocess
 import sys
 import urllib.request
 
-from pricefeed.devservers import free_port
+from devkit.servers import free_port
 
 from .support import ROOT
 

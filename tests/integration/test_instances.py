@@ -16,9 +16,9 @@ import pytest
 from django.db import connection
 
 from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
-from pricefeed.devservers import ImapAppender
-from pricefeed.devservers.dovecot import DovecotServer
-from pricefeed.devservers.listeners import ListenerProcess, OverlapSampler
+from devkit.servers import ImapAppender
+from devkit.servers.dovecot import DovecotServer
+from devkit.servers.listeners import ListenerProcess, OverlapSampler
 from tests.mailboxes.factories import price_mail
 
 from .conftest import REQUIRE_DOVECOT, require_dovecot

@@ -11,7 +11,7 @@ import pytest
 
 from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
-from pricefeed.devservers import free_port
+from devkit.servers import free_port
 from pricefeed.models import PriceImport
 
 from .support import price_email, wait_until
@@ -29,7 +29,7 @@ def smtp_server(tmp_path):
             [
                 sys.executable,
                 "-m",
-                "pricefeed.devservers.smtp",
+                "devkit.servers.smtp",
                 "--port",
                 str(port),
                 "--maildir",

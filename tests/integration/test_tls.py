@@ -12,8 +12,8 @@ from imapclient import IMAPClient
 
 from mailboxes.imap import ConnectionSettings, ImapError, check_connection
 from mailboxes.models import InboundMessage, Mailbox
-from pricefeed.devservers import LOCALHOST, free_port
-from pricefeed.devservers.dovecot import DEFAULT_TLS_NAMES, DovecotServer
+from devkit.servers import LOCALHOST, free_port
+from devkit.servers.dovecot import DEFAULT_TLS_NAMES, DovecotServer
 
 from .conftest import REQUIRE_DOVECOT, ImapServer
 from .support import price_email, wait_until

@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from mailboxes import services
 from mailboxes.models import InboundMessage, Mailbox
-from pricefeed.devservers import free_port
-from pricefeed.devservers.pymap import PymapServer
+from devkit.servers import free_port
+from devkit.servers.pymap import PymapServer
 from pricefeed.models import PriceListConfig
 
 from .factories import price_mail

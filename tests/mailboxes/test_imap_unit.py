@@ -1,4 +1,4 @@
-"""mailboxes.imap (pure parts) and pricefeed.retry.Backoff."""
+"""mailboxes.imap (pure parts) and core.retry.Backoff."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from mailboxes.imap import (
     describe_error,
 )
 from pricefeed import retry
-from pricefeed.devservers import free_port
-from pricefeed.retry import Backoff
+from devkit.servers import free_port
+from core.retry import Backoff
 
 SECRET = "hunter2-Пароль"
 SETTINGS = ConnectionSettings(

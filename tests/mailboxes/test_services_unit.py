@@ -515,7 +515,7 @@ def test_exception_after_the_last_attempt_fails_the_message_with_an_alert(
     settings.ADMINS = [("Ops", "ops@buyer.example")]
     message = make_message()
 
-    with caplog.at_level(logging.ERROR, logger="pricefeed.alerts"):
+    with caplog.at_level(logging.ERROR, logger="core.alerts"):
         with django_capture_on_commit_callbacks(execute=True):
             status = services.message_process(message_id=message.pk, worker="w1")
             assert mail.outbox == []  # the alert mail waits for the commit
@@ -525,7 +525,7 @@ def test_exception_after_the_last_attempt_fails_the_message_with_an_alert(
     assert message.status == Status.FAILED
     assert message.last_error == "RuntimeError: matching exploded"
     assert message.finished_at is not None
-    alerts = [r for r in caplog.records if r.name == "pricefeed.alerts"]
+    alerts = [r for r in caplog.records if r.name == "core.alerts"]
     assert len(alerts) == 1
     assert alerts[0].levelno == logging.ERROR
     assert f"#{message.pk}" in alerts[0].getMessage()

@@ -9,7 +9,7 @@ from outbox.exceptions import NotInTransaction
 from outbox.models import OutboxEvent
 from outbox.services import publish
 from pricefeed import services
-from pricefeed.devservers.samples import price_list_csv
+from devkit.samples import price_list_csv
 from pricefeed.models import PriceImport
 from tests.pricefeed.pipeline import ROWS, receive, run_all
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 from mailboxes import services as mailbox_services
 from mailboxes.models import InboundMessage
 from pricefeed import services
-from pricefeed.devservers.samples import supplier_email
+from devkit.samples import supplier_email
 from pricefeed.models import PriceImport
 
 ROWS = [

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from pricefeed.devservers.samples import price_list_csv, zipped
+from devkit.samples import price_list_csv, zipped
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
 from tests.pricefeed.pipeline import ROWS, receive, run_all
 

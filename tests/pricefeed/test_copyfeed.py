@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pricefeed.copyfeed import CopyFeeder
+from core.copyfeed import CopyFeeder
 
 
 class _Writer:

@@ -1,4 +1,4 @@
-"""pricefeed.crypto: mailbox passwords are Fernet-encrypted at rest."""
+"""core.crypto: mailbox passwords are Fernet-encrypted at rest."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.db import connection
 
 from mailboxes.models import Mailbox
 from pricefeed import crypto
-from pricefeed.crypto import DecryptionError
+from core.crypto import DecryptionError
 
 pytestmark = pytest.mark.django_db
 

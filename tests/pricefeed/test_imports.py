@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from pricefeed import services
-from pricefeed.devservers.samples import (
+from devkit.samples import (
     price_list_csv,
     price_list_xlsx,
     zipped,

@@ -7,7 +7,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from mailboxes.models import InboundMessage
-from pricefeed.devservers.samples import price_list_csv
+from devkit.samples import price_list_csv
 from pricefeed.models import PriceImport, PriceItem, item_key
 from tests.pricefeed.pipeline import ROWS, receive, run_all
 

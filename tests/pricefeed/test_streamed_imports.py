@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from mailboxes.mime import attachment_payload
 from outbox.models import OutboxEvent
 from pricefeed import parsing, services
-from pricefeed.devservers.samples import (
+from devkit.samples import (
     price_list_csv,
     price_list_xlsx,
     price_rows,

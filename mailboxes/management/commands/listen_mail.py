@@ -12,9 +12,9 @@ from django.db import connection
 from django.db.backends.signals import connection_created
 
 from mailboxes.leases import listener_session_setup
-from mailboxes.listener import Supervisor
+from mailboxes.supervisor import Supervisor
 
-logger = logging.getLogger("mailboxes.listener")
+logger = logging.getLogger("mailboxes.supervisor")
 
 
 class Command(BaseCommand):

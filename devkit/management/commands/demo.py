@@ -19,9 +19,9 @@ from django.db.models import Count
 
 from mailboxes.models import InboundMessage, Mailbox
 from notifications.models import Notification, Subscription
-from pricefeed.devservers import ImapAppender, free_port
-from pricefeed.devservers.pymap import PymapServer
-from pricefeed.devservers.samples import DEMO_CONFIGS, demo_stream
+from devkit.servers import ImapAppender, free_port
+from devkit.servers.pymap import PymapServer
+from devkit.samples import DEMO_CONFIGS, demo_stream
 from pricefeed.models import PriceImport, PriceListConfig
 
 ROOT = Path(settings.BASE_DIR)

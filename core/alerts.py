@@ -7,7 +7,7 @@ import logging
 from django.core.mail import mail_admins
 from django.db import transaction
 
-logger = logging.getLogger("pricefeed.alerts")
+logger = logging.getLogger(__name__)
 
 
 def alert(subject: str, body: str, **extra: object) -> None:

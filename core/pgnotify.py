@@ -13,12 +13,15 @@ import time
 import psycopg
 from django.db import connection, transaction
 
+from core.db import postgresql
+from core.logs import first_line
+
 logger = logging.getLogger(__name__)
 
 
 def notify_on_commit(channel: str, payload: str = "") -> None:
     """Sends NOTIFY when the current transaction commits (at once in autocommit)."""
-    if connection.vendor != "postgresql":
+    if not postgresql():
         return
 
     def send() -> None:
@@ -37,7 +40,7 @@ class NotifyListener:
     def __init__(self, *channels: str) -> None:
         self.channels = channels
         self.conn: psycopg.Connection | None = None
-        self.enabled = connection.vendor == "postgresql"
+        self.enabled = postgresql()
         self._next_try = 0.0
         self._failing = False
         self._connect()
@@ -55,7 +58,7 @@ class NotifyListener:
         except psycopg.Error as exc:
             # The caller polls anyway; say so once, not at every retry.
             if not self._failing:
-                logger.warning("cannot LISTEN (%s); polling until it works", _first_line(exc))
+                logger.warning("cannot LISTEN (%s); polling until it works", first_line(exc))
             self._failing = True
             self._next_try = time.monotonic() + self.RETRY
             return
@@ -84,7 +87,7 @@ class NotifyListener:
                     return True
             except psycopg.Error as exc:
                 logger.warning(
-                    "LISTEN connection lost (%s); polling until it is back", _first_line(exc)
+                    "LISTEN connection lost (%s); polling until it is back", first_line(exc)
                 )
                 self._failing = True
                 self._next_try = time.monotonic() + self.RETRY
@@ -100,6 +103,3 @@ class NotifyListener:
             finally:
                 self.conn = None
 
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,6 +1,6 @@
 """A scriptable SMTP sink for tests and the demo, run as its own process:
 
-    python -m pricefeed.devservers.smtp --port P --maildir DIR [--fail-first N --code 451]
+    python -m devkit.servers.smtp --port P --maildir DIR [--fail-first N --code 451]
                                         [--reject-rcpt ADDR ...] [--processes N]
 
 Accepted messages go to a Maildir. ``--fail-first N`` answers the first N DATA commands
@@ -118,7 +118,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "pricefeed.devservers.smtp",
+                "devkit.servers.smtp",
                 "--port",
                 str(args.port),
                 "--maildir",

@@ -1,8 +1,9 @@
-"""The one mechanism for claimed work that fails or is forgotten.
+"""The one mechanism for claimed work: claim, finish, retry or fail, requeue, sweep.
 
-Inbound messages (PROCESSING → RETRYABLE | FAILED) and price imports (RUNNING →
-PENDING | FAILED) share it: the same retry policy, the same conditional UPDATEs on the
-claim, the same alert, the same sweep of expired claims and lost queue entries.
+Inbound messages (RECEIVED → PROCESSING → DONE … | RETRYABLE | FAILED), price imports
+(PENDING → RUNNING → SUCCEEDED … | FAILED) and outbox events (NEW → PROCESSING → SENT |
+FAILED) share it: the same conditional UPDATEs on the claim, the same retry policy, the
+same alert, the same sweep of expired claims and lost queue entries.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from django.db import models, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
-from pricefeed.alerts import alert
-from pricefeed.dbtime import db_now_minus, db_now_plus, due_and_not_queued
-from pricefeed.retry import RetryPolicy, processing_retry_policy
+from core.alerts import alert
+from core.dbtime import db_now_minus, db_now_plus, due_and_not_queued
+from core.exceptions import ClaimLost
+from core.retry import RetryPolicy, processing_retry_policy
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +67,73 @@ class ClaimedWork:
                 **fields,
             )
         )
+
+    def finish(self, *, pk: object, worker: str, status: str, **fields: object) -> None:
+        """Running and claimed by ``worker`` → ``status`` (a final state), the claim
+        cleared; ``fields`` are stored with it (``last_error`` is cleared unless given).
+        Raises ClaimLost when the row is no longer ours."""
+        done = self.model.objects.filter(pk=pk, status=self.running, claimed_by=worker).update(
+            status=status,
+            claimed_by="",
+            claimed_at=None,
+            next_attempt_at=None,
+            finished_at=Now(),
+            **{field: Now() for field in self.touch},
+            **({"last_error": ""} | fields),
+        )
+        if not done:
+            raise ClaimLost(f"{self.what} {pk} is no longer claimed by {worker}")
+
+    def fail(self, *, pk: object, worker: str, reason: str) -> bool:
+        """A failure no retry can mend: running → failed at once, with an alert. False
+        when the row is no longer ours."""
+        with transaction.atomic():
+            moved = self.model.objects.filter(pk=pk, status=self.running, claimed_by=worker).update(
+                status=self.failed,
+                last_error=reason[:5000],
+                finished_at=Now(),
+                claimed_by="",
+                claimed_at=None,
+                **{field: Now() for field in self.touch},
+            )
+            if moved:
+                if self.on_failed is not None:
+                    self.on_failed(pk)
+                alert(f"{self.what} failed", f"{self.what.capitalize()} {pk}: {reason}", object_id=pk)
+        return bool(moved)
+
+    def requeue(
+        self,
+        *,
+        pks: Iterable[object],
+        from_states: Iterable[str],
+        enqueue: Callable[[list], None] | None = None,
+        **conditions: object,
+    ) -> int:
+        """Operator action: rows in ``from_states`` (and matching ``conditions``) start
+        over as waiting rows, attempts reset and due now; ``enqueue`` gets their ids
+        once the caller's transaction commits. Returns how many moved.
+
+        The state condition is part of the UPDATE: a row a worker claimed in between
+        stays with that worker."""
+        candidates = self.model.objects.filter(
+            pk__in=list(pks), status__in=list(from_states), **conditions
+        )
+        ids = list(candidates.values_list("pk", flat=True))
+        nullable = self.model._meta.get_field("next_attempt_at").null
+        moved = candidates.filter(pk__in=ids).update(
+            status=self.waiting[0],
+            attempts=0,
+            next_attempt_at=None if nullable else Now(),
+            last_error="",
+            claimed_by="",
+            claimed_at=None,
+            finished_at=None,
+            **{field: Now() for field in {*self.touch, *filter(None, [self.queued_field])}},
+        )
+        if enqueue is not None and ids:
+            transaction.on_commit(lambda: enqueue(ids))
+        return moved
 
     def retry_or_fail(
         self, *, pk: int, worker: str | None, error: BaseException | str

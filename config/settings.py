@@ -1,4 +1,4 @@
-"""Django settings for pricefeed.
+"""Django settings for pricefeed: the composition root, which may name every app.
 
 Every knob is read from the environment (or a ``.env`` file beside ``manage.py``)
 here and nowhere else; ``.env.example`` lists them all with their defaults.
@@ -6,6 +6,7 @@ here and nowhere else; ``.env.example`` lists them all with their defaults.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import socket
@@ -53,11 +54,17 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
-    "pricefeed",
+    # pricefeed's apps, lowest layer first (each may import only those above it here):
+    # an app's admin may extend the admin of an app it builds on.
     "mailboxes",
     "outbox",
+    "pricefeed",
     "notifications",
 ]
+# The development kit (manage.py demo, throwaway servers) where a source checkout has it;
+# the installed package does not.
+if importlib.util.find_spec("devkit") is not None:
+    INSTALLED_APPS.append("devkit")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -69,7 +76,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "pricefeed.urls"
+ROOT_URLCONF = "config.urls"
 
 TEMPLATES = [
     {
@@ -86,7 +93,7 @@ TEMPLATES = [
     },
 ]
 
-WSGI_APPLICATION = "pricefeed.wsgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
 
 # --- Database ---------------------------------------------------------------------
 # PostgreSQL is the production and test database; SQLite is the embedded default for a
@@ -253,16 +260,20 @@ else:
     Q_CLUSTER["orm"] = "default"
 
 # --- Logging ------------------------------------------------------------------------
+# LOG_FORMAT=text: one escaped line per record with its context as key=value;
+# LOG_FORMAT=json: one JSON object per record (core.logs).
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ValueError(f"LOG_FORMAT must be text or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "line": {
-            "format": "%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
-        },
+        "text": {"()": "core.logs.TextFormatter"},
+        "json": {"()": "core.logs.JsonFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "line"},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT},
         "mail_admins": {
             "class": "django.utils.log.AdminEmailHandler",
             "level": "ERROR",

@@ -1,7 +1,7 @@
 """Throwaway IMAP servers for integration tests, benchmarks and the demo.
 
-The servers live in :mod:`pricefeed.devservers.dovecot` (a private Dovecot instance) and
-:mod:`pricefeed.devservers.pymap` (pymap's in-memory backend). This module holds what both of
+The servers live in :mod:`devkit.servers.dovecot` (a private Dovecot instance) and
+:mod:`devkit.servers.pymap` (pymap's in-memory backend). This module holds what both of
 them, and their users, share: picking a free port, waiting for the IMAP greeting, appending
 messages over IMAP, and starting and reliably killing a server process.
 """

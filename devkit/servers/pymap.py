@@ -19,7 +19,7 @@ import weakref
 from pathlib import Path
 from types import TracebackType
 
-from pricefeed.devservers import (
+from devkit.servers import (
     LOCALHOST,
     DevServerError,
     ServerResources,
@@ -94,7 +94,7 @@ class PymapServer:
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Launches pymap and waits for its IMAP greeting.
 
-        Raises :class:`~pricefeed.devservers.StartError` with the end of pymap's output if
+        Raises :class:`~devkit.servers.StartError` with the end of pymap's output if
         it exits or does not greet within ``timeout`` seconds. If another process took the
         port picked at construction, the first start moves to a new port.
         """

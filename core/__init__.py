@@ -1,0 +1,8 @@
+"""Shared machinery every app builds on; imports no app.
+
+claims (claim, finish, retry, requeue, sweep of claimed rows) · retry (backoff values) ·
+dbtime (time from the database) · db (PostgreSQL or the fallback) · pgnotify
+(LISTEN/NOTIFY) · sweeps (periodic sweeps apps register) · alerts · crypto (secrets at
+rest) · copyfeed (COPY from a thread) · faults (crash points for tests) · logs (log
+formats) · workers (who is working).
+"""

@@ -1,0 +1,63 @@
+"""The outbox's own SQL for the dispatch path (PostgreSQL), by name, one purpose each.
+
+Statuses are written into the text from the model's enum: as literals, not parameters,
+so that the planner can match ``status = 'NEW'`` against the partial index
+``outbox_new_due`` even in a generic prepared plan.
+"""
+
+from __future__ import annotations
+
+from .models import EventStatus, OutboxEvent
+
+_TABLE = OutboxEvent._meta.db_table
+_NEW = f"'{EventStatus.NEW.value}'"
+_PROCESSING = f"'{EventStatus.PROCESSING.value}'"
+_SENT = f"'{EventStatus.SENT.value}'"
+
+# Due NEW events, oldest due first, skipping rows other dispatchers hold: reads the
+# partial index ``outbox_new_due`` in (next_attempt_at, id) order and stops after
+# ``limit`` rows it could lock. Parameter: limit.
+DUE = f"""
+    SELECT id FROM {_TABLE}
+    WHERE status = {_NEW} AND next_attempt_at <= statement_timestamp()
+    ORDER BY next_attempt_at, id
+    LIMIT %s
+    FOR UPDATE SKIP LOCKED
+"""
+
+# The claim: DUE marked PROCESSING in the same statement. The UPDATE finds the rows
+# again by primary key, given as an array: ``UPDATE … FROM due WHERE id = due.id`` let
+# the planner pick a hash join over a sequential scan of the whole table while it was
+# small (11k rows: 2 ms of the 7), and a nested loop only once it was big. Nothing in
+# the statement reads more than ``limit`` rows, whatever the SENT rows. Parameters:
+# limit, claim id.
+CLAIM = f"""
+    WITH due AS ({DUE})
+    UPDATE {_TABLE} AS event
+    SET status = {_PROCESSING}, claimed_by = %s, claimed_at = statement_timestamp(),
+        attempts = event.attempts + 1
+    WHERE event.id = ANY(ARRAY(SELECT id FROM due))
+    RETURNING event.id
+"""
+
+# A batch's successes, still conditional on the claim. Parameters: event ids, claim id.
+MARK_SENT = f"""
+    UPDATE {_TABLE}
+    SET status = {_SENT}, sent_at = statement_timestamp(), finished_at = statement_timestamp(),
+        claimed_by = '', claimed_at = NULL, last_error = ''
+    WHERE id = ANY(%s::uuid[]) AND status = {_PROCESSING} AND claimed_by = %s
+"""
+
+# What a handler gets of an event: everything it may read, not the bookkeeping columns.
+HANDLER_FIELDS = ("id", "kind", "aggregate_type", "aggregate_id", "payload", "attempts")
+
+# The events of a claim still held under it, in claim order, with HANDLER_FIELDS.
+# Parameters: event ids, claim id.
+CLAIMED = f"""
+    SELECT {", ".join(HANDLER_FIELDS)} FROM {_TABLE}
+    WHERE id = ANY(%s::uuid[]) AND status = {_PROCESSING} AND claimed_by = %s
+    ORDER BY next_attempt_at, id
+"""
+
+# Wakes idle dispatchers (they LISTEN on the channel). Parameter: channel.
+WAKE = "SELECT pg_notify(%s, '')"

@@ -1,0 +1,304 @@
+"""The life of a price import: created PENDING, claimed RUNNING, finished SUCCEEDED,
+PARTIAL or FAILED; retried with backoff, swept when forgotten, requeued by an operator.
+
+A run claims the import with a conditional UPDATE, reads its file outside any
+transaction, then parses it straight into the items table and stores counts, diff,
+status and the outcome event in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models.functions import Now
+
+from core.claims import ClaimedWork, SweepResult
+from core.exceptions import ClaimLost
+from pricefeed import parsing
+from pricefeed.limits import parse_limits
+from pricefeed.matching import Attachment
+from pricefeed.models import PriceImport, PriceListConfig
+
+from .diff import diff
+from .outcome import publish_outcome
+from .source import import_file
+from .storage import insert_items, item_writer
+
+logger = logging.getLogger(__name__)
+
+Status = PriceImport.Status
+IMPORT_TASK = "pricefeed.tasks.run_import"
+
+
+def enqueue_imports(import_ids: Iterable[int]) -> None:
+    from django_q.tasks import async_task
+
+    for import_id in import_ids:
+        async_task(IMPORT_TASK, import_id, task_name=f"run_import {import_id}")
+
+
+def price_imports_create(*, message_id: int, items: list[tuple[int, Attachment, str]]) -> list[int]:
+    """Creates one PENDING PriceImport per (config, file); existing ones are kept.
+
+    ``items`` are (config id, attachment, file key). Called inside the transaction that
+    finishes the message, so a message is DONE exactly when its imports exist. Returns
+    the ids of the imports that are still PENDING (new or not yet run).
+    """
+    if not items:
+        return []
+    PriceImport.objects.bulk_create(
+        [
+            PriceImport(
+                message_id=message_id,
+                config_id=config_id,
+                attachment_key=key,
+                filename=attachment.filename if key == attachment.key else key.rsplit("/", 1)[-1],
+                content_type=attachment.content_type if key == attachment.key else "",
+                size=attachment.size if key == attachment.key else 0,
+                sha256=attachment.sha256 if key == attachment.key else "",
+            )
+            for config_id, attachment, key in items
+        ],
+        ignore_conflicts=True,
+    )
+    return list(
+        PriceImport.objects.filter(message_id=message_id, status=Status.PENDING).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def price_import_claim(*, import_id: int, worker: str) -> bool:
+    """PENDING (due) → RUNNING; False when it is not ours to run."""
+    return IMPORT_WORK.claim(pk=import_id, worker=worker, started_at=Now())
+
+
+def options_for(config: PriceListConfig) -> parsing.ParseOptions:
+    return parsing.ParseOptions(
+        columns=dict(config.columns or {}),
+        sheet=config.sheet,
+        number_format=config.number_format,
+        default_currency=config.default_currency,
+    )
+
+
+def price_import_run(*, import_id: int, worker: str) -> str | None:
+    """Reads, parses and stores one price-list file; idempotent (only PENDING runs).
+
+    Returns the final status, or None when there was nothing to do.
+    """
+    if not price_import_claim(import_id=import_id, worker=worker):
+        return None
+    try:
+        price_import = (
+            PriceImport.objects.select_related("config", "message")
+            .defer("message__raw")
+            .get(pk=import_id)
+        )
+        fingerprint: dict = {}
+        try:
+            data, digest = import_file(price_import)
+            fingerprint = {"size": len(data), "sha256": digest}
+            return _parse_and_store(price_import, worker, data, fingerprint)
+        except parsing.ParseError as exc:
+            _store_failure(price_import, worker, str(exc), fingerprint)
+            return Status.FAILED
+    except ClaimLost:
+        logger.warning("import claim lost id=%s", import_id)
+        return None
+    except Exception as exc:
+        logger.exception("import failed id=%s", import_id)
+        return price_import_retry_or_fail(import_id=import_id, worker=worker, error=exc)
+
+
+class _Discard(Exception):
+    """The parsed rows are not to be kept (the import fails as a whole)."""
+
+    def __init__(self, parsed: parsing.ParsedFile) -> None:
+        super().__init__()
+        self.parsed = parsed
+
+
+def _parse_and_store(price_import: PriceImport, worker: str, data: bytes, fingerprint: dict) -> str:
+    """Parses the file straight into the items table and stores the outcome, all in one
+    transaction.
+
+    Rows go to PostgreSQL (COPY) in chunks while the file is read, so the server stores
+    one chunk while Python parses the next (the machines have two cores). A ParseError,
+    a verdict of FAILED or a lost claim rolls the rows back; a FAILED verdict is then
+    stored, without rows, by _store().
+    """
+    options = options_for(price_import.config)
+    limits = parse_limits()
+    try:
+        with transaction.atomic(durable=True):
+            with item_writer(price_import.pk) as writer:
+                parsed = parsing.parse(data, options, limits, sink=writer)
+            status, reason = verdict(price_import.config, parsed)
+            if status == Status.FAILED:
+                raise _Discard(parsed)
+            _finish(
+                price_import,
+                worker,
+                parsed,
+                status,
+                reason,
+                fingerprint,
+                repeated_skus=writer.repeated_skus,
+                rows_digest=writer.digest,
+            )
+    except _Discard as discard:
+        return _store(price_import, worker, discard.parsed, fingerprint)
+    _log_finished(price_import, status, parsed)
+    return status
+
+
+def verdict(config: PriceListConfig, parsed: parsing.ParsedFile) -> tuple[str, str]:
+    """(status, reason) an import of ``config`` ends in with these rows."""
+    # rows_failed counts every failed row; parsed.errors keeps at most max_errors.
+    ok, failed = parsed.rows_ok, parsed.rows_failed
+    if not ok:
+        return Status.FAILED, "no valid price rows" + (
+            f" ({failed} row(s) failed)" if failed else ""
+        )
+    if parsed.rows_total and failed * 100 > config.max_bad_rows_percent * parsed.rows_total:
+        return Status.FAILED, (
+            f"{failed} of {parsed.rows_total} rows failed, over the limit of "
+            f"{config.max_bad_rows_percent}%"
+        )
+    return (Status.PARTIAL if failed else Status.SUCCEEDED), ""
+
+
+def _store_failure(price_import: PriceImport, worker: str, reason: str, fingerprint: dict) -> None:
+    with transaction.atomic(durable=True):
+        IMPORT_WORK.finish(
+            pk=price_import.pk,
+            worker=worker,
+            status=Status.FAILED,
+            last_error=reason[:5000],
+            **fingerprint,
+        )
+        publish_outcome(price_import.pk)
+    logger.warning(
+        "import failed id=%s: %s",
+        price_import.pk,
+        reason,
+        extra={"action": "import_failed", "import_id": price_import.pk},
+    )
+
+
+def _store(
+    price_import: PriceImport, worker: str, parsed: parsing.ParsedFile, fingerprint: dict
+) -> str:
+    """Stores an outcome whose rows are in ``parsed.rows`` (or that keeps none)."""
+    status, reason = verdict(price_import.config, parsed)
+    with transaction.atomic(durable=True):
+        if status != Status.FAILED and parsed.rows:
+            insert_items(price_import.pk, parsed.rows)
+        _finish(price_import, worker, parsed, status, reason, fingerprint, repeated_skus=True)
+    _log_finished(price_import, status, parsed)
+    return status
+
+
+def _finish(
+    price_import: PriceImport,
+    worker: str,
+    parsed: parsing.ParsedFile,
+    status: str,
+    reason: str,
+    fingerprint: dict,
+    *,
+    repeated_skus: bool,
+    rows_digest: str | None = None,
+) -> None:
+    """Diff, counts, status and the outbox event; inside the caller's transaction, after
+    the rows are stored. ``repeated_skus`` is False only when no SKU repeats;
+    ``rows_digest`` is ItemWriter.digest of the stored rows, None when not known."""
+    errors = [{"row": row, "error": text} for row, text in parsed.errors[:1000]]
+    info = {
+        "sheet": parsed.sheet,
+        "encoding": parsed.encoding,
+        "delimiter": parsed.delimiter,
+        "header_row": parsed.header_row,
+        "columns": parsed.columns,
+        "errors_total": parsed.rows_failed,
+        # The diff of the next import reads this import's rows as they are when False.
+        "repeated_skus": repeated_skus,
+        # Equal digests: the same SKUs and prices as this import's, and no diff.
+        "rows_digest": rows_digest,
+    }
+    changes = (
+        diff(price_import, parsed.rows_ok, repeated_skus=repeated_skus, rows_digest=rows_digest)
+        if status != Status.FAILED
+        else {}
+    )
+    IMPORT_WORK.finish(
+        pk=price_import.pk,
+        worker=worker,
+        status=status,
+        format=parsed.format,
+        rows_total=parsed.rows_total,
+        rows_ok=parsed.rows_ok if status != Status.FAILED else 0,
+        rows_failed=parsed.rows_failed,
+        rows_skipped=parsed.skipped_rows,
+        errors=errors,
+        diff=changes,
+        parse_info=info,
+        last_error=reason,
+        **fingerprint,
+    )
+    publish_outcome(price_import.pk)
+
+
+def _log_finished(price_import: PriceImport, status: str, parsed: parsing.ParsedFile) -> None:
+    logger.info(
+        "import finished id=%s status=%s rows=%s failed=%s",
+        price_import.pk,
+        status,
+        parsed.rows_ok,
+        parsed.rows_failed,
+        extra={"action": "import_finished", "import_id": price_import.pk},
+    )
+
+
+def _describe_import(import_id: int) -> str:
+    return repr(PriceImport.objects.values_list("filename", flat=True).get(pk=import_id))
+
+
+IMPORT_WORK = ClaimedWork(
+    model=PriceImport,
+    running=Status.RUNNING,
+    retry=Status.PENDING,
+    failed=Status.FAILED,
+    waiting=(Status.PENDING,),
+    queued_field="queued_at",
+    what="price import",
+    describe=_describe_import,
+    on_failed=lambda import_id: publish_outcome(import_id),
+)
+
+
+def price_import_retry_or_fail(
+    *, import_id: int, worker: str | None, error: BaseException | str
+) -> str | None:
+    """RUNNING → PENDING with backoff, or FAILED (outcome published, alert) past the limit."""
+    return IMPORT_WORK.retry_or_fail(pk=import_id, worker=worker, error=error)
+
+
+def price_imports_sweep() -> SweepResult:
+    """Retries expired import claims and re-enqueues due or forgotten imports."""
+    return IMPORT_WORK.sweep(
+        claim_timeout=settings.PRICEFEED_PROCESSING_CLAIM_TIMEOUT,
+        requeue_after=settings.PRICEFEED_REQUEUE_AFTER,
+        enqueue=lambda ids: enqueue_imports(ids),
+    )
+
+
+def price_imports_requeue(*, import_ids: Iterable[int]) -> int:
+    """Operator action: runs FAILED imports again (they stored no rows)."""
+    return IMPORT_WORK.requeue(
+        pks=import_ids, from_states=[Status.FAILED], enqueue=lambda ids: enqueue_imports(ids)
+    )

@@ -66,10 +66,10 @@ def main() -> None:
     from django.db.models import Q
     from django.db.models.functions import Now
 
-    from mailboxes.models import Mailbox, MailboxLease
     from devkit.servers.dovecot import DovecotServer
     from devkit.servers.listeners import ListenerProcess
     from devkit.servers.processes import wait_until
+    from mailboxes.models import Mailbox, MailboxLease
 
     count = max(args.mailboxes, len(WEIGHTS))
     users = {f"box{n:03d}": "secret" for n in range(count)}

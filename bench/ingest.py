@@ -47,11 +47,11 @@ def main() -> None:
     django_on(bench_url)
     from django.db import close_old_connections
 
-    from mailboxes.models import InboundMessage, Mailbox
+    from devkit.samples import price_list_csv, price_rows, supplier_email
     from devkit.servers import ImapAppender
     from devkit.servers.dovecot import DovecotServer
     from devkit.servers.processes import ManagedProcess, wait_until
-    from devkit.samples import price_list_csv, price_rows, supplier_email
+    from mailboxes.models import InboundMessage, Mailbox
     from pricefeed.models import PriceListConfig
 
     dovecot = DovecotServer()

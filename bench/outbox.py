@@ -893,7 +893,9 @@ def _claim_latency(claims: int, conn) -> dict:
     in rounds of ROUND with a VACUUM (``conn``, autocommit) before each; explains both."""
     from django.db import connection, transaction
 
-    from outbox.services import CLAIM_SQL, DUE_SQL, events_claim
+    from outbox.services import events_claim
+    from outbox.sql import CLAIM as CLAIM_SQL
+    from outbox.sql import DUE as DUE_SQL
 
     def claim_once() -> float:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -949,7 +951,7 @@ def _claim_latency(claims: int, conn) -> dict:
 
 
 def section_claim(args, conn, summary: list) -> None:
-    from outbox.services import CLAIM_SQL
+    from outbox.sql import CLAIM as CLAIM_SQL
 
     print(f"\n== 3. claim latency (limit {BATCH}), 1,000 NEW rows beside many SENT ones ==")
     conn.execute("TRUNCATE outbox_outboxevent")

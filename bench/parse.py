@@ -8,7 +8,7 @@ Generates, in a temporary directory and from a fixed seed, a 100k-row x 8-column
 (openpyxl write_only, two title rows above the header) and a 1M-row cp1251 ';' CSV with
 Russian numbers ("1 234,50"), then measures, in this one run and on these same files:
 
-* each file through the whole import (pricefeed.services.price_import_run on a fresh
+* each file through the whole import (pricefeed.imports.lifecycle.price_import_run on a fresh
   PostgreSQL database named after DATABASE_URL's plus "_bench_parse"): the stored raw
   message is read, the attachment cut out of it, parsed, COPYed into PriceItem, diffed,
   and the status, counts and outbox event committed. Twice per file: the first import of
@@ -212,9 +212,9 @@ def child_store(path: str, changed: str | None = None) -> None:
     django.setup()
     from django.conf import settings
 
-    from mailboxes.models import InboundMessage, Mailbox
-    from pricefeed import services
     from devkit.samples import supplier_email
+    from mailboxes.models import InboundMessage, Mailbox
+    from pricefeed.imports import lifecycle
     from pricefeed.models import PriceImport, PriceListConfig
 
     data = Path(path).read_bytes()
@@ -252,7 +252,7 @@ def child_store(path: str, changed: str | None = None) -> None:
         price_import = PriceImport.objects.get(pk=price_import.pk)
         out[f"{run}_rss_before_mb"] = _reset_peak_rss()
         started = time.perf_counter()
-        status = services.price_import_run(import_id=price_import.pk, worker="bench")
+        status = lifecycle.price_import_run(import_id=price_import.pk, worker="bench")
         out[f"{run}_seconds"] = time.perf_counter() - started
         out[f"{run}_peak_rss_mb"] = _peak_rss_mb()
         price_import.refresh_from_db()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import models, transaction
 from django.db.models import F
@@ -32,7 +33,7 @@ class SweepResult:
     requeued: int
 
 
-def _nothing(pk: int) -> str:
+def _nothing(pk: Any) -> str:
     return ""
 
 
@@ -48,15 +49,16 @@ class ClaimedWork:
     queued_field: str | None  # when the row was last handed to the task queue, if it is
     what: str  # "message", "price import": for logs and alerts
     touch: tuple[str, ...] = ()  # timestamp fields set to now() on every move
-    describe: Callable[[int], str] = _nothing  # a few words for the alert
-    on_failed: Callable[[int], None] | None = None  # inside the failing transaction
+    describe: Callable[[Any], str] = _nothing  # a few words for the alert
+    on_failed: Callable[[Any], None] | None = None  # inside the failing transaction
     policy: Callable[[], RetryPolicy] = processing_retry_policy
+    id_key: str = "object_id"  # the log key of the row's id: message_id, import_id, event_id
 
     def claim(self, *, pk: object, worker: str, **fields: object) -> bool:
         """A waiting row that is due → running, claimed by ``worker`` (attempts + 1);
         False when it is not ours to run (gone, done, claimed, or backing off)."""
         return bool(
-            self.model.objects.filter(pk=pk, status__in=self.waiting)
+            self.model._default_manager.filter(pk=pk, status__in=self.waiting)
             .exclude(next_attempt_at__gt=Now())
             .update(
                 status=self.running,
@@ -72,7 +74,9 @@ class ClaimedWork:
         """Running and claimed by ``worker`` → ``status`` (a final state), the claim
         cleared; ``fields`` are stored with it (``last_error`` is cleared unless given).
         Raises ClaimLost when the row is no longer ours."""
-        done = self.model.objects.filter(pk=pk, status=self.running, claimed_by=worker).update(
+        done = self.model._default_manager.filter(
+            pk=pk, status=self.running, claimed_by=worker
+        ).update(
             status=status,
             claimed_by="",
             claimed_at=None,
@@ -88,7 +92,9 @@ class ClaimedWork:
         """A failure no retry can mend: running → failed at once, with an alert. False
         when the row is no longer ours."""
         with transaction.atomic():
-            moved = self.model.objects.filter(pk=pk, status=self.running, claimed_by=worker).update(
+            moved = self.model._default_manager.filter(
+                pk=pk, status=self.running, claimed_by=worker
+            ).update(
                 status=self.failed,
                 last_error=reason[:5000],
                 finished_at=Now(),
@@ -99,7 +105,11 @@ class ClaimedWork:
             if moved:
                 if self.on_failed is not None:
                     self.on_failed(pk)
-                alert(f"{self.what} failed", f"{self.what.capitalize()} {pk}: {reason}", object_id=pk)
+                alert(
+                    f"{self.what} failed",
+                    f"{self.what.capitalize()} {pk}: {reason}",
+                    **{self.id_key: pk},
+                )
         return bool(moved)
 
     def requeue(
@@ -116,7 +126,7 @@ class ClaimedWork:
 
         The state condition is part of the UPDATE: a row a worker claimed in between
         stays with that worker."""
-        candidates = self.model.objects.filter(
+        candidates = self.model._default_manager.filter(
             pk__in=list(pks), status__in=list(from_states), **conditions
         )
         ids = list(candidates.values_list("pk", flat=True))
@@ -136,17 +146,19 @@ class ClaimedWork:
         return moved
 
     def retry_or_fail(
-        self, *, pk: int, worker: str | None, error: BaseException | str
+        self, *, pk: Any, worker: str | None, error: BaseException | str
     ) -> str | None:
         """Moves a claimed row to the retry state with backoff, or past the attempt limit
         to the failed state with an ERROR log and a mail to ADMINS. Returns the new
         state, or None when the row is no longer ours (someone else moved it)."""
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        attempts = self.model.objects.filter(pk=pk).values_list("attempts", flat=True).first()
+        attempts = (
+            self.model._default_manager.filter(pk=pk).values_list("attempts", flat=True).first()
+        )
         if attempts is None:
             return None
         claim = {"claimed_by": worker} if worker else {}
-        ours = self.model.objects.filter(pk=pk, status=self.running, **claim)
+        ours = self.model._default_manager.filter(pk=pk, status=self.running, **claim)
         common = {
             "last_error": text[:5000],
             "claimed_by": "",
@@ -165,27 +177,28 @@ class ClaimedWork:
                         f"{self.what} failed",
                         f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''} failed "
                         f"after {attempts} attempts: {text}",
-                        object_id=pk,
+                        **{self.id_key: pk},
                     )
             return self.failed if moved else None
         delay = policy.backoff.delay(attempts)
         moved = ours.update(status=self.retry, next_attempt_at=db_now_plus(delay), **common)
         if moved:
             logger.warning(
-                "%s will be retried id=%s attempt=%s in=%.0fs: %s",
+                "%s will be retried %s=%s attempt=%s in=%.0fs: %s",
                 self.what,
+                self.id_key,
                 pk,
                 attempts,
                 delay,
                 text,
-                extra={"action": "retry", "object_id": pk},
+                extra={"action": "retry", self.id_key: pk},
             )
         return self.retry if moved else None
 
     def expire_claims(self, *, claim_timeout: float) -> int:
         """Retries claims older than ``claim_timeout``: the worker died or hung."""
         expired = list(
-            self.model.objects.filter(
+            self.model._default_manager.filter(
                 status=self.running, claimed_at__lt=db_now_minus(claim_timeout)
             ).values_list("pk", "claimed_by")
         )
@@ -212,7 +225,7 @@ class ClaimedWork:
         """
         assert self.queued_field, f"{self.what} rows are not handed to a queue"
         expired = self.expire_claims(claim_timeout=claim_timeout)
-        waiting = self.model.objects.filter(status__in=self.waiting)
+        waiting = self.model._default_manager.filter(status__in=self.waiting)
         due = list(
             waiting.filter(due_and_not_queued(requeue_after, self.queued_field)).values_list(
                 "pk", flat=True

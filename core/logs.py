@@ -16,13 +16,16 @@ A traceback is the one multi-line part, and it comes from the code, not the inpu
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
 # Attributes every LogRecord has: whatever else a record carries came from ``extra``.
-_STANDARD = frozenset(
-    logging.LogRecord("", 0, "", 0, "", (), None).__dict__
-) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
 
 _ESCAPES = {
     **{code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, 0x85)},
@@ -41,7 +44,9 @@ def escape(text: str) -> str:
 
 def context(record: logging.LogRecord) -> dict[str, object]:
     """The ``extra`` keys of a record, in the order they were given."""
-    return {k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")}
+    return {
+        k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")
+    }
 
 
 class TextFormatter(logging.Formatter):
@@ -51,9 +56,11 @@ class TextFormatter(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s")
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = escape(record.message)
+        record.message = message = escape(record.message)
         line = super().formatMessage(record)
-        extras = " ".join(f"{key}={escape(str(value))}" for key, value in context(record).items())
+        pairs = (f"{key}={escape(str(value))}" for key, value in context(record).items())
+        # A key the message already states (mailbox_id=3 ...) is not said twice.
+        extras = " ".join(pair for pair in pairs if pair not in message)
         return f"{line} {extras}" if extras else line
 
 
@@ -73,3 +80,12 @@ def first_line(exc: BaseException) -> str:
     """The first line of an exception's text, or its class name: for one-line logs."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+class ContextLogger(logging.LoggerAdapter):
+    """A logger that adds fixed context keys (``mailbox_id``, ``mailbox_name`` ...) to
+    every record, merged with the call's own ``extra``."""
+
+    def process(self, msg: object, kwargs: Any) -> tuple[object, Any]:
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
+        return msg, kwargs

@@ -102,4 +102,3 @@ class NotifyListener:
                 self.conn.close()
             finally:
                 self.conn = None
-

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
@@ -23,6 +25,11 @@ from .models import (
     MailboxLease,
 )
 from .weights import weight_expression
+
+
+def annotated(obj: object, name: str) -> Any:
+    """A value get_queryset() annotated the row with (the model does not declare it)."""
+    return getattr(obj, name)
 
 
 class CheckpointInline(admin.TabularInline):
@@ -193,12 +200,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         # The raw bytes stay in the database until somebody downloads them.
-        return (
-            super()
-            .get_queryset(request)
-            .defer("raw", "match_report")
-            .select_related("mailbox")
-        )
+        return super().get_queryset(request).defer("raw", "match_report").select_related("mailbox")
 
     def has_add_permission(self, request):
         return False
@@ -263,7 +265,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     def raw_view(self, request, pk: int):
         message = get_object_or_404(InboundMessage, pk=pk, raw__isnull=False)
-        response = HttpResponse(bytes(message.raw), content_type="message/rfc822")
+        response = HttpResponse(bytes(message.raw or b""), content_type="message/rfc822")
         response["Content-Disposition"] = f'attachment; filename="message-{pk}.eml"'
         return response
 
@@ -321,20 +323,24 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
     def state(self, obj: MailboxLease) -> str:
         if not obj.mailbox.enabled:
             return "mailbox disabled"
-        if not obj.owner or obj.left is None or obj.left.total_seconds() <= 0:
+        if (
+            not obj.owner
+            or annotated(obj, "left") is None
+            or annotated(obj, "left").total_seconds() <= 0
+        ):
             return "free"
         return "release requested" if obj.release_requested else "held"
 
     @admin.display(description="expires in", ordering="expires_at")
     def expires_in(self, obj: MailboxLease) -> str:
-        if not obj.owner or obj.left is None:
+        if not obj.owner or annotated(obj, "left") is None:
             return "—"
-        seconds = obj.left.total_seconds()
+        seconds = annotated(obj, "left").total_seconds()
         return f"{seconds:.0f} s" if seconds > 0 else f"expired {-seconds:.0f} s ago"
 
     @admin.display(description="weight", ordering="weight_now")
     def weight(self, obj: MailboxLease) -> int:
-        return obj.weight_now
+        return annotated(obj, "weight_now")
 
     @admin.action(description="Force release (the owner stops; another instance takes over)")
     def force_release(self, request, queryset):
@@ -383,9 +389,7 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
             .annotate(
                 ago=ExpressionWrapper(Now() - F("last_seen"), DurationField()),
                 n_leases=Subquery(held.annotate(n=Count("pk")).values("n")),
-                weight=Subquery(
-                    held.annotate(w=Sum(weight_expression("mailbox"))).values("w")
-                ),
+                weight=Subquery(held.annotate(w=Sum(weight_expression("mailbox"))).values("w")),
                 backlog=Subquery(
                     InboundMessage.objects.filter(
                         mailbox__lease__owner=OuterRef("instance_id"), status__in=IN_FLIGHT
@@ -405,23 +409,24 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
     def liveness(self, obj: InstanceHeartbeat) -> str:
         if obj.stopping:
             return "stopped"
-        if obj.ago.total_seconds() > settings.PRICEFEED_LEASE_TTL:
+        if annotated(obj, "ago").total_seconds() > settings.PRICEFEED_LEASE_TTL:
             return format_html('<span style="color:#ba2121">{}</span>', "dead")
         return "live"
 
     @admin.display(description="last seen", ordering="last_seen")
     def last_seen_ago(self, obj: InstanceHeartbeat) -> str:
-        return f"{max(0.0, obj.ago.total_seconds()):.0f} s ago"
+        ago = annotated(obj, "ago").total_seconds()
+        return f"{max(0.0, ago):.0f} s ago"
 
     @admin.display(description="leases", ordering="n_leases")
     def leases_held(self, obj: InstanceHeartbeat) -> int:
-        return obj.n_leases or 0
+        return annotated(obj, "n_leases") or 0
 
     @admin.display(description="weight held", ordering="weight")
     def weight_held(self, obj: InstanceHeartbeat) -> int:
-        return obj.weight or 0
+        return annotated(obj, "weight") or 0
 
     @admin.display(description="in flight", ordering="backlog")
     def in_flight(self, obj: InstanceHeartbeat) -> int:
         """Messages of its mailboxes recorded but not yet finished (admission control)."""
-        return obj.backlog or 0
+        return annotated(obj, "backlog") or 0

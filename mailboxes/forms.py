@@ -38,7 +38,7 @@ class MailboxForm(forms.ModelForm):
         return value
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         security, port = cleaned.get("security"), cleaned.get("port")
         if security == Mailbox.Security.SSL and port == 143:
             self.add_error("port", "Port 143 normally speaks STARTTLS or plain, not SSL/TLS.")

@@ -61,7 +61,7 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
         if getattr(exc.__cause__, "sqlstate", None) != "55P03":  # lock_not_available
             raise
         logger.info(
-            "lease on mailbox=%s busy: a write under it holds the row; trying again later",
+            "lease on mailbox_id=%s busy: a write under it holds the row; trying again later",
             mailbox_id,
             extra={"action": "lease_busy", "mailbox_id": mailbox_id},
         )
@@ -96,7 +96,7 @@ def _lease_acquire(mailbox_id: int, owner: str, ttl: float) -> Lease | None:
             MailboxLease.objects.filter(mailbox_id=mailbox_id).values_list("token", flat=True).get()
         )
     logger.info(
-        "lease acquired mailbox=%s token=%s",
+        "lease acquired mailbox_id=%s token=%s",
         mailbox_id,
         token,
         extra={"action": "lease_acquired", "mailbox_id": mailbox_id},
@@ -156,7 +156,7 @@ def lease_release(*, lease: Lease) -> bool:
     if released:
         notify_on_commit(CHANNEL, "lease")
         logger.info(
-            "lease released mailbox=%s token=%s",
+            "lease released mailbox_id=%s token=%s",
             lease.mailbox_id,
             lease.token,
             extra={"action": "lease_released", "mailbox_id": lease.mailbox_id},
@@ -197,7 +197,7 @@ def fence(lease: Lease) -> None:
         )
         owner, token = now or ("", "?")
         logger.warning(
-            "write rejected: lease on mailbox=%s token=%s is gone (now owner=%r token=%s)",
+            "write rejected: lease on mailbox_id=%s token=%s is gone (now owner=%r token=%s)",
             lease.mailbox_id,
             lease.token,
             owner,

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from core.faults import crash_point
-from core.logs import first_line
+from core.logs import ContextLogger, first_line
 from core.retry import imap_reconnect_backoff
 
 from . import leases, recording, services
@@ -69,6 +69,7 @@ class MailboxListener(threading.Thread):
         super().__init__(name=f"mailbox-{mailbox.pk}", daemon=True)
         self.mailbox_id = mailbox.pk
         self.mailbox_name = mailbox.name
+        self.log = ContextLogger(logger, {"mailbox_id": mailbox.pk, "mailbox_name": mailbox.name})
         self.backfill = mailbox.backfill
         self.fingerprint = mailbox.connection_fingerprint()
         self.conn = connection_settings(mailbox)
@@ -111,9 +112,8 @@ class MailboxListener(threading.Thread):
                 try:
                     state = session.open()
                     if failures:
-                        logger.info(
-                            "mailbox=%s reconnected after %s failure(s)",
-                            self.mailbox_name,
+                        self.log.info(
+                            "reconnected after %s failure(s)",
                             failures,
                         )
                     failures, last_error = 0, ""
@@ -122,7 +122,7 @@ class MailboxListener(threading.Thread):
                     self._listen(session, state.uidvalidity, state.uidnext)
                 except UidValidityChanged as exc:
                     # Not a failure: reconnect at once, the new SELECT resets the checkpoint.
-                    logger.warning("mailbox=%s %s: reselecting", self.mailbox_name, exc)
+                    self.log.warning("%s: reselecting", exc)
                 except LeaseLost:
                     raise
                 except Exception as exc:
@@ -135,36 +135,33 @@ class MailboxListener(threading.Thread):
                     delay = backoff.delay(failures)
                     # One clear line per distinct problem; repeats are quieter.
                     level = logging.ERROR if error != last_error else logging.INFO
-                    logger.log(
+                    self.log.log(
                         level,
-                        "mailbox=%s %s; retry %s in %.1fs",
-                        self.mailbox_name,
+                        "%s; retry %s in %.1fs",
                         error,
                         failures,
                         delay,
-                        extra={"action": "imap_error", "mailbox_id": self.mailbox_id},
+                        extra={"action": "imap_error"},
                     )
                     if error != last_error:
-                        logger.debug("details", exc_info=exc)
+                        self.log.debug("details", exc_info=exc)
                     last_error = error
                     try:
                         with self.db():
                             services.mailbox_report_error(mailbox_id=self.mailbox_id, error=error)
                     except Exception as exc:
-                        logger.warning(
-                            "cannot record the error of mailbox=%s: %s",
-                            self.mailbox_name,
+                        self.log.warning(
+                            "cannot record the mailbox's error: %s",
                             first_line(exc),
                         )
                     self._sleep(delay)
                 finally:
                     session.close()
         except LeaseLost as exc:
-            logger.warning(
-                "mailbox=%s stops listening: %s",
-                self.mailbox_name,
+            self.log.warning(
+                "stops listening: %s",
                 exc,
-                extra={"action": "lease_lost", "mailbox_id": self.mailbox_id},
+                extra={"action": "lease_lost"},
             )
             self.lost_lease = True
         finally:
@@ -245,10 +242,9 @@ class MailboxListener(threading.Thread):
             granted = self.admission.grant(self.mailbox_id, wanted)
         if granted:
             return granted
-        logger.info(
-            "mailbox=%s in-flight limit reached: fetching paused",
-            self.mailbox_name,
-            extra={"action": "admission_paused", "mailbox_id": self.mailbox_id},
+        self.log.info(
+            "in-flight limit reached: fetching paused",
+            extra={"action": "admission_paused"},
         )
         last_noop = time.monotonic()
         while not self.stopping.is_set():
@@ -257,7 +253,7 @@ class MailboxListener(threading.Thread):
             with self.db():
                 granted = self.admission.grant(self.mailbox_id, wanted)
             if granted:
-                logger.info("mailbox=%s fetching resumed", self.mailbox_name)
+                self.log.info("fetching resumed")
                 return granted
             if time.monotonic() - last_noop > KEEPALIVE:
                 session.noop()  # an authenticated session idle too long gets logged out
@@ -302,13 +298,12 @@ class MailboxListener(threading.Thread):
                 )
             self.recorded += len(created)
             if created:
-                logger.info(
-                    "mailbox=%s recorded %s message(s) uid %s..%s",
-                    self.mailbox_name,
+                self.log.info(
+                    "recorded %s message(s) uid %s..%s",
                     len(created),
                     batch[0],
                     batch[-1],
-                    extra={"action": "messages_recorded", "mailbox_id": self.mailbox_id},
+                    extra={"action": "messages_recorded"},
                 )
             last_uid = batch[-1]
         return last_uid

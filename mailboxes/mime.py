@@ -19,7 +19,6 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
-
 # Defects that mean the structure of the message cannot be trusted: attachments may be
 # missing or cut, so the message is refused with the reason rather than half-read.
 STRUCTURAL_DEFECTS = (
@@ -177,7 +176,7 @@ def parse_message(raw: bytes) -> ParsedMessage:
             filename = None
         if not filename:
             continue
-        payload = part.get_payload(decode=True) or b""
+        payload = _decoded_payload(part)
         parsed.payloads[f"part{index}"] = payload
         parsed.attachments.append(
             AttachmentPart(
@@ -207,8 +206,14 @@ def attachment_payload(raw: bytes, key: str, *, quick: bool = True) -> bytes:
     msg = BytesParser(policy=policy.default).parsebytes(raw)
     for index, part in enumerate(msg.walk()):
         if f"part{index}" == key:
-            return part.get_payload(decode=True) or b""
+            return _decoded_payload(part)
     raise KeyError(key)
+
+
+def _decoded_payload(part: Message) -> bytes:
+    """A leaf part's body with its transfer encoding undone (b"" when it has none)."""
+    payload = part.get_payload(decode=True)
+    return payload if isinstance(payload, bytes) else b""
 
 
 # -- the quick attachment reader ------------------------------------------------------
@@ -297,7 +302,7 @@ def _find_part(
 def _parts(raw: bytes, start: int, end: int, boundary: bytes) -> list[tuple[int, int]]:
     """Byte ranges of the body parts of a multipart body raw[start:end]."""
     delimiter = b"--" + boundary
-    ranges = []
+    ranges: list[tuple[int, int]] = []
     part_start = None
     pos = start
     while True:

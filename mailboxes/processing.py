@@ -42,9 +42,7 @@ def enqueue_processing(message_ids: Iterable[int]) -> None:
     if not message_ids:
         return
     if _message_task is None:
-        logger.warning(
-            "no task processes inbound messages; %s message(s) wait", len(message_ids)
-        )
+        logger.warning("no task processes inbound messages; %s message(s) wait", len(message_ids))
         return
     from django_q.tasks import async_task
 
@@ -122,4 +120,5 @@ MESSAGE_WORK = ClaimedWork(
     what="message",
     touch=("updated_at",),
     describe=_describe_message,
+    id_key="message_id",
 )

@@ -17,11 +17,10 @@ from django.db import IntegrityError, transaction
 
 from core.faults import crash_point
 
-from . import mime
+from . import mime, processing
 from .exceptions import UidValidityChanged
 from .leases import Lease, fence
 from .models import InboundMessage, MailboxCheckpoint
-from . import processing
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +42,7 @@ def checkpoint_sync(*, lease: Lease, folder: str, uidvalidity: int, start_uid: i
         )
         if not created and checkpoint.uidvalidity != uidvalidity:
             logger.warning(
-                "UIDVALIDITY changed mailbox=%s folder=%s old=%s new=%s: re-reading the "
+                "UIDVALIDITY changed mailbox_id=%s folder=%s old=%s new=%s: re-reading the "
                 "folder, dedup keys prevent duplicates",
                 lease.mailbox_id,
                 folder,
@@ -200,7 +199,12 @@ def messages_record(
                     )
                 )
             except Exception as exc:  # never lose a message to a parsing surprise
-                logger.exception("cannot read message mailbox=%s uid=%s", mailbox_id, item.uid)
+                logger.exception(
+                    "cannot read message mailbox_id=%s uid=%s",
+                    mailbox_id,
+                    item.uid,
+                    extra={"action": "message_unreadable", "mailbox_id": mailbox_id},
+                )
                 records.append(
                     _unreadable_record(
                         mailbox_id=mailbox_id,
@@ -227,7 +231,7 @@ def messages_record(
     for record in created:
         if record.status == Status.REJECTED:
             logger.warning(
-                "message rejected mailbox=%s uid=%s id=%s: %s",
+                "message rejected mailbox_id=%s uid=%s message_id=%s: %s",
                 mailbox_id,
                 record.uid,
                 record.pk,
@@ -264,7 +268,7 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
         first_ref, first_sha = first
         if first_sha == record.sha256 or not record.sha256:
             logger.info(
-                "duplicate skipped mailbox=%s uid=%s (already recorded as %s)",
+                "duplicate skipped mailbox_id=%s uid=%s (already recorded as %s)",
                 record.mailbox_id,
                 record.uid,
                 first_ref,
@@ -303,6 +307,6 @@ def _insert(records: list[InboundMessage]) -> list[InboundMessage]:
                 created.append(record)
         except IntegrityError as exc:
             logger.warning(
-                "record refused mailbox=%s uid=%s: %s", record.mailbox_id, record.uid, exc
+                "record refused mailbox_id=%s uid=%s: %s", record.mailbox_id, record.uid, exc
             )
     return created

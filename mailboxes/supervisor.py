@@ -129,11 +129,10 @@ class Supervisor:
             if listener.mailbox_id in kept:
                 listener.valid_until = started + self.ttl - self.margin
             elif not listener.stopping.is_set():
-                logger.warning(
-                    "lease lost mailbox=%s token=%s: stopping its listener",
-                    listener.mailbox_name,
+                listener.log.warning(
+                    "lease lost token=%s: stopping its listener",
                     listener.lease.token,
-                    extra={"action": "lease_lost", "mailbox_id": listener.mailbox_id},
+                    extra={"action": "lease_lost"},
                 )
                 listener.valid_until = 0.0
                 listener.stop()
@@ -144,10 +143,10 @@ class Supervisor:
         now = time.monotonic()
         for listener in self.listeners.values():
             if now >= listener.valid_until and not listener.stopping.is_set():
-                logger.error(
-                    "lease on mailbox=%s not renewed for %.0fs: stopping its listener",
-                    listener.mailbox_name,
+                listener.log.error(
+                    "lease not renewed for %.0fs: stopping its listener",
                     self.ttl - self.margin,
+                    extra={"action": "lease_expiring"},
                 )
                 listener.stop()
 
@@ -162,12 +161,12 @@ class Supervisor:
                 continue
             mailbox = mailboxes.get(mailbox_id) if mailbox_id in wanted else None
             if mailbox is None:
-                logger.info("mailbox=%s disabled or removed: stopping", listener.mailbox_name)
+                listener.log.info("mailbox disabled or removed: stopping")
                 listener.stop(release=True)
             elif mailbox.connection_fingerprint() != listener.fingerprint:
                 # The thread ends; the next round takes the lease again with a new token
                 # and a listener with the new settings.
-                logger.info("mailbox=%s settings changed: reconnecting", mailbox.name)
+                listener.log.info("mailbox settings changed: reconnecting")
                 listener.stop(release=False)
         now = time.monotonic()
         self._kept = {m: until for m, until in self._kept.items() if until > now}
@@ -180,16 +179,15 @@ class Supervisor:
         keep_for = 30 * settings.PRICEFEED_CONFIG_POLL_INTERVAL
         self._kept.update(dict.fromkeys(plan.fallback, now + keep_for))
         for mailbox_id in plan.release:
-            listener = self.listeners.get(mailbox_id)
-            if listener is not None and not listener.stopping.is_set():
-                logger.info(
-                    "mailbox=%s handed over for balance (held %s, share %.1f)",
-                    listener.mailbox_name,
+            shed = self.listeners.get(mailbox_id)
+            if shed is not None and not shed.stopping.is_set():
+                shed.log.info(
+                    "handed over for balance (held %s, share %.1f)",
                     snap.held()[self.instance_id],
                     snap.share(),
-                    extra={"action": "lease_shed", "mailbox_id": mailbox_id},
+                    extra={"action": "lease_shed"},
                 )
-                listener.stop(release=True)
+                shed.stop(release=True)
         # Ours in the database but not listened to here (a listener ended, or this
         # instance restarted under the same id): take it again with a new token.
         ours = [m for m, owner in snap.owners.items() if owner == self.instance_id]
@@ -224,12 +222,7 @@ class Supervisor:
         # Reported before the thread can touch the mailbox.
         self._write_status(force=True)
         listener.start()
-        logger.info(
-            "listening mailbox=%s token=%s",
-            mailbox.name,
-            lease.token,
-            extra={"action": "listener_started", "mailbox_id": mailbox.pk},
-        )
+        listener.log.info("listening token=%s", lease.token, extra={"action": "listener_started"})
 
     def _reap(self) -> None:
         for mailbox_id, listener in list(self.listeners.items()):
@@ -238,8 +231,8 @@ class Supervisor:
             self.listeners.pop(mailbox_id)
             self._held = frozenset(self.listeners)
             if not listener.stopping.is_set() and not listener.lost_lease:
-                logger.error(
-                    "listener for mailbox=%s died; it will be restarted", listener.mailbox_name
+                listener.log.error(
+                    "listener died; it will be restarted", extra={"action": "listener_died"}
                 )
             # Reported gone before the lease is free for anyone else.
             self._write_status(force=True)
@@ -248,10 +241,8 @@ class Supervisor:
                 try:
                     leases.lease_release(lease=listener.lease)
                 except Exception as exc:
-                    logger.warning(
-                        "cannot release the lease of mailbox=%s (%s); it expires by itself",
-                        listener.mailbox_name,
-                        first_line(exc),
+                    listener.log.warning(
+                        "cannot release the lease (%s); it expires by itself", first_line(exc)
                     )
 
     def shutdown(self) -> None:
@@ -293,4 +284,3 @@ class Supervisor:
 def lease_margin(ttl: float, beat: float) -> float:
     """How long before a lease's expiry its listener stops when renewals fail."""
     return max(2 * beat, ttl / 4)
-

@@ -9,12 +9,13 @@ know its models. With nothing registered a mailbox weighs 1.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from django.db.models import Expression, F, IntegerField, Value
+from django.db.models import F, IntegerField, Value
 from django.db.models.functions import Coalesce
 
 # mailbox path ("" or "mailbox") -> an expression giving the default weight of that mailbox
-DefaultWeight = Callable[[str], Expression]
+DefaultWeight = Callable[[str], Any]
 
 _default: DefaultWeight | None = None
 

@@ -202,7 +202,8 @@ class OutcomeMail:
         template.attach_alternative(self.html, "text/html")
         self.from_email = template.from_email
         self.encoding = template.encoding or settings.DEFAULT_CHARSET
-        head, sep, self._body = template.message().as_bytes(linesep="\r\n").partition(b"\r\n\r\n")
+        serialised = template.message().as_bytes(linesep="\r\n")  # type: ignore[call-arg]
+        head, sep, self._body = serialised.partition(b"\r\n\r\n")
         assert sep, "a MIME message has a blank line after its headers"
         self._head = head.split(b"\r\n")
         self._slots = {}

@@ -11,6 +11,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
@@ -41,6 +42,7 @@ EVENT_WORK = ClaimedWork(
     what="outbox event",
     describe=lambda pk: OutboxEvent.objects.values_list("kind", flat=True).get(pk=pk),
     policy=outbox_retry_policy,
+    id_key="event_id",
 )
 
 
@@ -65,7 +67,7 @@ def publish(
     )
     transaction.on_commit(_wake_dispatchers, using=using)
     logger.debug(
-        "event published kind=%s aggregate=%s:%s id=%s",
+        "event published kind=%s aggregate=%s:%s event_id=%s",
         kind,
         event.aggregate_type,
         event.aggregate_id,
@@ -103,7 +105,7 @@ def _pg_cursor() -> Iterator[CursorWrapper]:
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
-    raw = ServerBindingCursor(connection.connection)
+    raw: Any = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
     wrapped = (
         connection.make_debug_cursor(raw)
         if connection.queries_logged
@@ -174,10 +176,12 @@ def events_claimed(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> list[O
             rows = cursor.fetchall()
         # Instances as the ORM would make them (the handlers' interface), without the
         # ORM's per-row machinery; only the payload needs converting (jsonb text).
-        decode = OutboxEvent._meta.get_field("payload").from_db_value
+        decode: Any = OutboxEvent._meta.get_field("payload").from_db_value
         db, conn = connection.alias, connections[connection.alias]
         return [
-            OutboxEvent.from_db(db, sql.HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5]))
+            OutboxEvent.from_db(
+                db, sql.HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5])
+            )
             for row in rows
         ]
     return list(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 from . import services
 
 
 def deliver(event_ids: list[str], dispatcher: str) -> dict[str, int]:
-    return services.events_deliver(event_ids=event_ids, dispatcher=dispatcher)
+    return services.events_deliver(
+        event_ids=[uuid.UUID(i) for i in event_ids], dispatcher=dispatcher
+    )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F
@@ -9,11 +11,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from mailboxes import admin as mailboxes_admin
+from mailboxes.admin import annotated
 from mailboxes.models import InboundMessage, Mailbox
 
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
-from .models import PriceImport, PriceItem, PriceListConfig
+from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
 
 PREVIEW_ROWS = 20
 
@@ -245,7 +248,7 @@ class PriceItemAdmin(admin.ModelAdmin):
         # price_import itself.
         import_id = request.GET.get("price_import__id__exact", "")
         if import_id.isdigit():
-            queryset = queryset.of_import(int(import_id))
+            queryset = cast(PriceItemQuerySet, queryset).of_import(int(import_id))
         return queryset
 
     def has_add_permission(self, request):
@@ -275,12 +278,23 @@ class PriceListConfigInline(admin.StackedInline):
     ]
 
 
+IMPORT_INLINE_FIELDS = (
+    "config",
+    "filename",
+    "status",
+    "size",
+    "rows_ok",
+    "rows_failed",
+    "created_at",
+)
+
+
 class PriceImportInline(admin.TabularInline):
     model = PriceImport
     extra = 0
     can_delete = False
-    fields = ["config", "filename", "status", "size", "rows_ok", "rows_failed", "created_at"]
-    readonly_fields = fields
+    fields = IMPORT_INLINE_FIELDS
+    readonly_fields = IMPORT_INLINE_FIELDS
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -295,9 +309,14 @@ class MailboxAdmin(mailboxes_admin.MailboxAdmin):
 
     inlines = [PriceListConfigInline, *mailboxes_admin.MailboxAdmin.inlines]
     list_display = [
-        *mailboxes_admin.MailboxAdmin.list_display[:4],
+        "name",
+        "enabled",
+        "address",
+        "folder",
         "configs_enabled",
-        *mailboxes_admin.MailboxAdmin.list_display[4:],
+        "holder",
+        "last_connected_at",
+        "problem",
     ]
 
     def get_queryset(self, request):
@@ -305,7 +324,7 @@ class MailboxAdmin(mailboxes_admin.MailboxAdmin):
 
     @admin.display(description="configs", ordering="n_configs")
     def configs_enabled(self, obj: Mailbox) -> int:
-        return obj.n_configs
+        return annotated(obj, "n_configs")
 
 
 admin.site.unregister(InboundMessage)
@@ -316,11 +335,21 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
     """The inbound message page, with the imports each message made."""
 
     inlines = [*mailboxes_admin.InboundMessageAdmin.inlines, PriceImportInline]
-    list_display = [*mailboxes_admin.InboundMessageAdmin.list_display, "imports_count"]
+    list_display = [
+        "id",
+        "received_at",
+        "mailbox",
+        "status",
+        "from_address",
+        "subject",
+        "size",
+        "attempts",
+        "imports_count",
+    ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(n_imports=Count("imports"))
 
     @admin.display(description="imports", ordering="n_imports")
     def imports_count(self, obj: InboundMessage) -> int:
-        return obj.n_imports
+        return annotated(obj, "n_imports")

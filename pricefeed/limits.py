@@ -14,9 +14,9 @@ SETTING_PREFIX = "PRICEFEED_PARSE_"
 def parse_limits() -> parsing.Limits:
     """Limits from the ``PRICEFEED_PARSE_<FIELD>`` settings (e.g. PRICEFEED_PARSE_MAX_ROWS),
     each falling back to the library's default; read at call time."""
-    return parsing.Limits(
-        **{
-            f.name: getattr(settings, SETTING_PREFIX + f.name.upper(), f.default)
-            for f in fields(parsing.Limits)
-        }
-    )
+    defaults = parsing.Limits()
+    values: dict[str, int] = {
+        f.name: getattr(settings, SETTING_PREFIX + f.name.upper(), getattr(defaults, f.name))
+        for f in fields(parsing.Limits)
+    }
+    return parsing.Limits(**values)

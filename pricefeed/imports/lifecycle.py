@@ -107,10 +107,18 @@ def price_import_run(*, import_id: int, worker: str) -> str | None:
             _store_failure(price_import, worker, str(exc), fingerprint)
             return Status.FAILED
     except ClaimLost:
-        logger.warning("import claim lost id=%s", import_id)
+        logger.warning(
+            "import claim lost import_id=%s",
+            import_id,
+            extra={"action": "claim_lost", "import_id": import_id},
+        )
         return None
     except Exception as exc:
-        logger.exception("import failed id=%s", import_id)
+        logger.exception(
+            "import failed import_id=%s",
+            import_id,
+            extra={"action": "import_error", "import_id": import_id},
+        )
         return price_import_retry_or_fail(import_id=import_id, worker=worker, error=exc)
 
 
@@ -183,7 +191,7 @@ def _store_failure(price_import: PriceImport, worker: str, reason: str, fingerpr
         )
         publish_outcome(price_import.pk)
     logger.warning(
-        "import failed id=%s: %s",
+        "import failed import_id=%s: %s",
         price_import.pk,
         reason,
         extra={"action": "import_failed", "import_id": price_import.pk},
@@ -255,7 +263,7 @@ def _finish(
 
 def _log_finished(price_import: PriceImport, status: str, parsed: parsing.ParsedFile) -> None:
     logger.info(
-        "import finished id=%s status=%s rows=%s failed=%s",
+        "import finished import_id=%s status=%s rows=%s failed=%s",
         price_import.pk,
         status,
         parsed.rows_ok,
@@ -278,6 +286,7 @@ IMPORT_WORK = ClaimedWork(
     what="price import",
     describe=_describe_import,
     on_failed=lambda import_id: publish_outcome(import_id),
+    id_key="import_id",
 )
 
 

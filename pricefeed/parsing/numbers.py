@@ -210,11 +210,11 @@ class NumberReader:
         whole, frac = t.split(sep)
         digits = whole.lstrip("+-")
         if len(frac) == 3 and 1 <= len(digits) <= 3 and digits.strip("0"):
-            decimal = self.decimal
-            if decimal is None:
+            settled = self.decimal
+            if settled is None:
                 self.pending = True
-                decimal = sep
-            return t.replace(sep, ".") if decimal == sep else whole + frac
+                settled = sep
+            return t.replace(sep, ".") if settled == sep else whole + frac
         self._evidence(sep)
         return t.replace(",", ".")
 

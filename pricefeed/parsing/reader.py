@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from itertools import chain, islice, repeat
 from operator import itemgetter
+from typing import Any
 
 from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
 from .detect import detect_format
@@ -514,7 +515,7 @@ class _Context:
         # Text tables: quantity and currency cells already read (shared by both paths).
         self.qcache: dict[str, Decimal | None] = {}
         self.qtexts: dict[str, str | None] = {}  # the same as text, for RowBlocks
-        self.ccache: dict[str, str] = {}
+        self.ccache: dict[str, str | None] = {}
         self.sink = sink
         # The text column path hands such a sink RowBlocks instead of row tuples.
         self.blocks = callable(getattr(sink, "take_block", None))
@@ -548,12 +549,12 @@ class _Context:
     def take_columns(
         self,
         first_row: int,
-        skus: list[str],
-        names: list[str] | None,
+        skus: Sequence[str],
+        names: Sequence[str] | None,
         *,
         texts: list[str] | None = None,
         values: list[Decimal] | None = None,
-        currencies: list[str] | None,
+        currencies: Sequence[str | None] | None,
         quantities: list | None,
     ) -> None:
         """Takes a chunk of good rows converted a column at a time (None: the column is
@@ -570,8 +571,9 @@ class _Context:
                     first_row=first_row,
                     skus=skus,
                     names="" if names is None else names,
-                    prices=texts if texts is not None else list(map(str, values)),
-                    currencies=self.currency if currencies is None else currencies,
+                    prices=texts if texts is not None else list(map(str, values or ())),
+                    # Callers fill every currency they pass: no None is left.
+                    currencies=self.currency if currencies is None else currencies,  # type: ignore[arg-type]
                     quantities=quantities,
                 )
             )
@@ -582,7 +584,7 @@ class _Context:
                 range(first_row, first_row + n),
                 skus,
                 repeat("") if names is None else names,
-                values if values is not None else map(Decimal, texts),
+                values if values is not None else map(Decimal, texts or ()),
                 repeat(self.currency) if currencies is None else currencies,
                 repeat(None) if quantities is None else quantities,
                 strict=False,  # repeat() stands in for absent columns
@@ -760,7 +762,7 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: _Context) -> bool
         qtys: list | None = list(map(lookup.__getitem__, qs))
     else:
         qtys = None
-    curs: list[str] | None = None
+    curs: list[str | None] | None = None
     if has_currency:
         ccache = ctx.ccache
         curs = list(map(ccache.get, currencies, repeat(None)))
@@ -925,6 +927,8 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
     if blocks and ctx.ambiguous and ctx.num.decimal is None:
         return False  # rows held back for an undecided separator must go first
     n = len(chunk)
+    skus: Sequence[Any]
+    prices: Sequence[Any]
     skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
     if not set(map(type, prices)) <= _NUMBERS or not all(map(math.isfinite, prices)):
         return False
@@ -961,7 +965,7 @@ def _typed_columns(chunk: list[list], rn: int, ctx: _Context) -> bool:
         qtys: list | None = list(map(lookup.__getitem__, quantities))
     else:
         qtys = None
-    curs: list[str] | None = None
+    curs: list[str | None] | None = None
     if has_currency:
         default = ctx.currency
         found = {
@@ -996,6 +1000,8 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: _Context) -> None:
     max_rows = ctx.limits.max_rows
     qcache: dict[float, Decimal | None] = {}
     ccache: dict[object, str] = {}
+    raw: Any  # a workbook cell: str, float, int, bool, date/time or ""
+    q: Any
     rn = row_number - 1
     total = ctx.total
     for row in rows:
@@ -1085,10 +1091,10 @@ def _find_header(texts: list[list[str]], options: ParseOptions, col_offset: int)
     width = max((len(r) for r in texts), default=0)
     for f, c in letters.items():
         if c >= width:
-            last = index_to_letter(col_offset + width - 1) if width else "A"
+            last_letter = index_to_letter(col_offset + width - 1) if width else "A"
             raise MissingColumns(
                 f"column {options.columns[f].strip().upper()} for {f} is past the last "
-                f"column of the table ({last})"
+                f"column of the table ({last_letter})"
             )
     best: tuple[int, Header] | None = None
     limit = min(SCAN_ROWS, len(texts))

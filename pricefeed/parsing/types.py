@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
@@ -16,6 +17,7 @@ _COLUMN_LETTER = re.compile(r"[A-Za-z]{1,2}")
 
 # A row as parse() returns it: (row_number, sku, name, price, currency, quantity).
 Row = tuple[int, str, str, Decimal | None, str, Decimal | None]
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -137,10 +139,10 @@ class RowBlock:
     """
 
     first_row: int
-    skus: list[str]
-    names: list[str] | str
-    prices: list[str]
-    currencies: list[str] | str
+    skus: Sequence[str]
+    names: Sequence[str] | str
+    prices: Sequence[str]
+    currencies: Sequence[str] | str
     quantities: list[str | None] | None
 
     def __len__(self) -> int:

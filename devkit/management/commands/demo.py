@@ -17,11 +17,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
 
-from mailboxes.models import InboundMessage, Mailbox
-from notifications.models import Notification, Subscription
+from devkit.samples import DEMO_CONFIGS, demo_stream
 from devkit.servers import ImapAppender, free_port
 from devkit.servers.pymap import PymapServer
-from devkit.samples import DEMO_CONFIGS, demo_stream
+from mailboxes.models import InboundMessage, Mailbox
+from notifications.models import Notification, Subscription
 from pricefeed.models import PriceImport, PriceListConfig
 
 ROOT = Path(settings.BASE_DIR)

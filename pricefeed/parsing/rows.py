@@ -1,0 +1,646 @@
+"""Row conversion: cells of a table (text or typed workbook cells) to typed price rows and
+row errors, a chunk at a time, a column at a time where a chunk allows it.
+
+The hot loops of the library: every name they use is bound locally, and a chunk is
+converted column-wise when all its cells are plain, row by row otherwise."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal, InvalidOperation
+from itertools import islice, repeat
+from operator import itemgetter
+from typing import Any
+
+from .errors import (
+    TooManyRows,
+)
+from .headers import (
+    SCAN_ROWS,
+    norm,
+)
+from .numbers import (
+    FLOAT_LIMIT,
+    LIMIT,
+    OUT_OF_RANGE,
+    NumberReader,
+    float_to_decimal,
+    normalise_currency,
+)
+from .plainlines import PlainLines
+from .types import (
+    Row,
+    RowBlock,
+)
+
+_DIGITS = frozenset("0123456789")
+_SIGNED = frozenset("0123456789-")
+ABSENT = 1 << 30  # column index of a field that is not mapped: always past the row's end
+
+
+Sink = Callable[[list[Row]], None]
+SINK_CHUNK = 16_384  # rows handed to a sink at a time
+
+
+def cell_text(value: object) -> str:
+    """A cell as text: numbers without a spurious ".0", dates in ISO form."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return "" if value is None else str(value).strip()
+
+
+class RowContext:
+    """Accumulates the rows of one file."""
+
+    def __init__(self, *, columns, header_norm, currency, limits, num, sink=None) -> None:
+        self.columns = columns
+        self.header_norm = header_norm
+        self.currency = currency
+        self.limits = limits
+        self.num = num
+        self.rows: list[tuple] = []
+        self.errors: list[tuple[int, str]] = []
+        self.total = 0
+        self.skipped = 0
+        self.ambiguous: list[tuple[int, object, object]] = []
+        # Text tables: quantity and currency cells already read (shared by both paths).
+        self.qcache: dict[str, Decimal | None] = {}
+        self.qtexts: dict[str, str | None] = {}  # the same as text, for RowBlocks
+        self.ccache: dict[str, str | None] = {}
+        self.sink = sink
+        # The text column path hands such a sink RowBlocks instead of row tuples.
+        self.blocks = callable(getattr(sink, "take_block", None))
+        self.sent = 0  # rows handed to the sink
+        # The hot loops call flush() when the row list reaches this length.
+        self.flush_at = SINK_CHUNK if sink is not None else 1 << 62
+
+    def flush(self) -> None:
+        """Hands the final rows to the sink and empties the row list (in place: the hot
+        loops hold its append method)."""
+        rows = self.rows
+        if self.ambiguous:
+            if self.num.decimal is not None:
+                self.fix_ambiguous()
+                self.ambiguous = []
+            else:
+                # Rows from the first undecided one on wait for the file to decide.
+                cut = self.ambiguous[0][0]
+                if cut:
+                    self.sink(rows[:cut])
+                    del rows[:cut]
+                    self.sent += cut
+                    self.ambiguous = [(i - cut, p, q) for i, p, q in self.ambiguous]
+                self.flush_at = len(rows) + SINK_CHUNK
+                return
+        self.sink(rows)
+        self.sent += len(rows)
+        rows.clear()
+        self.flush_at = SINK_CHUNK
+
+    def take_columns(
+        self,
+        first_row: int,
+        skus: Sequence[str],
+        names: Sequence[str] | None,
+        *,
+        texts: list[str] | None = None,
+        values: list[Decimal] | None = None,
+        currencies: Sequence[str | None] | None,
+        quantities: list | None,
+    ) -> None:
+        """Takes a chunk of good rows converted a column at a time (None: the column is
+        absent). Prices come as decimal ``texts`` or as Decimal ``values``, whichever the
+        caller has; quantities as Decimals, or as text for a block sink. A block sink gets
+        them as one RowBlock, anything else as row tuples."""
+        n = len(skus)
+        self.total += n
+        if self.blocks:
+            if self.rows:
+                self.flush()  # rows of the row loop first: the file's order
+            self.sink.take_block(
+                RowBlock(
+                    first_row=first_row,
+                    skus=skus,
+                    names="" if names is None else names,
+                    prices=texts if texts is not None else list(map(str, values or ())),
+                    # Callers fill every currency they pass: no None is left.
+                    currencies=self.currency if currencies is None else currencies,  # type: ignore[arg-type]
+                    quantities=quantities,
+                )
+            )
+            self.sent += n
+            return
+        self.rows.extend(
+            zip(
+                range(first_row, first_row + n),
+                skus,
+                repeat("") if names is None else names,
+                values if values is not None else map(Decimal, texts or ()),
+                repeat(self.currency) if currencies is None else currencies,
+                repeat(None) if quantities is None else quantities,
+                strict=False,  # repeat() stands in for absent columns
+            )
+        )
+        if len(self.rows) >= self.flush_at:
+            self.flush()
+
+    def error(self, row_number: int, reason: str) -> None:
+        if len(self.errors) < self.limits.max_errors:
+            self.errors.append((row_number, reason))
+
+    def too_many(self) -> TooManyRows:
+        return TooManyRows(f"more than {self.limits.max_rows:,} data rows")
+
+    def is_repeated_header(self, sku: str, price: str) -> bool:
+        """A page header repeated inside the data (long lists printed page by page)."""
+        return self.header_norm is not None and (norm(sku), norm(price)) == self.header_norm
+
+    def fix_ambiguous(self) -> None:
+        """Re-read the ambiguous numbers met before the file settled its convention."""
+        num = self.num
+        if not self.ambiguous or num.decimal is None:
+            return
+        for index, price, quantity in self.ambiguous:
+            r = self.rows[index]
+            new_price = num.read(price)[0] if isinstance(price, str) else r[3]
+            new_qty = num.quantity(quantity) if isinstance(quantity, str) and quantity else r[5]
+            self.rows[index] = (r[0], r[1], r[2], new_price, r[4], new_qty)
+
+
+def first_priced_row(texts: list[list[str]], price_col: int) -> int:
+    for i, row in enumerate(texts[:SCAN_ROWS]):
+        if price_col < len(row) and row[price_col]:
+            try:
+                NumberReader("dot").read(row[price_col])
+            except ValueError:
+                continue
+            return i
+    return 0
+
+
+TEXT_CHUNK = 2048  # rows a text table is read in, column by column where possible
+_SEP = "\x00"
+# Prices that need no Decimal to be known good, once spaces are dropped and the decimal
+# separator is a point: what str(Decimal(text)) gives back up to leading zeros. At most
+# 14 digits before the point (numbers.LIMIT): longer ones are judged by the row loop.
+_DECIMAL_TEXTS = re.compile(r"-?[0-9]{1,14}(?:\.[0-9]+)?(?:\x00-?[0-9]{1,14}(?:\.[0-9]+)?)*")
+# Prices the row loop's fast path takes (ASCII, a digit or "-" first, a digit last),
+# joined by _SEP: a whole column is checked by one match.
+_PLAIN_PRICES = re.compile(r"(?:[0-9]|[-0-9][^\x00]*[0-9])(?:\x00(?:[0-9]|[-0-9][^\x00]*[0-9]))*")
+
+
+def read_text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
+    """Text-table rows, TEXT_CHUNK at a time: a chunk in which every row is as wide as
+    the mapped columns and has a SKU and a plain price, once the file has settled its
+    decimal separator (nearly every chunk of a real price list), is converted a column
+    at a time by C-level map/zip calls; any other chunk goes through the row loop. Both
+    give the same rows: the column path applies the row loop's fast-path rules to every
+    value and gives the chunk back to the row loop when one does not fit."""
+    _in_chunks(rows, row_number, ctx, _text_columns, _text_rows)
+
+
+def _in_chunks(
+    rows: Iterable[list],
+    row_number: int,
+    ctx: RowContext,
+    by_columns: Callable[[list[list], int, RowContext], bool],
+    by_rows: Callable[[list[list], int, RowContext], None],
+) -> None:
+    """Rows TEXT_CHUNK at a time: each chunk ``by_columns`` when it takes it (True),
+    else ``by_rows``; row numbers follow the file."""
+    rows = iter(rows)
+    rn = row_number - 1
+    while chunk := list(islice(rows, TEXT_CHUNK)):
+        if not by_columns(chunk, rn, ctx):
+            by_rows(chunk, rn + 1, ctx)
+        rn += len(chunk)
+
+
+def read_plain_rows(
+    first: list[list[str]], source: PlainLines, row_number: int, ctx: RowContext
+) -> None:
+    """A quote-free text table: the rows already read, then each further text of lines
+    converted straight from its columns (PlainLines.columns_of) where every line has as
+    many fields; any other text goes through read_text_rows. The same rows either way."""
+    rows = first + source.leftover
+    source.leftover = []
+    read_text_rows(rows, row_number, ctx)
+    rn = row_number - 1 + len(rows)
+    picks = _picks(ctx)
+    for text in source.texts:
+        columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
+        if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
+            rn += len(columns[0])
+            source.line_num += len(columns[0])
+            continue
+        rows = source.rows_of(text)
+        read_text_rows(rows, rn + 1, ctx)
+        rn += len(rows)
+
+
+def _picks(ctx: RowContext) -> tuple[int, int, int, int, int]:
+    """The columns of sku, price, name, currency and quantity; sku's for absent ones."""
+    si, ni, pi, ci, qi = ctx.columns
+    return (
+        si,
+        pi,
+        ni if ni != ABSENT else si,
+        ci if ci != ABSENT else si,
+        qi if qi != ABSENT else si,
+    )
+
+
+def _text_columns(chunk: list[list[str]], rn: int, ctx: RowContext) -> bool:
+    """Converts a chunk column by column; False (nothing done) when it does not fit."""
+    if ctx.num.decimal is None:
+        return False
+    picks = _picks(ctx)
+    if min(map(len, chunk)) <= max(picks):
+        return False
+    columns = zip(*map(itemgetter(*picks), chunk), strict=True)
+    return _convert_text_columns(len(chunk), list(columns), rn, ctx)
+
+
+def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bool:
+    """Converts ``n`` rows given as their sku, price, name, currency and quantity
+    columns (_picks); False (nothing done) when one does not fit the fast path."""
+    sep = ctx.num.decimal
+    if sep is None:
+        return False
+    _, ni, _, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    skus, prices, names, currencies, quantities = columns
+    skus = list(map(str.strip, skus))
+    prices = list(map(str.strip, prices))
+    if not all(skus) or not all(prices):
+        return False
+    original = _SEP.join(prices)
+    other = "." if sep == "," else ","
+    if not original.isascii() or other in original or original.count(_SEP) != n - 1:
+        return False
+    joined = original.replace(" ", "")
+    if sep == ",":
+        joined = joined.replace(",", ".")
+    blocks = ctx.blocks
+    values: list[Decimal] | None = None
+    if not (blocks and _DECIMAL_TEXTS.fullmatch(joined)):
+        # Plain decimal text is exactly what the fast path gives Decimal without error:
+        # a block sink takes it as it is. Anything else is tried as the row loop would.
+        if not _PLAIN_PRICES.fullmatch(original):
+            return False
+        try:
+            values = list(map(Decimal, joined.split(_SEP)))
+        except InvalidOperation:
+            return False
+        if not -LIMIT < min(values) <= max(values) < LIMIT:
+            return False
+    if ctx.total + n > ctx.limits.max_rows:
+        return False  # the row loop raises at the row that is one too many
+    if has_qty:
+        qcache = ctx.qcache
+        qs = list(map(str.strip, quantities))
+        # Set arithmetic finds the cells not read yet ("x in list" would compare
+        # Decimals with a sentinel, through numbers.Rational's slow isinstance).
+        cache = ctx.qtexts if blocks else qcache
+        missing = set(qs).difference(cache)
+        lookup: dict = cache
+        if missing:
+            quantity = ctx.num.quantity
+            lookup = dict(cache)
+            for q in missing:
+                qty = quantity(q) if q else None
+                lookup[q] = qty if not blocks else None if qty is None else str(qty)
+                if "," not in q and "." not in q and len(cache) < 4096:
+                    cache[q] = lookup[q]
+        qtys: list | None = list(map(lookup.__getitem__, qs))
+    else:
+        qtys = None
+    curs: list[str | None] | None = None
+    if has_currency:
+        ccache = ctx.ccache
+        curs = list(map(ccache.get, currencies, repeat(None)))
+        if None in curs:
+            default = ctx.currency
+            for i, c in enumerate(currencies):
+                if curs[i] is None:
+                    curs[i] = cur = (normalise_currency(c) or default) if c else default
+                    if len(ccache) < 1024:
+                        ccache[c] = cur
+    ctx.take_columns(
+        rn + 1,
+        skus,
+        list(map(str.strip, names)) if has_name else None,
+        texts=joined.split(_SEP) if values is None else None,
+        values=values,
+        currencies=curs,
+        quantities=qtys,
+    )
+    return True
+
+
+def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
+    """The row loop for text tables: every cell is a str. Rows as wide as the mapped
+    columns (nearly all) take one itemgetter call; absent fields read column sku and
+    are blanked."""
+    _, ni, _, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    picks = _picks(ctx)
+    pick = itemgetter(*picks)
+    width = max(picks) + 1
+    out = ctx.rows
+    append = out.append
+    num = ctx.num
+    read = num.read
+    quantity = num.quantity
+    default_currency = ctx.currency
+    max_rows = ctx.limits.max_rows
+    qcache = ctx.qcache
+    ccache = ctx.ccache
+    sep = num.decimal
+    other = "." if sep == "," else ","
+    digits, signed, decimal, invalid = _DIGITS, _SIGNED, Decimal, InvalidOperation
+    rn = row_number - 1
+    total = ctx.total
+    for row in rows:
+        rn += 1
+        if len(row) >= width:
+            sku, p, name, c, q = pick(row)
+        else:
+            sku, p, name, c, q = (row[i] if i < len(row) else "" for i in picks)
+        sku = sku.strip()
+        p = p.strip()
+        if not p or not sku:
+            outcome = _incomplete_row(row, sku, p, ctx)
+            if outcome is None:
+                ctx.skipped += 1
+            else:
+                total += 1
+                if total > max_rows:
+                    raise ctx.too_many()
+                ctx.error(rn, outcome)
+            continue
+        total += 1
+        if total > max_rows:
+            raise ctx.too_many()
+        # NumberReader.read's own fast path, inlined: this line runs a million times.
+        price = None
+        if sep and p.isascii() and other not in p and p[-1] in digits and p[0] in signed:
+            try:
+                price = decimal(
+                    p.replace(" ", "").replace(",", ".") if sep == "," else p.replace(" ", "")
+                )
+                currency = None
+            except invalid:
+                price = None
+        if price is None:
+            try:
+                price, currency = read(p)
+            except ValueError:
+                if ctx.is_repeated_header(sku, p):
+                    total -= 1
+                    ctx.skipped += 1
+                else:
+                    ctx.error(rn, f"price {p!r} is not a number")
+                continue
+            sep = num.decimal
+            other = "." if sep == "," else ","
+        if not -LIMIT < price < LIMIT:
+            ctx.error(rn, f"price {p!r} {OUT_OF_RANGE}")
+            continue
+        if has_qty:
+            q = q.strip()
+            if q:
+                qty = qcache.get(q, False)
+                if qty is False:
+                    qty = quantity(q)
+                    if "," not in q and "." not in q and len(qcache) < 4096:
+                        qcache[q] = qty
+            else:
+                qty = None
+        else:
+            q = qty = None
+        if currency is None:
+            if has_currency and c:
+                currency = ccache.get(c)
+                if currency is None:
+                    currency = normalise_currency(c) or default_currency
+                    if len(ccache) < 1024:
+                        ccache[c] = currency
+            else:
+                currency = default_currency
+        if num.pending:
+            ctx.ambiguous.append((len(out), p, q))
+            num.pending = False
+        append((rn, sku, name.strip() if has_name else "", price, currency, qty))
+        if len(out) >= ctx.flush_at:
+            ctx.flush()
+    ctx.total = total
+
+
+def _incomplete_row(row: list, sku: str, price: str, ctx: RowContext) -> str | None:
+    """Why a row missing its sku or price is an error, or None when it is an empty,
+    section-title or repeated-header row (skipped)."""
+    if not price:
+        if not sku:
+            return None
+        # A section title such as "Кабели и провода" often sits in the sku column, alone
+        # on its row; a lone code with digits ("A-17") is an item without a price.
+        non_empty = sum(1 for c in row if (c.strip() if isinstance(c, str) else c != ""))
+        if non_empty <= 1 and not any(ch.isdigit() for ch in sku):
+            return None
+        return "price is missing"
+    try:
+        NumberReader("dot").read(price)
+    except ValueError:
+        return None  # no sku and no number: a note or sub-heading
+    return "sku is missing"
+
+
+def read_workbook_rows(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
+    """Workbook rows, TEXT_CHUNK at a time: a chunk whose every row has a SKU and a
+    numeric price, text or empty names and currencies, numeric or empty quantities
+    (nearly every chunk of a real price list) is converted a column at a time; any
+    other chunk goes through the row loop. Both give the same rows."""
+    _in_chunks(rows, row_number, ctx, _typed_columns, _rows_typed)
+
+
+_NUMBERS = {float, int}  # exact types: a bool is not a price
+_NUMBERS_OR_TEXT = {float, int, str}
+
+
+def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
+    """Converts a workbook chunk column by column, exactly as _rows_typed would; False
+    (nothing done) when the chunk holds anything the row loop must judge."""
+    _, ni, _, ci, qi = ctx.columns
+    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    picks = _picks(ctx)
+    if min(map(len, chunk)) <= max(picks):
+        return False
+    blocks = ctx.blocks
+    if blocks and ctx.ambiguous and ctx.num.decimal is None:
+        return False  # rows held back for an undecided separator must go first
+    n = len(chunk)
+    skus: Sequence[Any]
+    prices: Sequence[Any]
+    skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
+    if not set(map(type, prices)) <= _NUMBERS or not all(map(math.isfinite, prices)):
+        return False
+    if not -FLOAT_LIMIT < min(prices) <= max(prices) < FLOAT_LIMIT:
+        return False
+    if set(map(type, skus)) == {str}:
+        skus = list(map(str.strip, skus))
+    else:
+        skus = [v.strip() if type(v) is str else cell_text(v) for v in skus]
+    if not all(skus):
+        return False
+    if has_currency and set(map(type, currencies)) != {str}:
+        return False
+    if has_qty:
+        kinds = set(map(type, quantities))
+        if not kinds <= _NUMBERS_OR_TEXT:
+            return False
+        if str in kinds and any(q.strip() for q in quantities if type(q) is str):
+            return False  # quantity text is read by the number reader, row by row
+    if ctx.total + n > ctx.limits.max_rows:
+        return False  # the row loop raises at the row that is one too many
+    if blocks:
+        # For COPY: repr is the shortest text that reads back as the same number, the
+        # row loop's value, though spelt "12345.0" or "1e-05"; a third of the time.
+        texts = list(map(repr, prices))
+    else:
+        # The row loop's price: Decimal(int(p)) for whole numbers, else Decimal(repr(p)).
+        texts = [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
+    if has_qty:
+        lookup: dict = {}
+        for q in set(quantities):
+            qty = None if type(q) is str else _typed_quantity(q)
+            lookup[q] = qty if not blocks or qty is None else str(qty)
+        qtys: list | None = list(map(lookup.__getitem__, quantities))
+    else:
+        qtys = None
+    curs: list[str | None] | None = None
+    if has_currency:
+        default = ctx.currency
+        found = {
+            c: normalise_currency(text) if (text := c.strip()) else default for c in set(currencies)
+        }
+        curs = list(map(found.__getitem__, currencies))
+    name_list: list[str] | None = None
+    if has_name:
+        if set(map(type, names)) == {str}:
+            name_list = list(map(str.strip, names))
+        else:
+            name_list = [v.strip() if type(v) is str else cell_text(v) for v in names]
+    ctx.take_columns(rn + 1, skus, name_list, texts=texts, currencies=curs, quantities=qtys)
+    return True
+
+
+def _typed_quantity(q: float | int) -> Decimal | None:
+    """A workbook's numeric quantity cell; None when out of range (numbers.LIMIT)."""
+    if not -FLOAT_LIMIT < q < FLOAT_LIMIT:
+        return None
+    return float_to_decimal(q) if type(q) is float else Decimal(q)
+
+
+def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
+    """The loop for workbooks: cells are str, float, int, bool, date/time or ""."""
+    si, ni, pi, ci, qi = ctx.columns
+    out = ctx.rows
+    append = out.append
+    num = ctx.num
+    read = num.read
+    default_currency = ctx.currency
+    max_rows = ctx.limits.max_rows
+    qcache: dict[float, Decimal | None] = {}
+    ccache: dict[object, str] = {}
+    raw: Any  # a workbook cell: str, float, int, bool, date/time or ""
+    q: Any
+    rn = row_number - 1
+    total = ctx.total
+    for row in rows:
+        rn += 1
+        n = len(row)
+        v = row[si] if si < n else ""
+        sku = v.strip() if type(v) is str else cell_text(v)
+        raw = row[pi] if pi < n else ""
+        t = type(raw)
+        p_text = raw.strip() if t is str else "x"
+        if not sku or not p_text:
+            texts = [cell_text(c) for c in row]
+            outcome = _incomplete_row(texts, sku, cell_text(raw), ctx)
+            if outcome is None:
+                ctx.skipped += 1
+            else:
+                total += 1
+                if total > max_rows:
+                    raise ctx.too_many()
+                ctx.error(rn, outcome)
+            continue
+        total += 1
+        if total > max_rows:
+            raise ctx.too_many()
+        currency = None
+        if t is float:
+            # repr is the shortest text that round-trips: 10.1 stays 10.1.
+            price = Decimal(int(raw)) if raw.is_integer() else Decimal(repr(raw))
+        elif t is int:
+            price = Decimal(raw)
+        elif t is str:
+            try:
+                price, currency = read(p_text)
+            except ValueError:
+                if ctx.is_repeated_header(sku, p_text):
+                    total -= 1
+                    ctx.skipped += 1
+                else:
+                    ctx.error(rn, f"price {p_text!r} is not a number")
+                continue
+        else:
+            ctx.error(rn, f"price {cell_text(raw)!r} is not a number")
+            continue
+        if not -LIMIT < price < LIMIT:
+            ctx.error(rn, f"price {cell_text(raw)!r} {OUT_OF_RANGE}")
+            continue
+        q = row[qi] if qi < n else ""
+        qt = type(q)
+        if qt is float:
+            qty = qcache.get(q, False)
+            if qty is False:
+                qty = _typed_quantity(q)
+                if len(qcache) < 4096:
+                    qcache[q] = qty
+        elif qt is int:
+            qty = _typed_quantity(q)
+        elif qt is str and q.strip():
+            qty = num.quantity(q.strip())
+        else:
+            qty = None
+        if currency is None:
+            c = row[ci] if ci < n else ""
+            currency = ccache.get(c)
+            if currency is None:
+                text = c.strip() if type(c) is str else cell_text(c)
+                currency = normalise_currency(text) if text else default_currency
+                if len(ccache) < 1024:
+                    ccache[c] = currency
+        if num.pending:
+            ctx.ambiguous.append(
+                (len(out), p_text if t is str else None, q.strip() if type(q) is str else None)
+            )
+            num.pending = False
+        v = row[ni] if ni < n else ""
+        append((rn, sku, v.strip() if type(v) is str else cell_text(v), price, currency, qty))
+        if len(out) >= ctx.flush_at:
+            ctx.flush()
+    ctx.total = total

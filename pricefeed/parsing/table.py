@@ -1,0 +1,274 @@
+"""A table of rows, whatever its source: the header found in its first rows, then every
+row below it handed to the conversion loops of rows.py."""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain, islice
+
+from .errors import (
+    EmptyFile,
+    MissingColumns,
+    NoHeaderRow,
+)
+from .headers import (
+    SCAN_ROWS,
+    SYNONYMS,
+    Header,
+    combine,
+    map_by_synonyms,
+    norm,
+)
+from .numbers import (
+    NumberReader,
+    currency_in_text,
+)
+from .plainlines import PlainLines
+from .rows import (
+    ABSENT,
+    RowContext,
+    Sink,
+    cell_text,
+    first_priced_row,
+    read_plain_rows,
+    read_text_rows,
+    read_workbook_rows,
+)
+from .types import (
+    FIELDS,
+    REQUIRED_FIELDS,
+    Limits,
+    ParsedFile,
+    ParseOptions,
+    index_to_letter,
+)
+
+# A row of only numbers and separators is data, never a header.
+_NUMBERISH = re.compile(r"[\s\d.,+\-\u00a0\u202f]+")
+
+
+class Table:
+    """Rows from a reader: lists of str (text) or of typed cells (workbooks)."""
+
+    def __init__(
+        self,
+        rows: Iterable[list],
+        *,
+        typed: bool,
+        col_offset: int = 0,
+        merged: list | None = None,
+    ) -> None:
+        self.source = rows
+        self.rows: Iterator[list] = iter(()) if isinstance(rows, PlainLines) else iter(rows)
+        self.typed = typed
+        self.col_offset = col_offset
+        self.merged = merged or []
+
+    def head(self, n: int) -> list[list]:
+        if isinstance(self.source, PlainLines):
+            return self.source.head(n)
+        return list(islice(self.rows, n))
+
+
+def head_texts(table: Table, head: list[list]) -> list[list[str]]:
+    if not table.typed:
+        return [[c.strip() for c in row] for row in head]
+    texts = [[cell_text(v) for v in row] for row in head]
+    # Merged cells hold their value in the top-left cell only; for header detection
+    # every cell of a merged range reads that value.
+    off = table.col_offset
+    for (r0, c0), (r1, c1) in table.merged:
+        if r0 >= len(texts) or c0 - off < 0 or c0 - off >= len(texts[r0]):
+            continue
+        value = texts[r0][c0 - off]
+        for r in range(r0, min(r1, len(texts) - 1) + 1):
+            row = texts[r]
+            for c in range(c0 - off, c1 - off + 1):
+                while len(row) <= c:
+                    row.append("")
+                if not row[c]:
+                    row[c] = value
+    return texts
+
+
+def read_table(
+    table: Table, options: ParseOptions, limits: Limits, fmt: str, sink: Sink | None = None
+) -> ParsedFile:
+    head = table.head(SCAN_ROWS + 1)
+    if not head:
+        raise EmptyFile("the file holds no rows")
+    texts = head_texts(table, head)
+    header = find_header(texts, options, table.col_offset)
+    num = NumberReader(options.number_format)
+    cols = header.columns
+    price_header = header.texts.get("price", "")
+    header_currency = (
+        currency_in_text(price_header)
+        if price_header and "price" not in options.column_letters()
+        else None
+    )
+    ctx = RowContext(
+        columns=[cols.get(f, ABSENT) for f in FIELDS],
+        header_norm=(
+            (norm(header.cells[cols["sku"]]), norm(header.cells[cols["price"]]))
+            if header.row >= 0 and max(cols["sku"], cols["price"]) < len(header.cells)
+            else None
+        ),
+        currency=header_currency or options.default_currency.strip(),
+        limits=limits,
+        num=num,
+        sink=sink,
+    )
+    first = header.row + 1
+    if header.row < 0:  # no header: data starts at the first row with a number as price
+        first = first_priced_row(texts, cols["price"])
+        ctx.skipped = first
+    with gc_paused():
+        if table.typed:
+            read_workbook_rows(chain(head[first:], table.rows), first + 1, ctx)
+        elif isinstance(table.source, PlainLines):
+            read_plain_rows(head[first:], table.source, first + 1, ctx)
+        else:
+            read_text_rows(chain(head[first:], table.rows), first + 1, ctx)
+    ctx.fix_ambiguous()
+    ok = ctx.sent + len(ctx.rows)
+    if sink is not None and ctx.rows:
+        sink(ctx.rows)
+        ctx.rows = []
+    return ParsedFile(
+        format=fmt,
+        rows=ctx.rows,
+        rows_ok=ok,
+        errors=ctx.errors,
+        rows_total=ctx.total,
+        header_row=header.row + 1 if header.row >= 0 else 0,
+        columns=header.texts,
+        skipped_rows=ctx.skipped,
+    )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a million row tuples are made: the
+    rows hold no cycles, and the collector's repeated scans of the growing list cost
+    a third of the CSV time. The previous state is restored."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# --- header -------------------------------------------------------------------------
+
+
+def find_header(texts: list[list[str]], options: ParseOptions, col_offset: int) -> Header:
+    configured = {f: norm(t) for f, t in options.column_texts().items()}
+    letters = {f: i - col_offset for f, i in options.column_letters().items()}
+    width = max((len(r) for r in texts), default=0)
+    for f, c in letters.items():
+        if c >= width:
+            last_letter = index_to_letter(col_offset + width - 1) if width else "A"
+            raise MissingColumns(
+                f"column {options.columns[f].strip().upper()} for {f} is past the last "
+                f"column of the table ({last_letter})"
+            )
+    best: tuple[int, Header] | None = None
+    limit = min(SCAN_ROWS, len(texts))
+    for i in range(limit):
+        candidates = [(i, texts[i])]
+        # A two-line header ("Цены" over "Опт | Розница") has a top line of several
+        # cells; a one-cell title directly above the header is not part of it.
+        if (
+            i + 1 < len(texts)
+            and _header_like(texts[i + 1])
+            and sum(1 for cell in texts[i] if cell) >= 2
+        ):
+            candidates.append((i + 1, combine(texts[i], texts[i + 1])))
+        for last, cells in candidates:
+            normed = [norm(c) for c in cells]
+            columns: dict[str, int] = {}
+            for f, want in configured.items():
+                if want in normed:
+                    columns[f] = normed.index(want)
+            found_configured = len(columns)
+            columns.update(letters)
+            synonyms = map_by_synonyms(normed, columns)
+            columns.update(synonyms)
+            header = Header(last, columns, {}, cells)
+            if configured:
+                ok = found_configured == len(configured)
+            else:
+                named = {f for f in synonyms} | {
+                    f for f, c in letters.items() if 0 <= c < len(normed) and _texty(normed[c])
+                }
+                ok = bool(named & {"sku", "name"}) and "price" in named
+            if ok:
+                return _finish_header(header, options, letters)
+            weight = found_configured * 10 + len(synonyms)
+            if (found_configured or len(synonyms) >= 2) and (best is None or weight > best[0]):
+                best = (weight, header)
+    if all(f in letters for f in REQUIRED_FIELDS):
+        header = Header(-1, dict(letters), {}, [])
+        return _finish_header(header, options, letters)
+    if best is not None:
+        _raise_missing(best[1], options, letters)
+    if configured:
+        wanted = ", ".join(f"'{t}'" for t in options.column_texts().values())
+        raise NoHeaderRow(f"no header row in the first {SCAN_ROWS} rows has {wanted}")
+    raise NoHeaderRow(
+        f"no header row in the first {SCAN_ROWS} rows: expected one naming the article "
+        f"(e.g. Артикул, Код, SKU) or the name (Наименование, Name) and the price "
+        f"(Цена, Price)"
+    )
+
+
+def _header_like(row: list[str]) -> bool:
+    """A line that can continue a header: some text, no numbers."""
+    return any(row) and not any(c and _NUMBERISH.fullmatch(c) for c in row)
+
+
+def _texty(cell: str) -> bool:
+    return bool(cell) and not _NUMBERISH.fullmatch(cell)
+
+
+def _finish_header(header: Header, options: ParseOptions, letters: dict[str, int]) -> Header:
+    missing = [f for f in REQUIRED_FIELDS if f not in header.columns]
+    if missing:
+        _raise_missing(header, options, letters)
+    texts = {}
+    for f in FIELDS:
+        if f not in header.columns:
+            continue
+        if f in letters:
+            texts[f] = options.columns[f].strip().upper()
+        else:
+            texts[f] = header.cells[header.columns[f]].strip()
+    # Columns left of the used range (letters before the sheet's first column) are
+    # empty: point them past every row.
+    header.columns = {f: (c if c >= 0 else ABSENT) for f, c in header.columns.items()}
+    header.texts = texts
+    return header
+
+
+def _raise_missing(header: Header, options: ParseOptions, letters: dict[str, int]) -> None:
+    configured = options.column_texts()
+    normed = [norm(c) for c in header.cells]
+    missing = []
+    for f, text in configured.items():
+        if norm(text) not in normed:
+            missing.append(f"{f} ('{text}')")
+    for f in REQUIRED_FIELDS:
+        if f not in header.columns and f not in configured:
+            examples = ", ".join(SYNONYMS[f][:4])
+            missing.append(f"{f} (e.g. {examples})")
+    seen = [c for c in header.cells if c][:20]
+    cells = ", ".join(f"'{c}'" for c in seen) or "none"
+    raise MissingColumns(
+        f"missing columns: {'; '.join(missing)}. Header row {header.row + 1} has: {cells}"
+    )

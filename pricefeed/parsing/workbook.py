@@ -1,0 +1,83 @@
+"""The workbook path: xlsx/xlsm (after the workbook guard) and xls through python-calamine."""
+
+from __future__ import annotations
+
+import io
+
+from .errors import (
+    CorruptFile,
+    EmptyFile,
+    ParseError,
+    SheetNotFound,
+    UnsupportedFormat,
+)
+from .rows import Sink
+from .table import Table, read_table
+from .types import (
+    Limits,
+    ParsedFile,
+    ParseOptions,
+)
+
+
+def _calamine_failure(exc: BaseException) -> ParseError:
+    name = type(exc).__name__
+    if name == "PasswordError":
+        return UnsupportedFormat("unsupported format: encrypted (password-protected) workbook")
+    message = str(exc).splitlines()[0][:200] if str(exc) else name
+    return CorruptFile(f"damaged workbook: {message}")
+
+
+def read_workbook(
+    data: bytes, fmt: str, options: ParseOptions, limits: Limits, sink: Sink | None
+) -> ParsedFile:
+    from python_calamine import CalamineWorkbook
+
+    try:
+        wb = CalamineWorkbook.from_filelike(io.BytesIO(data))
+        sheet = _choose_sheet(wb, options.sheet)
+        start = sheet.start or (0, 0)
+        merged = sheet.merged_cell_ranges or []
+        rows = sheet.iter_rows()
+    except ParseError:
+        raise
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # pyo3's PanicException derives from BaseException
+        raise _calamine_failure(exc) from None
+    # iter_rows() starts at the sheet's first row (leading empty rows included) but at
+    # its first used column: cell j of a row is column start[1] + j.
+    table = Table(rows, typed=True, col_offset=start[1], merged=merged)
+    result = read_table(table, options, limits, fmt, sink)
+    result.sheet = sheet.name
+    return result
+
+
+def _choose_sheet(wb, wanted: str):
+    names = list(wb.sheet_names)
+    wanted = (wanted or "").strip()
+    if wanted:
+        folded = [n.strip().casefold() for n in names]
+        if wanted in names:
+            return wb.get_sheet_by_index(names.index(wanted))
+        if wanted.casefold() in folded:
+            return wb.get_sheet_by_index(folded.index(wanted.casefold()))
+        if wanted.isdigit() and 1 <= int(wanted) <= len(names):
+            return wb.get_sheet_by_index(int(wanted) - 1)
+        listed = ", ".join(f"'{n}'" for n in names[:20])
+        raise SheetNotFound(f"sheet '{wanted}' not found; the workbook has: {listed}")
+    meta = list(wb.sheets_metadata)
+    order = [i for i, m in enumerate(meta) if _visible(m)] + [
+        i for i, m in enumerate(meta) if not _visible(m)
+    ]
+    for i in order:
+        if "WorkSheet" not in str(meta[i].typ):
+            continue
+        sheet = wb.get_sheet_by_index(i)
+        if sheet.height and sheet.width:
+            return sheet
+    raise EmptyFile("the workbook has no non-empty sheet")
+
+
+def _visible(meta) -> bool:
+    return str(meta.visible).endswith("Visible")

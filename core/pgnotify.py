@@ -13,6 +13,7 @@ import time
 import psycopg
 from django.db import connection, transaction
 
+from core import sql
 from core.db import postgresql
 from core.logs import first_line
 
@@ -26,7 +27,7 @@ def notify_on_commit(channel: str, payload: str = "") -> None:
 
     def send() -> None:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [channel, payload])
+            cursor.execute(sql.NOTIFY, [channel, payload])
 
     transaction.on_commit(send)
 
@@ -54,7 +55,7 @@ class NotifyListener:
         try:
             conn = psycopg.connect(**params, autocommit=True)
             for channel in self.channels:
-                conn.execute(f'LISTEN "{channel}"')
+                conn.execute(sql.LISTEN.format(channel=channel))
         except psycopg.Error as exc:
             # The caller polls anyway; say so once, not at every retry.
             if not self._failing:

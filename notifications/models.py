@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
+from pricefeed.models import PriceImport
+
 
 class Subscription(models.Model):
     """Who hears about which import outcomes, for which configs (none chosen = all)."""
@@ -31,11 +33,12 @@ class Subscription(models.Model):
         return f"{who}{' + sender' if self.email and self.reply_to_sender else ''}"
 
     def wants(self, status: str) -> bool:
-        return {
-            "SUCCEEDED": self.on_succeeded,
-            "PARTIAL": self.on_partial,
-            "FAILED": self.on_failed,
-        }.get(status, False)
+        wanted: dict[str, bool] = {
+            PriceImport.Status.SUCCEEDED: self.on_succeeded,
+            PriceImport.Status.PARTIAL: self.on_partial,
+            PriceImport.Status.FAILED: self.on_failed,
+        }
+        return wanted.get(status, False)
 
 
 class Notification(models.Model):

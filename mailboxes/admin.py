@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
@@ -12,9 +10,12 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from core.adminutils import annotated
+
 from . import leases, processing
+from .exceptions import ImapError
 from .forms import MailboxForm
-from .imap import ImapError, check_connection
+from .imap import check_connection
 from .listener import connection_settings
 from .models import (
     IN_FLIGHT,
@@ -25,11 +26,6 @@ from .models import (
     MailboxLease,
 )
 from .weights import weight_expression
-
-
-def annotated(obj: object, name: str) -> Any:
-    """A value get_queryset() annotated the row with (the model does not declare it)."""
-    return getattr(obj, name)
 
 
 class CheckpointInline(admin.TabularInline):

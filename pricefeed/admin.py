@@ -10,8 +10,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from core.adminutils import annotated
 from mailboxes import admin as mailboxes_admin
-from mailboxes.admin import annotated
 from mailboxes.models import InboundMessage, Mailbox
 
 from .forms import PreviewForm, PriceListConfigForm

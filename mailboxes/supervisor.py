@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection
 
 from core import sweeps
-from core.logs import first_line
+from core.logs import ContextLogger, first_line
 from core.pgnotify import NotifyListener
 
 from . import leases, rebalance
@@ -51,6 +51,7 @@ class Supervisor:
     listeners: dict[int, MailboxListener] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.log = ContextLogger(logger, {"instance_id": self.instance_id})
         self.ttl = settings.PRICEFEED_LEASE_TTL
         self.beat = settings.PRICEFEED_HEARTBEAT_INTERVAL
         self.margin = lease_margin(self.ttl, self.beat)
@@ -70,7 +71,7 @@ class Supervisor:
         poll = settings.PRICEFEED_CONFIG_POLL_INTERVAL
         notify = NotifyListener(leases.CHANNEL)
         leases.heartbeat(instance_id=self.instance_id)
-        logger.info("listen_mail started instance=%s", self.instance_id)
+        self.log.info("listen_mail started", extra={"action": "instance_started"})
         now = time.monotonic()
         # The first reconcile waits one heartbeat, so that instances started together
         # see each other before they share out the mailboxes.
@@ -93,7 +94,7 @@ class Supervisor:
                         sweeps.run_all()
                         leases.heartbeats_prune(older_than=HEARTBEAT_FORGET_AFTER)
                     if failures:
-                        logger.info("supervisor recovered after %s failed step(s)", failures)
+                        self.log.info("supervisor recovered after %s failed step(s)", failures)
                     failures, last_error = 0, ""
                 except Exception as exc:
                     connection.close()
@@ -102,9 +103,9 @@ class Supervisor:
                     # win the leases back); one ERROR per distinct problem.
                     error = f"{type(exc).__name__}: {first_line(exc)}"
                     if error != last_error:
-                        logger.exception("supervisor step failed instance=%s", self.instance_id)
+                        self.log.exception("supervisor step failed")
                     else:
-                        logger.info("supervisor step failed again (%s): %s", failures, error)
+                        self.log.info("supervisor step failed again (%s): %s", failures, error)
                     last_error = error
                     next_reconcile = max(next_reconcile, now + poll)
                     next_sweep = max(next_sweep, now + poll)
@@ -248,11 +249,11 @@ class Supervisor:
     def shutdown(self) -> None:
         """Stops intake, lets in-flight batches finish within the grace period (renewing
         meanwhile), releases each lease as its listener ends, exits."""
-        logger.info("listen_mail stopping instance=%s", self.instance_id)
+        self.log.info("listen_mail stopping", extra={"action": "instance_stopping"})
         try:
             leases.heartbeat(instance_id=self.instance_id, stopping=True)
         except Exception as exc:
-            logger.warning("cannot mark the heartbeat stopping: %s", first_line(exc))
+            self.log.warning("cannot mark the heartbeat stopping: %s", first_line(exc))
         for listener in self.listeners.values():
             listener.stop(release=True)
         deadline = time.monotonic() + settings.PRICEFEED_SHUTDOWN_GRACE
@@ -264,18 +265,18 @@ class Supervisor:
                     self._renew()
                 self._reap()
             except Exception as exc:
-                logger.warning("shutdown step failed: %s", first_line(exc))
+                self.log.warning("shutdown step failed: %s", first_line(exc))
                 connection.close()
                 time.sleep(0.5)
             time.sleep(0.02)
         if self.listeners:
             # Their leases expire by themselves; what they write meanwhile is fenced.
-            logger.warning(
+            self.log.warning(
                 "listeners still busy after the grace period: %s",
                 ", ".join(lst.mailbox_name for lst in self.listeners.values()),
             )
         self._status.write(self.listeners.values(), stopping=True, force=True)
-        logger.info("listen_mail stopped instance=%s", self.instance_id)
+        self.log.info("listen_mail stopped", extra={"action": "instance_stopped"})
 
     def _write_status(self, *, force: bool = False) -> None:
         self._status.write(self.listeners.values(), stopping=self.stop.is_set(), force=force)

@@ -19,7 +19,6 @@ from pricefeed.models import PriceItem, item_key
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _COPY_CHUNK = 20_000
-sql.COPY_ITEM_COLUMNS = "id, price_import_id, row_number, sku, name, price, currency, quantity"
 
 
 def _copy_text(import_id: int, rows: list[tuple]) -> str:

@@ -5,9 +5,11 @@ no files; the caller builds its Limits (pricefeed.limits.parse_limits from setti
     for member in members:
         parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
 
-See docs in each module: archives (caps, zip-slip), workbook_guard (XML and memory
-bombs before calamine), text (encodings, delimiters), numbers (separator rules),
-headers (synonyms), reader (rows, errors).
+See docs in each module: reader (parse: format detection and dispatch), archives (caps,
+zip-slip), workbook_guard (XML and memory bombs before calamine), workbook (the calamine
+path), textfile (the text path), text (encodings, delimiters), plainlines (quote-free
+tables), table (header location, then the rows), rows (row conversion, row errors),
+numbers (separator rules), headers (synonyms), types (limits, options, results).
 """
 
 from __future__ import annotations

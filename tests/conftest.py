@@ -1,14 +1,21 @@
-"""Test setup: PostgreSQL is required (SQLite cannot show lease or claim races)."""
+"""Test setup: PostgreSQL is required (SQLite cannot show lease or claim races).
+
+The fixtures here are the only ``mailbox``, ``config`` and ``make_message``: their data
+comes from tests/factories.py.
+"""
 
 from __future__ import annotations
 
 import pytest
 from django.conf import settings
 
-from mailboxes import services as mailbox_services
-from mailboxes.models import Mailbox
-from pricefeed import services
+from mailboxes import processing
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed import intake
+from pricefeed.imports import lifecycle
 from pricefeed.models import PriceListConfig
+
+from . import factories
 
 
 def pytest_configure(config):
@@ -24,24 +31,49 @@ def pytest_configure(config):
 def no_queue(monkeypatch):
     """Work is run by calling the services; nothing goes to django-q2."""
     queued = {"messages": [], "imports": []}
-    monkeypatch.setattr(mailbox_services, "enqueue_processing", queued["messages"].extend)
-    monkeypatch.setattr(services, "enqueue_imports", queued["imports"].extend)
-    monkeypatch.setattr(mailbox_services, "enqueue_imports", queued["imports"].extend)
+    monkeypatch.setattr(processing, "enqueue_processing", queued["messages"].extend)
+    monkeypatch.setattr(lifecycle, "enqueue_imports", queued["imports"].extend)
+    monkeypatch.setattr(intake, "enqueue_imports", queued["imports"].extend)
     return queued
 
 
 @pytest.fixture
-def mailbox(db):
-    return Mailbox.objects.create(
-        name="prices", host="imap.example", username="u", password="p", security="ssl"
-    )
+def enqueued(monkeypatch) -> list[int]:
+    """Collects the message ids handed to django-q2 instead of enqueueing them."""
+    calls: list[int] = []
+    monkeypatch.setattr(processing, "enqueue_processing", calls.extend)
+    return calls
 
 
 @pytest.fixture
-def config(mailbox):
-    return PriceListConfig.objects.create(
-        mailbox=mailbox,
-        name="Поставщик",
-        sender_pattern="*@acme.test",
-        filename_pattern="*",
-    )
+def fast_password_hashing(settings):
+    """admin_user hashes its password; the default PBKDF2 costs ~0.5 s per test."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def mailbox(db) -> Mailbox:
+    return factories.create_mailbox()
+
+
+@pytest.fixture
+def config(mailbox) -> PriceListConfig:
+    return factories.create_config(mailbox)
+
+
+@pytest.fixture
+def make_message(mailbox):
+    """Creates an InboundMessage row directly (bypassing recording) in a given status,
+    in ``mailbox`` unless given another."""
+
+    def make(
+        raw: bytes | None = factories.DEFAULT_RAW,
+        *,
+        status: str = InboundMessage.Status.RECEIVED,
+        **fields: object,
+    ) -> InboundMessage:
+        return factories.create_message(
+            fields.pop("mailbox", mailbox), raw, status=status, **fields
+        )
+
+    return make

@@ -1,11 +1,55 @@
-"""Raw messages for the mailboxes tests."""
+"""Builders of test data, the one place that knows how a mailbox, a config, a message or
+an import is made for the tests. The fixtures in the conftest files call into it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from email.message import EmailMessage
+from typing import Any
+
+from django.db.models import Max
+
+from devkit.samples import supplier_email
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed.imports.lifecycle import price_import_run
+from pricefeed.intake import message_process
+from pricefeed.models import PriceImport, PriceListConfig
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+# -- mailboxes and configs ---------------------------------------------------------------
+
+MAILBOX = {
+    "name": "prices",
+    "host": "imap.supplier.example",
+    "port": 993,
+    "security": Mailbox.Security.SSL,
+    "username": "buyer",
+    "password": "s3cret-imap-password",
+}
+
+CONFIG = {
+    "name": "Поставщик",
+    "sender_pattern": "*@acme.test",
+    "filename_pattern": "*",
+}
+
+
+def create_mailbox(**fields: object) -> Mailbox:
+    """A mailbox with MAILBOX's values, ``fields`` overriding them (a second mailbox
+    needs another ``name``: names are unique)."""
+    return Mailbox.objects.create(**(MAILBOX | fields))
+
+
+def create_config(mailbox: Mailbox, **fields: object) -> PriceListConfig:
+    """A config of ``mailbox`` with CONFIG's values, ``fields`` overriding them."""
+    return PriceListConfig.objects.create(mailbox=mailbox, **(CONFIG | fields))
+
+
+# -- raw messages ------------------------------------------------------------------------
 
 
 def price_mail(
@@ -30,3 +74,74 @@ def price_mail(
     for filename, data in attachments:
         msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=filename)
     return msg.as_bytes()
+
+
+# -- inbound messages --------------------------------------------------------------------
+
+# Marks "no raw given" apart from raw=None (a message refused unread).
+DEFAULT_RAW: Any = object()
+
+
+def _next_uid(mailbox: Mailbox, folder: str, uidvalidity: int) -> int:
+    last = InboundMessage.objects.filter(
+        mailbox=mailbox, folder=folder, uidvalidity=uidvalidity
+    ).aggregate(last=Max("uid"))["last"]
+    return (last or 0) + 1
+
+
+def create_message(
+    mailbox: Mailbox,
+    raw: bytes | None = DEFAULT_RAW,
+    *,
+    status: str = InboundMessage.Status.RECEIVED,
+    **fields: object,
+) -> InboundMessage:
+    """An InboundMessage row made directly (bypassing recording) in ``status``; ``raw``
+    defaults to price_mail(), None is a message refused unread."""
+    raw = price_mail() if raw is DEFAULT_RAW else raw
+    values: dict[str, object] = {
+        "mailbox": mailbox,
+        "folder": "INBOX",
+        "uidvalidity": 1,
+        "subject": "Прайс-лист на июнь",
+        "from_address": "prices@supplier.ru",
+        "message_id": f"<{uuid.uuid4().hex}@supplier.ru>",
+        "raw": raw,
+        "size": len(raw or b""),
+        "sha256": hashlib.sha256(raw).hexdigest() if raw is not None else "",
+        "dedup_key": uuid.uuid4().hex,
+        "status": status,
+    }
+    values.update(fields)
+    if "uid" not in values:
+        values["uid"] = _next_uid(values["mailbox"], values["folder"], values["uidvalidity"])
+    return InboundMessage.objects.create(**values)
+
+
+# -- the pipeline, run by calling its services as the listener and workers would ---------
+
+ROWS = [
+    ("A-1", "Болт М8", Decimal("1234.50"), 10),
+    ("A-2", "Гайка М8", Decimal("1.15"), 0),
+    ("A-3", "Шайба", Decimal("0.60"), 500),
+]
+
+
+def receive(
+    mailbox: Mailbox, attachments: Iterable[tuple[str, bytes]], *, subject: str = "Прайс"
+) -> InboundMessage:
+    """Records a message from acme.test (devkit.samples.supplier_email) and runs
+    matching. Only the raw bytes are recorded: no subject, sender or Message-ID fields
+    (message_process reads the raw message; nobody is notified as its sender)."""
+    raw = supplier_email(subject=subject, attachments=attachments)
+    message = create_message(mailbox, raw, subject="", from_address="", message_id="")
+    message_process(message_id=message.pk, worker="w")
+    message.refresh_from_db()
+    return message
+
+
+def run_all(message: InboundMessage) -> list[PriceImport]:
+    """Runs every import of a message, in creation order."""
+    for price_import in message.imports.order_by("pk"):
+        price_import_run(import_id=price_import.pk, worker="w")
+    return list(message.imports.order_by("pk"))

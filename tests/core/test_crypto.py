@@ -6,9 +6,10 @@ import pytest
 from cryptography.fernet import Fernet
 from django.db import connection
 
-from mailboxes.models import Mailbox
-from pricefeed import crypto
+from core import crypto
 from core.crypto import DecryptionError
+from mailboxes.models import Mailbox
+from tests.factories import create_mailbox
 
 pytestmark = pytest.mark.django_db
 
@@ -32,12 +33,12 @@ def stored_password(pk: int) -> str:
         return cursor.fetchone()[0]
 
 
-def make_mailbox(password: str = PASSWORD, name: str = "m") -> Mailbox:
-    return Mailbox.objects.create(name=name, host="h", username="u", password=password)
+def saved_mailbox(password: str = PASSWORD, name: str = "m") -> Mailbox:
+    return create_mailbox(name=name, password=password)
 
 
 def test_password_is_stored_encrypted_in_the_database():
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
 
     stored = stored_password(mailbox.pk)
 
@@ -46,26 +47,26 @@ def test_password_is_stored_encrypted_in_the_database():
 
 
 def test_password_reads_back_as_plaintext():
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
 
     assert Mailbox.objects.get(pk=mailbox.pk).password == PASSWORD
 
 
 def test_same_password_encrypts_differently_each_time():
-    first, second = make_mailbox(name="m1"), make_mailbox(name="m2")
+    first, second = saved_mailbox(name="m1"), saved_mailbox(name="m2")
 
     assert stored_password(first.pk) != stored_password(second.pk)
 
 
 def test_empty_password_is_stored_empty():
-    mailbox = make_mailbox(password="")
+    mailbox = saved_mailbox(password="")
 
     assert stored_password(mailbox.pk) == ""
     assert Mailbox.objects.get(pk=mailbox.pk).password == ""
 
 
 def test_plaintext_written_by_hand_in_the_database_reads_as_is():
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE mailboxes_mailbox SET password = %s WHERE id = %s", ["legacy", mailbox.pk]
@@ -77,7 +78,7 @@ def test_plaintext_written_by_hand_in_the_database_reads_as_is():
 def test_password_decrypts_after_key_rotation_with_the_old_key_second(settings):
     old, new = new_key(), new_key()
     settings.PRICEFEED_ENCRYPTION_KEYS = [old]
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
 
     settings.PRICEFEED_ENCRYPTION_KEYS = [new, old]
     crypto._fernet.cache_clear()
@@ -88,7 +89,7 @@ def test_password_decrypts_after_key_rotation_with_the_old_key_second(settings):
 def test_resaving_after_rotation_lets_the_old_key_be_dropped(settings):
     old, new = new_key(), new_key()
     settings.PRICEFEED_ENCRYPTION_KEYS = [old]
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
     settings.PRICEFEED_ENCRYPTION_KEYS = [new, old]
     Mailbox.objects.get(pk=mailbox.pk).save()
 
@@ -101,7 +102,7 @@ def test_resaving_after_rotation_lets_the_old_key_be_dropped(settings):
 def test_a_password_no_key_can_decrypt_loads_as_unreadable_and_is_kept_on_save(settings):
     old_key = new_key()
     settings.PRICEFEED_ENCRYPTION_KEYS = [old_key]
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
     stored = stored_password(mailbox.pk)
 
     settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
@@ -125,7 +126,7 @@ def test_connecting_with_an_unreadable_password_says_so_instead_of_trying(settin
     from mailboxes.listener import connection_settings
 
     settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
     settings.PRICEFEED_ENCRYPTION_KEYS = [new_key()]
     crypto._fernet.cache_clear()
 
@@ -135,7 +136,7 @@ def test_connecting_with_an_unreadable_password_says_so_instead_of_trying(settin
 
 def test_changed_secret_key_without_explicit_keys_makes_the_password_unreadable(settings):
     settings.PRICEFEED_ENCRYPTION_KEYS = []
-    mailbox = make_mailbox()
+    mailbox = saved_mailbox()
 
     settings.SECRET_KEY = settings.SECRET_KEY + "-rotated"
 

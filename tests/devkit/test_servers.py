@@ -94,93 +94,95 @@ def assert_append_search_fetch(host: str, port: int) -> None:
 
 
 @pytest.fixture
-def dovecot() -> Iterator[DovecotServer]:
+def dovecot_server() -> Iterator[DovecotServer]:
     """Yields a running private Dovecot and removes it afterwards."""
     with DovecotServer() as server:
         yield server
 
 
 @needs_dovecot
-def test_dovecot_append_search_and_fetch(dovecot: DovecotServer) -> None:
-    assert_append_search_fetch(dovecot.host, dovecot.port)
+def test_dovecot_append_search_and_fetch(dovecot_server: DovecotServer) -> None:
+    assert_append_search_fetch(dovecot_server.host, dovecot_server.port)
 
 
 @needs_dovecot
-def test_dovecot_idle_client_is_told_of_delivered_message(dovecot: DovecotServer) -> None:
-    with login(dovecot.host, dovecot.port) as client:
+def test_dovecot_idle_client_is_told_of_delivered_message(dovecot_server: DovecotServer) -> None:
+    with login(dovecot_server.host, dovecot_server.port) as client:
         client.select_folder("INBOX")
         client.idle()
-        dovecot.deliver(USER, price_list("Pushed"))
+        dovecot_server.deliver(USER, price_list("Pushed"))
         assert exists_count(wait_for_push(client)) == 1
         assert len(client.search(["SUBJECT", "Pushed"])) == 1
 
 
 @needs_dovecot
 def test_dovecot_message_delivered_while_killed_is_there_after_restart(
-    dovecot: DovecotServer,
+    dovecot_server: DovecotServer,
 ) -> None:
-    append_message(dovecot.host, dovecot.port, USER, PASSWORD, price_list("Before the crash"))
-    port = dovecot.port
+    append_message(
+        dovecot_server.host, dovecot_server.port, USER, PASSWORD, price_list("Before the crash")
+    )
+    port = dovecot_server.port
 
-    dovecot.kill()
-    assert not dovecot.running
+    dovecot_server.kill()
+    assert not dovecot_server.running
     with pytest.raises(ConnectionRefusedError):
-        login(dovecot.host, dovecot.port)
-    dovecot.deliver(USER, price_list("While down"))
-    dovecot.restart()
+        login(dovecot_server.host, dovecot_server.port)
+    dovecot_server.deliver(USER, price_list("While down"))
+    dovecot_server.restart()
 
-    assert dovecot.port == port
-    with login(dovecot.host, dovecot.port) as client:
+    assert dovecot_server.port == port
+    with login(dovecot_server.host, dovecot_server.port) as client:
         client.select_folder("INBOX", readonly=True)
         assert len(client.search(["SUBJECT", "Before the crash"])) == 1
         assert len(client.search(["SUBJECT", "While down"])) == 1
 
 
 @needs_dovecot
-def test_dovecot_kill_drops_connected_clients(dovecot: DovecotServer) -> None:
-    with login(dovecot.host, dovecot.port) as client:
+def test_dovecot_kill_drops_connected_clients(dovecot_server: DovecotServer) -> None:
+    with login(dovecot_server.host, dovecot_server.port) as client:
         client.select_folder("INBOX")
-        dovecot.kill()
+        dovecot_server.kill()
         with pytest.raises((OSError, IMAPClient.AbortError)):
             client.noop()
 
 
 @needs_dovecot
-def test_dovecot_set_uidvalidity_changes_what_select_reports(dovecot: DovecotServer) -> None:
-    with login(dovecot.host, dovecot.port) as client:
+def test_dovecot_set_uidvalidity_changes_what_select_reports(dovecot_server: DovecotServer) -> None:
+    with login(dovecot_server.host, dovecot_server.port) as client:
         before = client.select_folder("INBOX")[b"UIDVALIDITY"]
-    assert dovecot.uidvalidity(USER) == before
+    assert dovecot_server.uidvalidity(USER) == before
 
-    dovecot.set_uidvalidity(USER, before + 1000)
+    dovecot_server.set_uidvalidity(USER, before + 1000)
 
-    assert dovecot.uidvalidity(USER) == before + 1000
-    with login(dovecot.host, dovecot.port) as client:
+    assert dovecot_server.uidvalidity(USER) == before + 1000
+    with login(dovecot_server.host, dovecot_server.port) as client:
         assert client.select_folder("INBOX")[b"UIDVALIDITY"] == before + 1000
 
 
 @needs_dovecot
 def test_dovecot_wrong_password_fails_fast_and_does_not_slow_later_logins(
-    dovecot: DovecotServer,
+    dovecot_server: DovecotServer,
 ) -> None:
     started = time.monotonic()
     with pytest.raises(LoginError):
-        login(dovecot.host, dovecot.port, password="wrong")
+        login(dovecot_server.host, dovecot_server.port, password="wrong")
     assert time.monotonic() - started < 2.0
 
     # Dovecot's auth penalty would delay the next login from 127.0.0.1 by 2 s.
     started = time.monotonic()
-    with login(dovecot.host, dovecot.port):
+    with login(dovecot_server.host, dovecot_server.port):
         pass
     assert time.monotonic() - started < 1.0
 
 
 @needs_dovecot
-def test_dovecot_add_user_and_create_folder_while_running(dovecot: DovecotServer) -> None:
-    dovecot.add_user("second", "other-secret")
-    dovecot.create_folder("second", "Prices")
-    dovecot.deliver("second", price_list("Filed"), folder="Prices")
+def test_dovecot_add_user_and_create_folder_while_running(dovecot_server: DovecotServer) -> None:
+    dovecot_server.add_user("second", "other-secret")
+    dovecot_server.create_folder("second", "Prices")
+    dovecot_server.deliver("second", price_list("Filed"), folder="Prices")
 
-    with login(dovecot.host, dovecot.port, "second", "other-secret") as client:
+    with login(dovecot_server.host, dovecot_server.port, "second", "other-secret") as client:
         assert client.folder_exists("Prices")
         client.select_folder("Prices", readonly=True)
         assert len(client.search(["SUBJECT", "Filed"])) == 1

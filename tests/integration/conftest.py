@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from mailboxes.models import Mailbox
 from devkit.servers import ImapAppender
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.pymap import PymapServer
+from mailboxes.models import Mailbox
 from pricefeed.models import PriceListConfig
+from tests.factories import create_config, create_mailbox
 
 from .support import FAST_ENV, ManagedProcess, database_url
 
@@ -98,7 +99,7 @@ def make_mailbox(transactional_db):
             "username": server.user,
             "password": server.password,
         } | fields
-        return Mailbox.objects.create(name=name, **values)
+        return create_mailbox(name=name, **values)
 
     return make
 
@@ -106,8 +107,7 @@ def make_mailbox(transactional_db):
 @pytest.fixture
 def make_config():
     def make(mailbox: Mailbox, name: str = "acme", **fields) -> PriceListConfig:
-        values = {"sender_pattern": "*@acme.test", "filename_pattern": "*.csv"} | fields
-        return PriceListConfig.objects.create(mailbox=mailbox, name=name, **values)
+        return create_config(mailbox, name=name, **({"filename_pattern": "*.csv"} | fields))
 
     return make
 

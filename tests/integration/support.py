@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Iterable
@@ -9,8 +10,8 @@ from pathlib import Path
 
 from django.db import connection
 
-from devkit.servers.processes import ManagedProcess, wait_until
 from devkit.samples import supplier_email
+from devkit.servers.processes import ManagedProcess, wait_until
 
 __all__ = [
     "FAST_ENV",
@@ -18,6 +19,7 @@ __all__ = [
     "ManagedProcess",
     "TcpProxy",
     "database_url",
+    "mailbox_line",
     "price_email",
     "wait_until",
 ]
@@ -50,6 +52,14 @@ def database_url() -> str:
     host = s["HOST"] or "localhost"
     port = f":{s['PORT']}" if s.get("PORT") else ""
     return f"postgres://{auth}@{host}{port}/{s['NAME']}"
+
+
+def mailbox_line(mailbox: str, text: str = "") -> str:
+    """A pattern for ManagedProcess.count and wait_for_log: one log line about the
+    mailbox called ``mailbox`` (a listener's lines end with its context keys,
+    ``mailbox_id=<id> mailbox_name=<name>`` and perhaps ``action=...``) whose message
+    has ``text`` (a regex) in it."""
+    return rf"(?m){text}.* mailbox_name={re.escape(mailbox)}(?: |$)"
 
 
 def price_email(

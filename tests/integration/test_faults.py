@@ -8,7 +8,7 @@ from django_q.models import OrmQ
 
 from mailboxes.models import InboundMessage, MailboxCheckpoint
 
-from .support import price_email, wait_until
+from .support import mailbox_line, price_email, wait_until
 
 
 def _count() -> int:
@@ -66,7 +66,7 @@ def test_listener_killed_after_commit_does_not_record_twice(
     assert not OrmQ.objects.exists()
     restarted = manage("listen_mail", env={"PRICEFEED_REQUEUE_AFTER": "1"})
     manage("qcluster")
-    restarted.wait_for_log("listening mailbox=prices", 30)
+    restarted.wait_for_log(mailbox_line("prices", "listening token="), 30)
     dovecot.append(price_email(subject="two"))
     wait_until(lambda: _count() == 2, 20, "second message recorded")
     assert sorted(InboundMessage.objects.values_list("subject", flat=True)) == ["one", "two"]
@@ -88,7 +88,7 @@ def test_dovecot_killed_and_restarted_under_an_idling_listener_loses_nothing(
     dovecot.server.kill()
     # Delivered while the server is down: only a catch-up after reconnect can find it.
     dovecot.server.deliver(dovecot.user, price_email(subject="while down"))
-    listener.wait_for_log(r"mailbox=prices .*retry 1 in", 20)
+    listener.wait_for_log(mailbox_line("prices", "; retry 1 in"), 20)
     dovecot.server.restart()
     wait_until(lambda: _count() == 2, 30, "message delivered while down", on_timeout=listener.log)
     listener.wait_for_log("reconnected after", 10)

@@ -9,7 +9,7 @@ from decimal import Decimal
 from mailboxes.models import InboundMessage
 from pricefeed.models import PriceImport, PriceItem
 
-from .support import price_email, wait_until
+from .support import mailbox_line, price_email, wait_until
 
 Status = InboundMessage.Status
 
@@ -25,7 +25,7 @@ def test_three_messages_in_one_window_make_three_imports(
     make_config(mailbox)
     listener = manage("listen_mail")
     manage("qcluster")
-    listener.wait_for_log("listening mailbox=prices")
+    listener.wait_for_log(mailbox_line("prices", "listening token="))
     # Let the listener reach IDLE, then append three messages back to back: they land
     # between two wake-ups.
     listener.wait_for_log(r"lease acquired")

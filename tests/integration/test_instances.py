@@ -15,14 +15,14 @@ import psycopg
 import pytest
 from django.db import connection
 
-from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
 from devkit.servers import ImapAppender
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.listeners import ListenerProcess, OverlapSampler
-from tests.mailboxes.factories import price_mail
+from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
+from tests.factories import create_mailbox, price_mail
 
 from .conftest import REQUIRE_DOVECOT, require_dovecot
-from .support import FAST_ENV, TcpProxy, database_url, wait_until
+from .support import FAST_ENV, TcpProxy, database_url, mailbox_line, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -89,7 +89,7 @@ def cluster(transactional_db, tmp_path):
 
 def _mailbox(server: DovecotServer, user: str, **fields) -> Mailbox:
     """A mailbox for a Dovecot user whose password is "secret"."""
-    return Mailbox.objects.create(
+    return create_mailbox(
         name=user,
         host=server.host,
         port=server.port,
@@ -193,7 +193,7 @@ def test_kill_freeze_and_restart_keep_one_listener_per_mailbox_and_every_message
     assert Counter(recorded()) == Counter(delivered)  # every message, each once
     # The frozen instance's fetched batch was refused by the token, not written.
     rejected = [line for line in b.log().splitlines() if "write rejected" in line]
-    assert any(f"mailbox={m} " in line for m in frozen_with for line in rejected), rejected
+    assert any(f"mailbox_id={m} " in line for m in frozen_with for line in rejected), rejected
     assert "now owner='c'" in rejected[0]
     # Checkpoints end at the highest recorded UID of each mailbox.
     for mailbox in cluster.mailboxes:
@@ -309,8 +309,8 @@ def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage)
             "listen_mail",
             env={"PRICEFEED_MAX_IN_FLIGHT": "100", "PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX": "80"},
         )
-        listener.wait_for_log("listening mailbox=south")
-        listener.wait_for_log("listening mailbox=north")
+        listener.wait_for_log(mailbox_line("south", "listening token="))
+        listener.wait_for_log(mailbox_line("north", "listening token="))
 
         peak = {"in_flight": 0, "rss_kb": 0}
         done = threading.Event()
@@ -413,10 +413,9 @@ def test_an_instance_cut_off_from_the_database_stops_before_its_leases_expire(cl
             on_timeout=cluster.logs,
         )
         # Each of its listeners stopped on its own, its lease not renewed in time.
-        names = {m.pk: m.name for m in cluster.mailboxes}
         stops = [line for line in cut.log().splitlines() if "not renewed" in line]
         for mailbox_id in stranded:
-            assert any(f"mailbox={names[mailbox_id]} " in line for line in stops), stops
+            assert any(f" mailbox_id={mailbox_id} " in line for line in stops), stops
 
         proxy.restore()
         wait_until(lambda: cut.listening(), 30, "cut rejoins", on_timeout=cluster.logs)

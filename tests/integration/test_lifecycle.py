@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -9,7 +10,7 @@ import pytest
 
 from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
 
-from .support import price_email, wait_until
+from .support import mailbox_line, price_email, wait_until
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -28,7 +29,7 @@ def test_a_stop_signal_releases_leases_marks_the_heartbeat_and_exits_zero(
     lease = MailboxLease.objects.get(mailbox=mailbox)
     assert lease.owner == ""  # released: another instance may take it at once
     assert InstanceHeartbeat.objects.get(instance_id="stopper").stopping is True
-    assert "listen_mail stopped instance=stopper" in listener.log()
+    assert re.search(r"(?m)listen_mail stopped.* instance_id=stopper(?: |$)", listener.log())
 
 
 def test_admin_changes_reach_a_running_listener_without_a_restart(
@@ -42,7 +43,7 @@ def test_admin_changes_reach_a_running_listener_without_a_restart(
 
     # Disabled: the listener stops and lets go of the mailbox.
     Mailbox.objects.filter(pk=mailbox.pk).update(enabled=False)
-    listener.wait_for_log("mailbox=prices disabled or removed: stopping", 10)
+    listener.wait_for_log(mailbox_line("prices", "mailbox disabled or removed: stopping"), 10)
     wait_until(lambda: MailboxLease.objects.get(mailbox=mailbox).owner == "", 10, "released")
     dovecot.append(price_email(subject="while disabled"))
 
@@ -54,7 +55,7 @@ def test_admin_changes_reach_a_running_listener_without_a_restart(
     mailbox.refresh_from_db()
     mailbox.password = "wrong"
     mailbox.save()
-    listener.wait_for_log("mailbox=prices settings changed: reconnecting", 10)
+    listener.wait_for_log(mailbox_line("prices", "mailbox settings changed: reconnecting"), 10)
     wait_until(
         lambda: "authentication failed" in Mailbox.objects.get(pk=mailbox.pk).last_error,
         15,
@@ -80,22 +81,22 @@ def test_admin_saves_reach_listeners_at_once_through_notify(
     mailbox = make_mailbox(dovecot)
     config = make_config(mailbox)
     listener = manage("listen_mail", env={"PRICEFEED_CONFIG_POLL_INTERVAL": "60"})
-    listener.wait_for_log("listening mailbox=prices", 20)
+    listener.wait_for_log(mailbox_line("prices", "listening token="), 20)
 
     mailbox.enabled = False
     mailbox.save()  # what the admin form does
-    listener.wait_for_log("mailbox=prices disabled or removed: stopping", 5)
+    listener.wait_for_log(mailbox_line("prices", "mailbox disabled or removed: stopping"), 5)
     wait_until(lambda: MailboxLease.objects.get(mailbox=mailbox).owner == "", 5, "released")
 
     mailbox.enabled = True
     mailbox.save()
-    listener.wait_for_log("listening mailbox=prices", 5, count=2)
+    listener.wait_for_log(mailbox_line("prices", "listening token="), 5, count=2)
 
     config.filename_pattern = "*.xlsx"
     config.save()  # configs change the weight: the listener looks again, keeps its lease
     mailbox.password = "changed"
     mailbox.save()
-    listener.wait_for_log("mailbox=prices settings changed: reconnecting", 5)
+    listener.wait_for_log(mailbox_line("prices", "mailbox settings changed: reconnecting"), 5)
 
 
 def test_a_second_sigterm_exits_at_once_and_loses_nothing(

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
+from devkit.servers import free_port
 from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
-from devkit.servers import free_port
 from pricefeed.models import PriceImport
 
 from .support import price_email, wait_until
@@ -118,7 +118,7 @@ RETRY_FAST = {
 
 def _imported(mailbox_factory, config_factory, dovecot):
     """One SUCCEEDED import whose outcome event is waiting in the outbox."""
-    from tests.pricefeed.pipeline import receive, run_all
+    from tests.factories import receive, run_all
 
     mailbox = mailbox_factory(dovecot)
     config = config_factory(mailbox)

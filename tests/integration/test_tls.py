@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import pytest
 from imapclient import IMAPClient
 
-from mailboxes.imap import ConnectionSettings, ImapError, check_connection
-from mailboxes.models import InboundMessage, Mailbox
 from devkit.servers import LOCALHOST, free_port
 from devkit.servers.dovecot import DEFAULT_TLS_NAMES, DovecotServer
+from mailboxes.imap import ConnectionSettings, ImapError, check_connection
+from mailboxes.models import InboundMessage, Mailbox
 
 from .conftest import REQUIRE_DOVECOT, ImapServer
-from .support import price_email, wait_until
+from .support import mailbox_line, price_email, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -281,14 +281,16 @@ def test_listener_without_the_ca_file_reports_not_trusted_without_a_traceback(
             f"not trusted recorded for {mailbox.name}",
             on_timeout=listener.log,
         )
-    listener.wait_for_log(r"mailbox=over starttls .*retry 2 in", 20)
+    listener.wait_for_log(mailbox_line("over starttls", "; retry 2 in"), 20)
     log = listener.log()
     for mailbox in mailboxes:
         port = _port(tls_dovecot, mailbox.security)
-        assert (
-            f"ERROR mailboxes.listener [mailbox-{mailbox.pk}] mailbox={mailbox.name} "
-            f"TLS certificate of 127.0.0.1:{port} {NOT_TRUSTED}; retry 1 in"
-        ) in log
+        first = (
+            f"ERROR mailboxes.listener [mailbox-{mailbox.pk}] "
+            f"TLS certificate of 127.0.0.1:{port} {NOT_TRUSTED}; retry 1 in "
+        )
+        (line,) = [line for line in log.splitlines() if first in line]
+        assert f" mailbox_id={mailbox.pk} mailbox_name={mailbox.name} " in line
     assert "Traceback" not in log
     assert not InboundMessage.objects.exists()
     assert listener.alive

@@ -8,25 +8,18 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from mailboxes import services
-from mailboxes.models import InboundMessage, Mailbox
 from devkit.servers import free_port
 from devkit.servers.pymap import PymapServer
-from pricefeed.models import PriceListConfig
+from mailboxes import leases, services
+from mailboxes.models import InboundMessage, Mailbox
+from pricefeed import intake
+from tests.factories import create_config, create_mailbox, price_mail
 
-from .factories import price_mail
-
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
 Status = InboundMessage.Status
 MESSAGES_URL = "admin:mailboxes_inboundmessage_changelist"
 MAILBOXES_URL = "admin:mailboxes_mailbox_changelist"
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    # admin_user hashes its password; the default PBKDF2 costs ~0.5 s per test.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def listed(response) -> set[int]:
@@ -40,7 +33,7 @@ def flashed(response) -> list[str]:
 
 @pytest.fixture
 def messages(mailbox, make_message) -> dict[str, InboundMessage]:
-    other = Mailbox.objects.create(name="Другой", host="h", username="u", password="p")
+    other = create_mailbox(name="Другой")
     return {
         "done": make_message(
             status=Status.DONE, subject="Прайс-лист июнь", message_id="<june@supplier.ru>"
@@ -94,12 +87,10 @@ def test_message_changelist_searches_by_message_id(admin_client, messages):
 
 
 def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_message):
-    PriceListConfig.objects.create(name="Опт", mailbox=mailbox, filename_pattern="прайс_*.xlsx")
-    PriceListConfig.objects.create(
-        name="Другой поставщик", mailbox=mailbox, sender_pattern="*@other.ru"
-    )
+    create_config(mailbox, name="Опт", sender_pattern="", filename_pattern="прайс_*.xlsx")
+    create_config(mailbox, name="Другой поставщик", sender_pattern="*@other.ru")
     message = make_message(price_mail([("прайс_июнь.xlsx", b"data")]))
-    services.message_process(message_id=message.pk, worker="w1")
+    intake.message_process(message_id=message.pk, worker="w1")
 
     response = admin_client.get(reverse("admin:mailboxes_inboundmessage_change", args=[message.pk]))
 
@@ -116,7 +107,7 @@ def test_message_page_shows_each_configs_verdict(admin_client, mailbox, make_mes
 def test_rejected_message_page_shows_the_mime_defects(admin_client, make_message):
     raw = b"From: a@supplier.ru\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed\r\n\r\nx\r\n"
     message = make_message(raw)
-    services.message_process(message_id=message.pk, worker="w1")
+    intake.message_process(message_id=message.pk, worker="w1")
 
     response = admin_client.get(reverse("admin:mailboxes_inboundmessage_change", args=[message.pk]))
 
@@ -215,23 +206,31 @@ def test_mark_failed_action_fails_the_selected_messages(admin_client, admin_user
 # -- Mailbox pages ----------------------------------------------------------------------------
 
 
-def test_mailbox_changelist_renders_without_the_password(admin_client, mailbox):
+SECRET = "s3cret-imap-password"
+
+
+def test_mailbox_changelist_renders_without_the_password(admin_client):
+    mailbox = create_mailbox(
+        host="imap.supplier.example",
+        port=993,
+        security=Mailbox.Security.SSL,
+        username="buyer",
+        password=SECRET,
+    )
+
     response = admin_client.get(reverse(MAILBOXES_URL))
 
     assert listed(response) == {mailbox.pk}
     content = response.content.decode()
     assert "buyer@imap.supplier.example:993 (ssl)" in content
-    assert "s3cret-imap-password" not in content
+    assert SECRET not in content
     assert "fernet:" not in content
 
 
 def test_mailbox_list_and_page_show_the_last_connection_error_and_the_listener(
     admin_client, mailbox
 ):
-    from mailboxes import leases
-    from mailboxes import services as mailbox_services
-
-    mailbox_services.mailbox_report_error(
+    services.mailbox_report_error(
         mailbox_id=mailbox.pk, error="authentication failed for user 'buyer'"
     )
     leases.lease_acquire(mailbox_id=mailbox.pk, owner="host-a:4242", ttl=30)
@@ -246,8 +245,9 @@ def test_mailbox_list_and_page_show_the_last_connection_error_and_the_listener(
     assert "authentication failed for user &#x27;buyer&#x27;" in page
 
 
-def test_mailbox_change_page_renders_without_the_password(admin_client, mailbox):
-    PriceListConfig.objects.create(name="Опт", mailbox=mailbox, filename_pattern="прайс*")
+def test_mailbox_change_page_renders_without_the_password(admin_client):
+    mailbox = create_mailbox(host="imap.supplier.example", password=SECRET)
+    create_config(mailbox, name="Опт", filename_pattern="прайс*")
 
     response = admin_client.get(reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk]))
 
@@ -255,7 +255,7 @@ def test_mailbox_change_page_renders_without_the_password(admin_client, mailbox)
     content = response.content.decode()
     assert "imap.supplier.example" in content
     assert "Опт" in content
-    assert "s3cret-imap-password" not in content
+    assert SECRET not in content
     assert "fernet:" not in content
 
 
@@ -272,7 +272,7 @@ def run_test_connection(admin_client, mailbox: Mailbox) -> list[str]:
 
 
 def plain_mailbox(host: str, port: int, password: str, **fields: object) -> Mailbox:
-    return Mailbox.objects.create(
+    return create_mailbox(
         name="pymap",
         host=host,
         port=port,

@@ -10,17 +10,12 @@ from django.utils import timezone
 
 from mailboxes import leases
 from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
-from pricefeed.models import PriceListConfig
+from tests.factories import create_config, create_mailbox
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fast_password_hashing")]
 
 LEASES_URL = "admin:mailboxes_mailboxlease_changelist"
 INSTANCES_URL = "admin:mailboxes_instanceheartbeat_changelist"
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def rows(response) -> dict[str, list[str]]:
@@ -39,11 +34,11 @@ def rows(response) -> dict[str, list[str]]:
 
 @pytest.fixture
 def two_mailboxes(db) -> tuple[Mailbox, Mailbox]:
-    heavy = Mailbox.objects.create(name="heavy", host="h", username="u", password="p")
-    light = Mailbox.objects.create(name="light", host="h", username="u", password="p", weight=7)
+    heavy = create_mailbox(name="heavy")
+    light = create_mailbox(name="light", weight=7)
     for n in range(3):
-        PriceListConfig.objects.create(name=f"c{n}", mailbox=heavy)
-    PriceListConfig.objects.create(name="off", mailbox=heavy, enabled=False)
+        create_config(heavy, name=f"c{n}")
+    create_config(heavy, name="off", enabled=False)
     return heavy, light
 
 

@@ -22,6 +22,7 @@ from mailboxes.leases import (
     listener_session_setup,
 )
 from mailboxes.models import Mailbox, MailboxLease
+from tests.factories import create_mailbox
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,7 @@ def expire(mailbox_id: int) -> None:
 
 @pytest.fixture
 def other_mailbox(db) -> Mailbox:
-    return Mailbox.objects.create(name="Второй", host="h", username="u", password="p")
+    return create_mailbox(name="Второй")
 
 
 def test_free_lease_is_acquired_with_token_1(mailbox):

@@ -6,14 +6,9 @@ import pytest
 from django.urls import reverse
 
 from notifications.models import Notification, Subscription
-from tests.pricefeed.pipeline import receive, run_all
+from tests.factories import receive, run_all
 
-pytestmark = pytest.mark.usefixtures("no_queue")
-
-
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+pytestmark = pytest.mark.usefixtures("no_queue", "fast_password_hashing")
 
 
 def test_a_subscription_without_any_recipient_is_refused_with_a_message(admin_client, config):

@@ -15,7 +15,7 @@ from notifications.models import Notification
 from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceImport
-from tests.pricefeed.pipeline import receive, run_all
+from tests.factories import receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
 

@@ -13,13 +13,10 @@ from outbox import services
 from outbox.handlers import NOOP
 from outbox.models import OutboxEvent
 
+pytestmark = pytest.mark.usefixtures("fast_password_hashing")
+
 Status = OutboxEvent.Status
 URL = "admin:outbox_outboxevent_changelist"
-
-
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

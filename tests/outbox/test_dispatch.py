@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from outbox import handlers, services
+from outbox import handlers, services, sql
 from outbox.models import OutboxEvent
 
 Status = OutboxEvent.Status
@@ -125,7 +125,7 @@ def test_the_claim_reads_the_partial_index_and_scans_nothing_else(mailbox):
     )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE outbox_outboxevent")
-        cursor.execute("EXPLAIN " + services.CLAIM_SQL, [100, "d"])
+        cursor.execute("EXPLAIN " + sql.CLAIM, [100, "d"])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using outbox_new_due" in plan, plan
     assert "Seq Scan" not in plan, plan

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
+from devkit.samples import price_list_csv
 from outbox.exceptions import NotInTransaction
 from outbox.models import OutboxEvent
 from outbox.services import publish
-from pricefeed import services
-from devkit.samples import price_list_csv
+from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport
-from tests.pricefeed.pipeline import ROWS, receive, run_all
+from tests.factories import ROWS, create_mailbox, receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
 
@@ -31,9 +31,7 @@ def test_publish_inside_a_transaction_records_a_new_event(mailbox):
 
 
 def test_publish_outside_a_transaction_is_refused(transactional_db):
-    from mailboxes.models import Mailbox
-
-    mailbox = Mailbox.objects.create(name="m", host="h", username="u", password="p")
+    mailbox = create_mailbox()
     assert not connection.in_atomic_block  # autocommit, as in a plain script
     with pytest.raises(NotInTransaction, match="inside the transaction"):
         publish("mailbox.touched", mailbox, {})
@@ -60,5 +58,5 @@ def test_each_import_outcome_is_published_once_in_its_transaction(mailbox, confi
     assert events[str(failed.pk)].payload["status"] == PriceImport.Status.FAILED
     assert "unsupported format" in events[str(failed.pk)].payload["error"]
     # Running a finished import again publishes nothing more.
-    services.price_import_run(import_id=done.pk, worker="again")
+    lifecycle.price_import_run(import_id=done.pk, worker="again")
     assert OutboxEvent.objects.filter(kind="price_import.finished").count() == 2

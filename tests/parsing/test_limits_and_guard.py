@@ -8,15 +8,6 @@ from pricefeed.parsing.workbook_guard import _PartScan
 from . import builders as b
 
 
-def test_limits_come_from_settings_with_defaults(settings):
-    settings.PRICEFEED_PARSE_MAX_ENTRIES = 10
-    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = 1234
-    limits = Limits.from_settings()
-    assert limits.max_entries == 10
-    assert limits.max_file_bytes == 1234
-    assert limits.max_depth == Limits().max_depth
-
-
 def test_limits_must_be_positive_integers():
     with pytest.raises(ValueError, match=r"Limits\.max_depth must be a positive integer"):
         Limits(max_depth=0)

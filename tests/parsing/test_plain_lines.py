@@ -9,8 +9,8 @@ from decimal import Decimal
 
 import pytest
 
-from pricefeed.parsing import CorruptFile, ParseOptions, parse, reader
-from pricefeed.parsing.reader import PlainLines
+from pricefeed.parsing import CorruptFile, ParseOptions, parse, rows
+from pricefeed.parsing.plainlines import PlainLines
 
 from .alike import assert_read_alike
 
@@ -73,7 +73,7 @@ def test_parse_reads_quote_free_and_quoted_files_alike(monkeypatch):
         return real(self, n)
 
     monkeypatch.setattr(PlainLines, "head", spy)
-    monkeypatch.setattr(reader, "TEXT_CHUNK", 64)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", 64)
     a, b = parse(plain), parse(quoted)
     assert len(used) == 1  # the quoted file went through the csv module
     assert a.rows == b.rows and a.errors == b.errors and a.rows_ok == 300

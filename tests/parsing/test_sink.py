@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, reader
+from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, rows
 
 from . import builders as b
 from .alike import assert_read_alike
 
 
 @pytest.fixture
-def small_chunks(monkeypatch):
-    monkeypatch.setattr(reader, "SINK_CHUNK", 3)
+def sink_chunks_of_three(monkeypatch):
+    monkeypatch.setattr(rows, "SINK_CHUNK", 3)
 
 
 def _collect(data: bytes, options: ParseOptions | None = None, limits: Limits | None = None):
@@ -21,7 +21,7 @@ def _collect(data: bytes, options: ParseOptions | None = None, limits: Limits | 
     return result, chunks
 
 
-def test_rows_reach_the_sink_in_file_order_and_are_not_kept(small_chunks):
+def test_rows_reach_the_sink_in_file_order_and_are_not_kept(sink_chunks_of_three):
     text = "Артикул;Цена\n" + "".join(f"A-{i};{i},50\n" for i in range(10))
     data = text.encode("cp1251")
     plain = parse(data)
@@ -32,7 +32,7 @@ def test_rows_reach_the_sink_in_file_order_and_are_not_kept(small_chunks):
     assert (result.rows_ok, result.rows_failed, result.rows_total) == (10, 0, 10)
 
 
-def test_undecided_numbers_are_held_back_until_the_file_decides(small_chunks):
+def test_undecided_numbers_are_held_back_until_the_file_decides(sink_chunks_of_three):
     # "1,234" is 1.234 or 1234 until "1 234,50" shows that ',' is the decimal separator.
     rows = "".join(f"A-{i};1,234\n" for i in range(7)) + "B-1;1 234,50\nB-2;1,234\n"
     data = ("Артикул;Цена\n" + rows).encode("cp1251")
@@ -43,13 +43,13 @@ def test_undecided_numbers_are_held_back_until_the_file_decides(small_chunks):
     assert result.rows_ok == 9
 
 
-def test_numbers_never_decided_are_read_as_without_a_sink(small_chunks):
+def test_numbers_never_decided_are_read_as_without_a_sink(sink_chunks_of_three):
     data = ("Артикул;Цена\n" + "".join(f"A-{i};1.234\n" for i in range(8))).encode()
     _, chunks = _collect(data)
     assert [row for chunk in chunks for row in chunk] == parse(data).rows
 
 
-def test_workbook_rows_reach_the_sink_too(small_chunks):
+def test_workbook_rows_reach_the_sink_too(sink_chunks_of_three):
     data = b.xlsx([["Артикул", "Цена"], *[[f"A-{i}", i + 0.5] for i in range(8)], ["A-x", "?"]])
     plain = parse(data)
     result, chunks = _collect(data)
@@ -69,7 +69,7 @@ def test_a_late_non_utf8_line_is_read_as_cyrillic_before_any_row_is_handed_over(
     assert len(handed) == 3001
 
 
-def test_rows_handed_over_before_a_refusal_are_the_callers_to_discard(small_chunks):
+def test_rows_handed_over_before_a_refusal_are_the_callers_to_discard(sink_chunks_of_three):
     data = ("Артикул;Цена\n" + "".join(f"A-{i};{i}.5\n" for i in range(20))).encode()
     chunks: list[list] = []
     with pytest.raises(TooManyRows):
@@ -94,7 +94,7 @@ class _BlockSink:
 
 @pytest.mark.parametrize("number_format", ["auto", "comma", "dot"])
 def test_a_block_sink_gets_the_rows_parse_gives_without_a_sink(monkeypatch, number_format):
-    monkeypatch.setattr(reader, "TEXT_CHUNK", 4)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", 4)
     plain_rows = "".join(
         f"B-{i};Товар\\{i};{i} {i:03d},{i % 100:02d};{i % 7};руб.\n" for i in range(30)
     )
@@ -116,7 +116,7 @@ def test_a_block_sink_gets_the_rows_parse_gives_without_a_sink(monkeypatch, numb
 
 
 def test_blocks_of_a_file_without_name_quantity_or_currency_columns(monkeypatch):
-    monkeypatch.setattr(reader, "TEXT_CHUNK", 3)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", 3)
     data = ("Артикул;Цена\n" + "".join(f"A-{i};{i},{i % 10}0\n" for i in range(20))).encode()
     sink = _BlockSink()
     parse(data, ParseOptions(default_currency="RUB"), sink=sink)

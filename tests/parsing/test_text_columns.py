@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, reader
+from pricefeed.parsing import Limits, ParseOptions, TooManyRows, parse, rows
 
 from .alike import assert_read_alike
 
@@ -32,12 +32,12 @@ LINES = [
 
 def _both(data: bytes, options: ParseOptions | None = None, chunk: int = 3):
     by_rows = parse(data, options)
-    original = reader.TEXT_CHUNK
-    reader.TEXT_CHUNK = chunk
+    original = rows.TEXT_CHUNK
+    rows.TEXT_CHUNK = chunk
     try:
         by_columns = parse(data, options)
     finally:
-        reader.TEXT_CHUNK = original
+        rows.TEXT_CHUNK = original
     return by_rows, by_columns
 
 
@@ -61,13 +61,13 @@ def test_files_without_name_quantity_or_currency_columns_read_alike():
 
 def test_the_row_cap_is_met_at_the_same_row():
     data = ("Артикул;Цена\n1;1,5\n" + "".join(f"A-{i};{i},50\n" for i in range(30))).encode()
-    original = reader.TEXT_CHUNK
-    reader.TEXT_CHUNK = 4
+    original = rows.TEXT_CHUNK
+    rows.TEXT_CHUNK = 4
     try:
         with pytest.raises(TooManyRows):
             parse(data, limits=Limits(max_rows=20))
     finally:
-        reader.TEXT_CHUNK = original
+        rows.TEXT_CHUNK = original
     assert parse(data, limits=Limits(max_rows=31)).rows_ok == 31
 
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from pricefeed.parsing import ParseOptions, parse, reader
+from pricefeed.parsing import ParseOptions, parse, rows
 
 from .alike import assert_read_alike
 from .builders import xlsx
@@ -33,7 +33,7 @@ ODD = [
 
 def _by_rows(data: bytes, options: ParseOptions, monkeypatch) -> object:
     with monkeypatch.context() as m:
-        m.setattr(reader, "_typed_columns", lambda *args: False)
+        m.setattr(rows, "_typed_columns", lambda *args: False)
         return parse(data, options)
 
 
@@ -42,7 +42,7 @@ def test_column_path_gives_the_row_loops_rows_errors_and_counts(chunk, monkeypat
     data = xlsx([["Прайс-лист"], HEADER, *PLAIN, *ODD, *PLAIN, *ODD[::-1]])
     options = ParseOptions(default_currency="KZT")
     by_rows = _by_rows(data, options, monkeypatch)
-    monkeypatch.setattr(reader, "TEXT_CHUNK", chunk)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", chunk)
     by_columns = parse(data, options)
     assert_read_alike(by_columns, by_rows)
     # Whole numbers lose their ".0", others keep what was typed.
@@ -59,7 +59,7 @@ def test_a_block_sink_gets_the_rows_of_a_workbook_parse_gives_without_a_sink(chu
     data = xlsx([HEADER, *PLAIN, *ODD, *PLAIN])
     options = ParseOptions(default_currency="KZT")
     plain = _by_rows(data, options, monkeypatch)
-    monkeypatch.setattr(reader, "TEXT_CHUNK", chunk)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", chunk)
     sink = _BlockSink()
     result = parse(data, options, sink=sink)
     assert sink.blocks
@@ -72,7 +72,7 @@ def test_a_workbook_with_only_sku_and_price_columns(monkeypatch):
     data = xlsx([["Артикул", "Цена"], *[[f"A-{i}", i + 0.5] for i in range(10)]])
     options = ParseOptions(default_currency="RUB")
     by_rows = _by_rows(data, options, monkeypatch)
-    monkeypatch.setattr(reader, "TEXT_CHUNK", 3)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", 3)
     by_columns = parse(data, options)
     assert by_columns.rows == by_rows.rows
     assert by_columns.rows[-1] == (11, "A-9", "", Decimal("9.5"), "RUB", None)

@@ -11,11 +11,11 @@ from django.urls import reverse
 
 from devkit.samples import price_list_csv, zipped
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
-from tests.pricefeed.pipeline import ROWS, receive, run_all
+from tests.factories import ROWS, create_config, receive, run_all
 
 Status = PriceImport.Status
 
-pytestmark = pytest.mark.usefixtures("no_queue")
+pytestmark = pytest.mark.usefixtures("no_queue", "fast_password_hashing")
 
 
 # 20 data rows, one of them (file row 3) with a price that is not a number: 5% bad rows,
@@ -27,11 +27,6 @@ ONE_BAD_ROW_CSV = (
 ).encode("cp1251")
 
 PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3 not a price list"
-
-
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def import_of(mailbox, filename: str, data: bytes, *, subject: str = "Прайс") -> PriceImport:
@@ -188,9 +183,7 @@ def test_preview_is_refused_to_staff_without_view_permission(client, config):
 def test_import_changelist_has_status_and_config_filters_and_shows_counts(
     admin_client, mailbox, config
 ):
-    other = PriceListConfig.objects.create(
-        mailbox=mailbox, name="Другой", sender_pattern="*@other.test", filename_pattern="*"
-    )
+    other = create_config(mailbox, name="Другой", sender_pattern="*@other.test")
     succeeded = import_of(mailbox, "p.csv", price_list_csv(ROWS))
     partial = import_of(mailbox, "q.csv", ONE_BAD_ROW_CSV)
     failed = import_of(mailbox, "price.pdf", PDF)

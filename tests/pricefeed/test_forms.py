@@ -13,11 +13,6 @@ from pricefeed.models import PriceListConfig
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mailbox() -> Mailbox:
-    return Mailbox.objects.create(name="Поставщик", host="h", username="u", password="p")
-
-
 def form(mailbox: Mailbox, **overrides: object) -> PriceListConfigForm:
     data = {
         "name": "Опт",

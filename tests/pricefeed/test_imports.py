@@ -6,14 +6,15 @@ from decimal import Decimal
 
 import pytest
 
-from pricefeed import services
 from devkit.samples import (
     price_list_csv,
     price_list_xlsx,
     zipped,
 )
+from mailboxes.models import InboundMessage
+from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
-from tests.pricefeed.pipeline import ROWS, receive, run_all
+from tests.factories import ROWS, receive, run_all
 
 Status = PriceImport.Status
 
@@ -84,7 +85,7 @@ def test_bad_rows_make_a_partial_import_and_too_many_fail_it_whole(mailbox, conf
 def test_running_a_finished_import_again_changes_nothing(mailbox, config):
     (price_import,) = run_all(receive(mailbox, [("p.csv", price_list_csv(ROWS))]))
     before = (price_import.status, price_import.finished_at, PriceItem.objects.count())
-    assert services.price_import_run(import_id=price_import.pk, worker="other") is None
+    assert lifecycle.price_import_run(import_id=price_import.pk, worker="other") is None
     price_import.refresh_from_db()
     assert (price_import.status, price_import.finished_at, PriceItem.objects.count()) == before
 
@@ -156,18 +157,18 @@ def test_transient_error_retries_later_and_fails_with_one_alert_past_the_limit(
         raise OSError("disk went away")
 
     monkeypatch.setattr(parsing, "parse", broken)
-    assert services.price_import_run(import_id=price_import.pk, worker="w") == Status.PENDING
+    assert lifecycle.price_import_run(import_id=price_import.pk, worker="w") == Status.PENDING
     price_import.refresh_from_db()
     assert price_import.attempts == 1
     assert price_import.next_attempt_at is not None
     assert "disk went away" in price_import.last_error
     # Not due yet: a second run finds nothing to claim.
-    assert services.price_import_run(import_id=price_import.pk, worker="w") is None
+    assert lifecycle.price_import_run(import_id=price_import.pk, worker="w") is None
 
     settings.PRICEFEED_PROCESSING_MAX_ATTEMPTS = 2
     PriceImport.objects.filter(pk=price_import.pk).update(next_attempt_at=None)
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.price_import_run(import_id=price_import.pk, worker="w") == Status.FAILED
+        assert lifecycle.price_import_run(import_id=price_import.pk, worker="w") == Status.FAILED
     assert len(mailoutbox) == 1
     assert "price import failed" in mailoutbox[0].subject
     assert not PriceItem.objects.exists()
@@ -189,11 +190,22 @@ def test_sweep_retries_an_expired_claim_and_requeues_a_forgotten_import_once(
     PriceImport.objects.filter(pk=forgotten.pk).update(queued_at=long_ago)
     no_queue["imports"].clear()
 
-    result = services.price_imports_sweep()
+    result = lifecycle.price_imports_sweep()
 
     stuck.refresh_from_db()
     assert stuck.status == Status.PENDING
     assert "claim by dead:1 expired" in stuck.last_error
     assert result.expired_claims == 1
     assert no_queue["imports"] == [forgotten.pk]
-    assert services.price_imports_sweep().requeued == 0
+    assert lifecycle.price_imports_sweep().requeued == 0
+
+
+def test_an_import_whose_message_body_is_gone_fails_with_the_reason(mailbox, config):
+    message = receive(mailbox, [("p.csv", price_list_csv(ROWS))])
+    InboundMessage.objects.filter(pk=message.pk).update(raw=None)
+
+    (price_import,) = run_all(message)
+
+    assert price_import.status == Status.FAILED
+    assert price_import.last_error == "the message's raw bytes are not stored"
+    assert not PriceItem.objects.exists()

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from mailboxes.models import InboundMessage
 from devkit.samples import price_list_csv
+from mailboxes.models import InboundMessage
 from pricefeed.models import PriceImport, PriceItem, item_key
-from tests.pricefeed.pipeline import ROWS, receive, run_all
+from tests.factories import ROWS, receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
 

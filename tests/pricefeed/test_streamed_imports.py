@@ -8,18 +8,19 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from mailboxes.mime import attachment_payload
-from outbox.models import OutboxEvent
-from pricefeed import parsing, services
 from devkit.samples import (
     price_list_csv,
     price_list_xlsx,
     price_rows,
     supplier_email,
 )
+from mailboxes.mime import attachment_payload
+from outbox.models import OutboxEvent
+from pricefeed import parsing
+from pricefeed.imports import diff, lifecycle, storage
 from pricefeed.models import PriceImport, PriceItem
-from pricefeed.parsing import reader
-from tests.pricefeed.pipeline import ROWS, receive, run_all
+from pricefeed.parsing import rows
+from tests.factories import ROWS, receive, run_all
 
 Status = PriceImport.Status
 
@@ -29,13 +30,13 @@ pytestmark = pytest.mark.usefixtures("no_queue")
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Rows reach the database a few at a time, long before the file is read."""
-    monkeypatch.setattr(reader, "SINK_CHUNK", 2)
+    monkeypatch.setattr(rows, "SINK_CHUNK", 2)
 
 
 @pytest.fixture
 def column_chunks(monkeypatch):
     """Text tables are read a few rows at a time, so most go through RowBlocks."""
-    monkeypatch.setattr(reader, "TEXT_CHUNK", 2)
+    monkeypatch.setattr(rows, "TEXT_CHUNK", 2)
 
 
 def _csv(lines: list[str]) -> bytes:
@@ -125,8 +126,8 @@ def test_diff_counts_are_exact_beyond_the_samples(mailbox, config):
     changed = [(sku, name, price + 1, qty) for sku, name, price, qty in many[:70]]
     (second,) = run_all(receive(mailbox, [("p.csv", price_list_csv(changed))]))
     assert (second.diff["added"], second.diff["removed"], second.diff["changed"]) == (0, 50, 70)
-    assert len(second.diff["removed_sample"]) == services.DIFF_SAMPLE
-    assert len(second.diff["changed_sample"]) == services.DIFF_SAMPLE
+    assert len(second.diff["removed_sample"]) == diff.DIFF_SAMPLE
+    assert len(second.diff["changed_sample"]) == diff.DIFF_SAMPLE
 
 
 def test_an_import_reads_its_attachment_again_through_the_email_parser_if_the_digest_differs(
@@ -140,8 +141,8 @@ def test_an_import_reads_its_attachment_again_through_the_email_parser_if_the_di
         calls.append(quick)
         return b"not this part" if quick else attachment_payload(raw, key, quick=False)
 
-    monkeypatch.setattr("mailboxes.mime.attachment_payload", wrong_part)
-    services.price_import_run(import_id=price_import.pk, worker="w")
+    monkeypatch.setattr("pricefeed.imports.source.attachment_payload", wrong_part)
+    lifecycle.price_import_run(import_id=price_import.pk, worker="w")
     price_import.refresh_from_db()
     assert calls == [True, False]
     assert price_import.status == Status.SUCCEEDED, price_import.last_error
@@ -220,7 +221,7 @@ def test_the_same_rows_again_diff_empty_without_joining_the_imports(mailbox, con
     ],
 )
 def test_the_item_writer_tells_repeated_skus(chunks, repeated):
-    writer = services._ItemWriter(lambda rows: None, lambda block: None)
+    writer = storage.ItemWriter(lambda rows: None, lambda block: None)
     for number, skus in enumerate(chunks):
         writer([(number, sku, "", Decimal(1), "RUB", None) for sku in skus])
     assert writer.repeated_skus is repeated
@@ -228,7 +229,7 @@ def test_the_item_writer_tells_repeated_skus(chunks, repeated):
 
 def test_the_rows_digest_tells_sku_and_price_sequences_apart():
     def digest(rows) -> str:
-        writer = services._ItemWriter(lambda rows: None, lambda block: None)
+        writer = storage.ItemWriter(lambda rows: None, lambda block: None)
         for chunk in rows:
             writer([(1, sku, "", Decimal(price), "", None) for sku, price in chunk])
         return writer.digest
@@ -264,7 +265,7 @@ def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_is_retried(
 ):
     # Rows go to the server from the feeder thread: an error there must still reach the
     # import, roll its rows back and leave it to the retry machinery.
-    real = services._block_copy_text
+    real = storage._block_copy_text
     blocks = []
 
     def one_bad_block(import_id, block):
@@ -272,7 +273,7 @@ def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_is_retried(
         text = real(import_id, block)
         return text.replace("\t", "\tnot-a-number\t", 1) if len(blocks) == 3 else text
 
-    monkeypatch.setattr(services, "_block_copy_text", one_bad_block)
+    monkeypatch.setattr(storage, "_block_copy_text", one_bad_block)
     csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(20)])
     (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
     assert len(blocks) >= 3

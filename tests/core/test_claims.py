@@ -1,0 +1,134 @@
+"""core.claims.ClaimedWork on a real model (InboundMessage): finishing a claim and an
+operator's requeue are conditional UPDATEs that never take a row from another state."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from core.claims import ClaimedWork
+from core.exceptions import ClaimLost
+from mailboxes.models import InboundMessage
+
+pytestmark = pytest.mark.django_db
+
+Status = InboundMessage.Status
+
+WORK = ClaimedWork(
+    model=InboundMessage,
+    running=Status.PROCESSING,
+    retry=Status.RETRYABLE,
+    failed=Status.FAILED,
+    waiting=(Status.RECEIVED, Status.RETRYABLE),
+    queued_field="updated_at",
+    what="message",
+    touch=("updated_at",),
+)
+
+
+def claimed(make_message, worker: str = "w1") -> InboundMessage:
+    message = make_message(last_error="an earlier attempt failed")
+    assert WORK.claim(pk=message.pk, worker=worker)
+    return message
+
+
+def test_finish_stores_the_final_state_and_clears_the_claim(make_message):
+    message = claimed(make_message)
+
+    WORK.finish(pk=message.pk, worker="w1", status=Status.DONE, match_report={"ok": True})
+
+    message.refresh_from_db()
+    assert (message.status, message.claimed_by, message.claimed_at) == (Status.DONE, "", None)
+    assert message.last_error == ""
+    assert message.match_report == {"ok": True}
+    assert message.finished_at is not None
+
+
+def test_finish_after_the_claim_was_swept_back_raises_claim_lost_and_changes_nothing(
+    make_message,
+):
+    message = claimed(make_message)
+    InboundMessage.objects.filter(pk=message.pk).update(
+        status=Status.RETRYABLE, claimed_by="", claimed_at=None
+    )
+
+    with pytest.raises(ClaimLost, match=f"message {message.pk} is no longer claimed by w1"):
+        WORK.finish(pk=message.pk, worker="w1", status=Status.DONE)
+
+    message.refresh_from_db()
+    assert (message.status, message.finished_at) == (Status.RETRYABLE, None)
+
+
+def test_finish_by_another_worker_than_the_claimer_raises_claim_lost(make_message):
+    message = claimed(make_message, worker="w1")
+
+    with pytest.raises(ClaimLost):
+        WORK.finish(pk=message.pk, worker="w2", status=Status.DONE)
+
+    message.refresh_from_db()
+    assert (message.status, message.claimed_by) == (Status.PROCESSING, "w1")
+
+
+def test_finish_of_a_row_that_is_gone_raises_claim_lost(make_message):
+    message = claimed(make_message)
+    InboundMessage.objects.filter(pk=message.pk).delete()
+
+    with pytest.raises(ClaimLost):
+        WORK.finish(pk=message.pk, worker="w1", status=Status.DONE)
+
+
+def test_requeue_moves_only_the_rows_in_the_given_states(
+    make_message, django_capture_on_commit_callbacks
+):
+    now = timezone.now()
+    done = make_message(status=Status.DONE, attempts=2, last_error="x", finished_at=now)
+    failed = make_message(status=Status.FAILED, attempts=5, last_error="boom", finished_at=now)
+    ignored = make_message(status=Status.IGNORED, attempts=1, finished_at=now)
+    running = make_message(status=Status.PROCESSING, claimed_by="w9", claimed_at=now, attempts=1)
+    enqueued: list[list[int]] = []
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        moved = WORK.requeue(
+            pks=[m.pk for m in (done, failed, ignored, running)],
+            from_states=[Status.DONE, Status.FAILED],
+            enqueue=enqueued.append,
+        )
+        assert enqueued == []  # handed over once the transaction commits
+
+    assert moved == 2
+    assert len(callbacks) == 1
+    assert [sorted(ids) for ids in enqueued] == [sorted([done.pk, failed.pk])]
+    for message in (done, failed):
+        message.refresh_from_db()
+        assert (message.status, message.attempts, message.last_error) == (Status.RECEIVED, 0, "")
+        assert message.finished_at is None
+        assert message.next_attempt_at is None
+    ignored.refresh_from_db()
+    running.refresh_from_db()
+    assert (ignored.status, ignored.attempts) == (Status.IGNORED, 1)
+    assert (running.status, running.claimed_by) == (Status.PROCESSING, "w9")
+
+
+def test_requeue_leaves_rows_that_fail_the_extra_conditions(make_message):
+    kept = make_message(status=Status.FAILED)
+    unread = make_message(None, status=Status.FAILED)
+
+    moved = WORK.requeue(pks=[kept.pk, unread.pk], from_states=[Status.FAILED], raw__isnull=False)
+
+    assert moved == 1
+    assert dict(InboundMessage.objects.values_list("pk", "status")) == {
+        kept.pk: Status.RECEIVED,
+        unread.pk: Status.FAILED,
+    }
+
+
+def test_requeue_of_nothing_in_those_states_enqueues_nothing(
+    make_message, django_capture_on_commit_callbacks
+):
+    received = make_message()
+    enqueued: list[list[int]] = []
+
+    with django_capture_on_commit_callbacks(execute=True):
+        moved = WORK.requeue(pks=[received.pk], from_states=[Status.DONE], enqueue=enqueued.append)
+
+    assert (moved, enqueued) == (0, [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
 
 logger = logging.getLogger(__name__)
@@ -39,4 +40,9 @@ def crash_point(name: str) -> None:
         logger.warning("%s point reached point=%s pid=%s", action.lower(), name, os.getpid())
         for handler in logging.getLogger().handlers:
             handler.flush()
-        os.kill(os.getpid(), sig)
+        # To this thread, not the process: a process-directed SIGSTOP is taken by some
+        # other thread (the main one, waiting in poll), and the whole group stops only
+        # once that thread runs, while this one goes on past the point, often into the
+        # write it was to stop before. Sent to this thread, it stops on the return from
+        # the system call; every other thread of the process stops with it.
+        signal.pthread_kill(threading.get_ident(), sig)

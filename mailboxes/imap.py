@@ -32,6 +32,7 @@ from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 from imapclient.imapclient import SocketTimeout
 
 from core.crypto import UnreadableSecret
+from core.logs import first_line
 
 from .exceptions import CredentialsUnreadable, FolderMissing, ImapError, ServerClosed
 
@@ -110,7 +111,8 @@ def describe_error(exc: BaseException, settings: ConnectionSettings | None = Non
         return f"IMAP error from {where}: {exc}"
     if isinstance(exc, OSError):
         return f"network error talking to {where}: {exc.strerror or exc}"
-    return f"{type(exc).__name__}: {exc}"
+    # Anything else (a database error, say): its first line, the one that names it.
+    return f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def _tune_socket(sock: socket.socket) -> None:

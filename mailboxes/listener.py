@@ -126,10 +126,28 @@ class MailboxListener(threading.Thread):
                 except LeaseLost:
                     raise
                 except Exception as exc:
-                    if self.stopping.is_set():
-                        return
                     # A database error may have left this thread's connection unusable.
                     close_old_connections()
+                    if not self.lease_valid():
+                        # The lease lapsed while this step was under way: typically a
+                        # process frozen (SIGSTOP, a paused VM) inside a write whose
+                        # database session the server ended meanwhile (see
+                        # leases.listener_session_setup), so the write failed instead of
+                        # reaching the fence. Not retried (the new owner records what was
+                        # fetched here) and never silent: it ends as a lost lease.
+                        raise LeaseLost(
+                            f"lease on mailbox {self.mailbox_id} not renewed in time; the "
+                            f"step under way failed: {describe_error(exc, self.conn)}"
+                        ) from exc
+                    if self.stopping.is_set():
+                        # Asked to stop (handed over, reconfigured, shutting down) while a
+                        # step was under way: end, but say what was cut short.
+                        self.log.warning(
+                            "stops listening; the step under way failed: %s",
+                            describe_error(exc, self.conn),
+                            extra={"action": "listener_stopped"},
+                        )
+                        return
                     failures += 1
                     error = describe_error(exc, self.conn)
                     delay = backoff.delay(failures)

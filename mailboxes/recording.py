@@ -182,6 +182,7 @@ def messages_record(
     fetched = sorted(fetched, key=lambda f: f.uid)
     with transaction.atomic():
         fence(lease)
+        crash_point("record_after_fence")
         checkpoint = MailboxCheckpoint.objects.select_for_update().get(
             mailbox_id=mailbox_id, folder=folder
         )

@@ -18,6 +18,7 @@ __all__ = [
     "ROOT",
     "ManagedProcess",
     "TcpProxy",
+    "WriteAudit",
     "database_url",
     "mailbox_line",
     "price_email",
@@ -140,3 +141,78 @@ def _shut(s: socket.socket) -> None:
         s.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
+
+
+class WriteAudit:
+    """Notes, in the database, every committed write of a recorded message or a checkpoint:
+    which instance made it (its session's application_name) and what the mailbox's lease
+    row said at that moment, in the writer's own transaction. A write made by anyone but
+    the lease's owner, or under an expired lease, is a write the fence should have
+    refused. Installed by triggers for the duration of one test."""
+
+    TABLE = "test_write_audit"
+    AUDITED = (
+        ("mailboxes_inboundmessage", "uid", "INSERT"),
+        ("mailboxes_mailboxcheckpoint", "last_uid", "INSERT OR UPDATE"),
+    )
+
+    def __init__(self) -> None:
+        self.dsn = database_url().replace("postgres://", "postgresql://", 1)
+
+    def _execute(self, sql: str, params=()) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+    def install(self) -> WriteAudit:
+        self.uninstall()
+        self._execute(
+            f"""
+            CREATE TABLE {self.TABLE} (
+                id bigserial PRIMARY KEY,
+                at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                writer text NOT NULL,
+                tbl text NOT NULL,
+                mailbox_id bigint NOT NULL,
+                uid bigint,
+                owner text,
+                token bigint,
+                live boolean
+            );
+            CREATE FUNCTION {self.TABLE}() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE lease record;
+            BEGIN
+                SELECT l.owner, l.token, l.expires_at > now() AS live INTO lease
+                  FROM mailboxes_mailboxlease l WHERE l.mailbox_id = NEW.mailbox_id;
+                INSERT INTO {self.TABLE} (writer, tbl, mailbox_id, uid, owner, token, live)
+                VALUES (current_setting('application_name'), TG_TABLE_NAME, NEW.mailbox_id,
+                        (to_jsonb(NEW) ->> TG_ARGV[0])::bigint,
+                        lease.owner, lease.token, lease.live);
+                RETURN NEW;
+            END $$;
+            """
+        )
+        for table, column, events in self.AUDITED:
+            self._execute(
+                f"CREATE TRIGGER {self.TABLE} AFTER {events} ON {table}"
+                f" FOR EACH ROW EXECUTE FUNCTION {self.TABLE}('{column}')"
+            )
+        return self
+
+    def uninstall(self) -> None:
+        for table, _column, _events in self.AUDITED:
+            self._execute(f"DROP TRIGGER IF EXISTS {self.TABLE} ON {table}")
+        self._execute(f"DROP FUNCTION IF EXISTS {self.TABLE}()")
+        self._execute(f"DROP TABLE IF EXISTS {self.TABLE}")
+
+    def now(self):
+        return self._execute("SELECT clock_timestamp()")[0][0]
+
+    def writes(self) -> list[tuple]:
+        """(at, writer, table, mailbox_id, uid, lease owner, lease token, lease live)."""
+        return self._execute(
+            f"SELECT at, writer, tbl, mailbox_id, uid, owner, token, live"
+            f" FROM {self.TABLE} ORDER BY id"
+        )

@@ -4,6 +4,7 @@ clock skew. Real processes, killed, frozen, resumed and restarted."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import threading
@@ -22,7 +23,7 @@ from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
 from tests.factories import create_mailbox, price_mail
 
 from .conftest import REQUIRE_DOVECOT, require_dovecot
-from .support import FAST_ENV, TcpProxy, database_url, mailbox_line, wait_until
+from .support import FAST_ENV, TcpProxy, WriteAudit, database_url, mailbox_line, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -56,6 +57,7 @@ def cluster(transactional_db, tmp_path):
         "PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX": "100000",
     }
     started: list[ListenerProcess] = []
+    appenders: list[Appender] = []
 
     class Cluster:
         def __init__(self) -> None:
@@ -64,9 +66,18 @@ def cluster(transactional_db, tmp_path):
             self.weights = {m.pk: m.weight for m in mailboxes}
 
         def listener(self, instance_id: str, prefix=(), **extra_env: str) -> ListenerProcess:
-            process = ListenerProcess(instance_id, tmp_path, env, prefix=prefix).start(extra_env)
+            # Its database sessions carry its name (pg_stat_activity, WriteAudit).
+            own = {**env, "DATABASE_URL": f"{env['DATABASE_URL']}?application_name={instance_id}"}
+            process = ListenerProcess(instance_id, tmp_path, own, prefix=prefix).start(extra_env)
             started.append(process)
             return process
+
+        def appender(self) -> Appender:
+            """Delivers into every mailbox until finished (at the latest at teardown)."""
+            appender = Appender(server, [m.name for m in mailboxes])
+            appenders.append(appender)
+            appender.start()
+            return appender
 
         def held(self) -> dict[str, int]:
             """Weight held per owner of an unexpired lease."""
@@ -82,6 +93,8 @@ def cluster(transactional_db, tmp_path):
             return "\n".join(f"--- {p.instance_id}\n{p.log()[-3000:]}" for p in started)
 
     yield Cluster()
+    for appender in appenders:  # before the server goes: a failed test leaves it running
+        appender.finish()
     for process in started:
         process.stop(grace=5)
     server.cleanup()
@@ -138,12 +151,23 @@ def recorded() -> list[tuple[str, str]]:
     return list(InboundMessage.objects.values_list("mailbox__name", "message_id"))
 
 
+@pytest.fixture
+def write_audit(transactional_db):
+    """Who wrote each recorded message and checkpoint, under which lease (see WriteAudit)."""
+    audit = WriteAudit().install()
+    yield audit
+    audit.uninstall()
+
+
+# Where b freezes: before its write (the fence refuses it when b wakes), or inside it,
+# holding the lease row (the server ends the frozen session; the write fails on waking).
+@pytest.mark.parametrize("pause_at", ["after_fetch", "record_after_fence"])
 def test_kill_freeze_and_restart_keep_one_listener_per_mailbox_and_every_message_once(
-    cluster, tmp_path
+    write_audit, cluster, tmp_path, pause_at
 ):
     a = cluster.listener("a")
     b = cluster.listener(
-        "b", PRICEFEED_PAUSE_AT="after_fetch", PRICEFEED_PAUSE_ONCE=str(tmp_path / "paused")
+        "b", PRICEFEED_PAUSE_AT=pause_at, PRICEFEED_PAUSE_ONCE=str(tmp_path / "paused")
     )
     c = cluster.listener("c")
     sampler = OverlapSampler([a, b, c], lease_rows).start()
@@ -157,20 +181,36 @@ def test_kill_freeze_and_restart_keep_one_listener_per_mailbox_and_every_message
         "every mailbox listened to, by all three",
         on_timeout=cluster.logs,
     )
-    appender = Appender(cluster.server, [m.name for m in cluster.mailboxes])
-    appender.start()
+    appender = cluster.appender()
 
-    # b freezes itself (SIGSTOP) right after fetching a batch, before recording it.
-    wait_until(b.paused, 30, "b frozen after a fetch", on_timeout=cluster.logs)
-    frozen_with = {m for m, owner, _t in lease_rows() if owner == "b"}
+    # b freezes itself (SIGSTOP) with a fetched batch, before or while recording it.
+    wait_until(b.paused, 30, f"b frozen at {pause_at}", on_timeout=cluster.logs)
+    frozen = {(m, t) for m, owner, t in lease_rows() if owner == "b"}  # b's leases, frozen
+    writer = int(re.search(r"\[mailbox-(\d+)\] .*pause point reached", b.log()).group(1))
     a.kill()  # and a dies outright
     # c takes everything once the leases of a and b have expired (TTL), not before.
     wait_until(
         lambda: c.listening() == everything, 4 * TTL, "c listens to all", on_timeout=cluster.logs
     )
     assert b.paused()
+    woken_at = write_audit.now()
     b.signal(signal.SIGCONT)  # the zombie wakes up with its fetched batch
-    wait_until(lambda: "write rejected" in b.log(), 20, "b's write fenced off", on_timeout=b.log)
+
+    # It finds its leases gone and ends every listener it had, none silently, whatever
+    # that listener was doing when frozen: idle, or inside the write of its batch (then
+    # refused by the fence, or failed because the server ended the frozen session).
+    def old_listeners_ended() -> bool:
+        held = {(e["mailbox_id"], e["token"]) for e in b.status().get("listeners", [])}
+        return not held & frozen
+
+    wait_until(old_listeners_ended, 20, "b's old listeners ended", on_timeout=b.log)
+    woken = b.log().split("pause point reached", 1)[1]
+    stopped = rf"\[mailbox-{writer}\] stops listening.* mailbox_id={writer}\b"
+    assert re.search(stopped, woken), woken
+    assert not re.search(rf"\[mailbox-{writer}\] .*; retry \d+ in", woken), woken
+    for mailbox_id, _token in frozen:
+        reported = rf"(lease lost|lease not renewed|stops listening).* mailbox_id={mailbox_id}\b"
+        assert re.search(reported, woken), (mailbox_id, woken)
     # c restarts: a graceful stop hands its mailboxes over at once, then it rejoins.
     assert c.stop() == 0
     c.start()
@@ -191,10 +231,16 @@ def test_kill_freeze_and_restart_keep_one_listener_per_mailbox_and_every_message
     sampler.stop()
 
     assert Counter(recorded()) == Counter(delivered)  # every message, each once
-    # The frozen instance's fetched batch was refused by the token, not written.
-    rejected = [line for line in b.log().splitlines() if "write rejected" in line]
-    assert any(f"mailbox_id={m} " in line for m in frozen_with for line in rejected), rejected
-    assert "now owner='c'" in rejected[0]
+    # The woken zombie wrote nothing: every message and checkpoint of this test was
+    # written by the owner of an unexpired lease, as the writing transaction saw the
+    # lease row (the fence holds it) ...
+    writes = write_audit.writes()
+    assert {w[1] for w in writes} >= {"b", "c"}, writes
+    unfenced = [w for w in writes if w[1] != w[5] or not w[7]]
+    assert not unfenced, unfenced
+    # ... and b, once woken, wrote nothing under a lease it held when it froze.
+    stale = [w for w in writes if w[1] == "b" and w[0] >= woken_at and (w[3], w[6]) in frozen]
+    assert not stale, stale
     # Checkpoints end at the highest recorded UID of each mailbox.
     for mailbox in cluster.mailboxes:
         last = InboundMessage.objects.filter(mailbox=mailbox).order_by("-uid").first()

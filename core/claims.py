@@ -70,6 +70,42 @@ class ClaimedWork:
             )
         )
 
+    def run(self, *, pk: Any, worker: str, work: Callable[[], str], **claim: object) -> str | None:
+        """Claims the row (see ``claim``; ``claim`` fields are stored with it), then runs
+        ``work``, which finishes it and returns its final state. Returns that state;
+        None when the row was not ours to run or the claim was lost meanwhile; on any
+        other error the row is retried or failed (``retry_or_fail``) and its new state
+        returned. A task entry point: every way out leaves the row in a visible state."""
+        if not self.claim(pk=pk, worker=worker, **claim):
+            logger.debug(
+                "%s not claimable %s=%s",
+                self.what,
+                self.id_key,
+                pk,
+                extra={"action": "not_claimable", self.id_key: pk},
+            )
+            return None
+        try:
+            return work()
+        except ClaimLost:
+            logger.warning(
+                "%s claim lost %s=%s",
+                self.what,
+                self.id_key,
+                pk,
+                extra={"action": "claim_lost", self.id_key: pk},
+            )
+            return None
+        except Exception as exc:
+            logger.exception(
+                "%s failed %s=%s",
+                self.what,
+                self.id_key,
+                pk,
+                extra={"action": "attempt_failed", self.id_key: pk},
+            )
+            return self.retry_or_fail(pk=pk, worker=worker, error=exc)
+
     def finish(self, *, pk: object, worker: str, status: str, **fields: object) -> None:
         """Running and claimed by ``worker`` → ``status`` (a final state), the claim
         cleared; ``fields`` are stored with it (``last_error`` is cleared unless given).

@@ -27,6 +27,27 @@ from .models import (
 )
 from .weights import weight_expression
 
+# The list columns, for the admins of apps that extend these pages (pricefeed).
+MAILBOX_COLUMNS: tuple[str, ...] = (
+    "name",
+    "enabled",
+    "address",
+    "folder",
+    "holder",
+    "last_connected_at",
+    "problem",
+)
+MESSAGE_COLUMNS: tuple[str, ...] = (
+    "id",
+    "received_at",
+    "mailbox",
+    "status",
+    "from_address",
+    "subject",
+    "size",
+    "attempts",
+)
+
 
 class CheckpointInline(admin.TabularInline):
     model = MailboxCheckpoint
@@ -41,15 +62,7 @@ class CheckpointInline(admin.TabularInline):
 @admin.register(Mailbox)
 class MailboxAdmin(admin.ModelAdmin):
     form = MailboxForm
-    list_display = [
-        "name",
-        "enabled",
-        "address",
-        "folder",
-        "holder",
-        "last_connected_at",
-        "problem",
-    ]
+    list_display: tuple[str, ...] = MAILBOX_COLUMNS
     list_filter = ["enabled", "security"]
     search_fields = ["name", "host", "username"]
     inlines = [CheckpointInline]
@@ -122,16 +135,7 @@ class MailboxAdmin(admin.ModelAdmin):
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(admin.ModelAdmin):
-    list_display = [
-        "id",
-        "received_at",
-        "mailbox",
-        "status",
-        "from_address",
-        "subject",
-        "size",
-        "attempts",
-    ]
+    list_display: tuple[str, ...] = MESSAGE_COLUMNS
     list_filter = ["status", "mailbox"]
     search_fields = ["subject", "from_address", "from_header", "message_id"]
     date_hierarchy = "received_at"

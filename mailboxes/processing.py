@@ -12,7 +12,7 @@ this module enqueues that task for every recorded, requeued or swept message.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.db.models.functions import Now
@@ -53,6 +53,12 @@ def enqueue_processing(message_ids: Iterable[int]) -> None:
 def message_claim(*, message_id: int, worker: str) -> bool:
     """RECEIVED/RETRYABLE (due) → PROCESSING; False when it is not ours to process."""
     return MESSAGE_WORK.claim(pk=message_id, worker=worker)
+
+
+def message_run(*, message_id: int, worker: str, work: Callable[[], str]) -> str | None:
+    """Claims a message and runs ``work`` on it (core.claims.ClaimedWork.run): the
+    final status, None when there was nothing to do, or RETRYABLE/FAILED on error."""
+    return MESSAGE_WORK.run(pk=message_id, worker=worker, work=work)
 
 
 def message_finish(*, message_id: int, worker: str, status: str, **fields: object) -> None:

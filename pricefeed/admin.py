@@ -308,16 +308,12 @@ class MailboxAdmin(mailboxes_admin.MailboxAdmin):
     """The mailbox page, with its price-list configs inline and their count listed."""
 
     inlines = [PriceListConfigInline, *mailboxes_admin.MailboxAdmin.inlines]
-    list_display = [
-        "name",
-        "enabled",
-        "address",
-        "folder",
+    # The mailbox's columns, its config count after the folder.
+    list_display = (
+        *mailboxes_admin.MAILBOX_COLUMNS[:4],
         "configs_enabled",
-        "holder",
-        "last_connected_at",
-        "problem",
-    ]
+        *mailboxes_admin.MAILBOX_COLUMNS[4:],
+    )
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(n_configs=Count("configs", distinct=True))
@@ -335,17 +331,7 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
     """The inbound message page, with the imports each message made."""
 
     inlines = [*mailboxes_admin.InboundMessageAdmin.inlines, PriceImportInline]
-    list_display = [
-        "id",
-        "received_at",
-        "mailbox",
-        "status",
-        "from_address",
-        "subject",
-        "size",
-        "attempts",
-        "imports_count",
-    ]
+    list_display = (*mailboxes_admin.MESSAGE_COLUMNS, "imports_count")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(n_imports=Count("imports"))

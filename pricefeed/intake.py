@@ -15,10 +15,9 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
-from core.exceptions import ClaimLost
 from mailboxes import mime
 from mailboxes.models import InboundMessage
-from mailboxes.processing import message_claim, message_finish, message_retry_or_fail
+from mailboxes.processing import message_finish, message_run
 from mailboxes.selectors import message_raw
 
 from . import matching, parsing
@@ -60,29 +59,9 @@ def message_process(*, message_id: int, worker: str) -> str | None:
     Idempotent: a message that is not RECEIVED/RETRYABLE (or not yet due) is left alone.
     Returns the final status, or None when there was nothing to do.
     """
-    if not message_claim(message_id=message_id, worker=worker):
-        logger.debug(
-            "message not claimable message_id=%s",
-            message_id,
-            extra={"action": "message_not_claimable", "message_id": message_id},
-        )
-        return None
-    try:
-        return _process(message_id, worker)
-    except ClaimLost:
-        logger.warning(
-            "claim lost while processing message_id=%s",
-            message_id,
-            extra={"action": "claim_lost", "message_id": message_id},
-        )
-        return None
-    except Exception as exc:
-        logger.exception(
-            "processing failed message_id=%s",
-            message_id,
-            extra={"action": "processing_failed", "message_id": message_id},
-        )
-        return message_retry_or_fail(message_id=message_id, worker=worker, error=exc)
+    return message_run(
+        message_id=message_id, worker=worker, work=lambda: _process(message_id, worker)
+    )
 
 
 def _process(message_id: int, worker: str) -> str:

@@ -16,7 +16,6 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from core.claims import ClaimedWork, SweepResult
-from core.exceptions import ClaimLost
 from pricefeed import parsing
 from pricefeed.limits import parse_limits
 from pricefeed.matching import Attachment
@@ -71,11 +70,6 @@ def price_imports_create(*, message_id: int, items: list[tuple[int, Attachment, 
     )
 
 
-def price_import_claim(*, import_id: int, worker: str) -> bool:
-    """PENDING (due) → RUNNING; False when it is not ours to run."""
-    return IMPORT_WORK.claim(pk=import_id, worker=worker, started_at=Now())
-
-
 def options_for(config: PriceListConfig) -> parsing.ParseOptions:
     return parsing.ParseOptions(
         columns=dict(config.columns or {}),
@@ -88,11 +82,11 @@ def options_for(config: PriceListConfig) -> parsing.ParseOptions:
 def price_import_run(*, import_id: int, worker: str) -> str | None:
     """Reads, parses and stores one price-list file; idempotent (only PENDING runs).
 
-    Returns the final status, or None when there was nothing to do.
+    Returns the final status, or None when there was nothing to do (ClaimedWork.run:
+    an unexpected error retries or fails the import).
     """
-    if not price_import_claim(import_id=import_id, worker=worker):
-        return None
-    try:
+
+    def work() -> str:
         price_import = (
             PriceImport.objects.select_related("config", "message")
             .defer("message__raw")
@@ -106,20 +100,8 @@ def price_import_run(*, import_id: int, worker: str) -> str | None:
         except parsing.ParseError as exc:
             _store_failure(price_import, worker, str(exc), fingerprint)
             return Status.FAILED
-    except ClaimLost:
-        logger.warning(
-            "import claim lost import_id=%s",
-            import_id,
-            extra={"action": "claim_lost", "import_id": import_id},
-        )
-        return None
-    except Exception as exc:
-        logger.exception(
-            "import failed import_id=%s",
-            import_id,
-            extra={"action": "import_error", "import_id": import_id},
-        )
-        return price_import_retry_or_fail(import_id=import_id, worker=worker, error=exc)
+
+    return IMPORT_WORK.run(pk=import_id, worker=worker, work=work, started_at=Now())
 
 
 class _Discard(Exception):

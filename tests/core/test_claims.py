@@ -6,24 +6,16 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from core.claims import ClaimedWork
 from core.exceptions import ClaimLost
 from mailboxes.models import InboundMessage
+from mailboxes.processing import MESSAGE_WORK
 
 pytestmark = pytest.mark.django_db
 
 Status = InboundMessage.Status
 
-WORK = ClaimedWork(
-    model=InboundMessage,
-    running=Status.PROCESSING,
-    retry=Status.RETRYABLE,
-    failed=Status.FAILED,
-    waiting=(Status.RECEIVED, Status.RETRYABLE),
-    queued_field="updated_at",
-    what="message",
-    touch=("updated_at",),
-)
+# The messages' claims: the generic mechanism on a real model.
+WORK = MESSAGE_WORK
 
 
 def claimed(make_message, worker: str = "w1") -> InboundMessage:

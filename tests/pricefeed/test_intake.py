@@ -294,10 +294,11 @@ def test_a_claim_swept_away_while_matching_records_nothing_and_leaves_the_messag
 
     monkeypatch.setattr(matching, "evaluate_all", swept_meanwhile)
 
-    with caplog.at_level(logging.WARNING, logger="pricefeed.intake"):
+    # ClaimedWork.run (core.claims) says that the claim was lost.
+    with caplog.at_level(logging.WARNING, logger="core.claims"):
         assert intake.message_process(message_id=message.pk, worker="w1") is None
 
     message.refresh_from_db()
     assert (message.status, message.match_report) == (Status.RETRYABLE, {})
     assert not PriceImport.objects.exists()
-    assert [r.action for r in caplog.records if r.name == "pricefeed.intake"] == ["claim_lost"]
+    assert [r.action for r in caplog.records if r.name == "core.claims"] == ["claim_lost"]

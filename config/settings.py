@@ -173,6 +173,16 @@ PRICEFEED_ENCRYPTION_KEYS = [k for k in env.list("PRICEFEED_ENCRYPTION_KEYS", de
 
 # Input limits.
 PRICEFEED_MAX_MESSAGE_BYTES = env.int("PRICEFEED_MAX_MESSAGE_BYTES", default=25 * 1024 * 1024)
+# Files (attachments and archive members together) one message may bring.
+PRICEFEED_MAX_FILES_PER_MESSAGE = env.int("PRICEFEED_MAX_FILES_PER_MESSAGE", default=100)
+# MIME budgets, checked before anything in a message is decoded (mailboxes/mimebudget.py).
+PRICEFEED_MIME_MAX_PARTS = env.int("PRICEFEED_MIME_MAX_PARTS", default=500)
+PRICEFEED_MIME_MAX_DEPTH = env.int("PRICEFEED_MIME_MAX_DEPTH", default=20)
+PRICEFEED_MIME_MAX_HEADER_BYTES = env.int("PRICEFEED_MIME_MAX_HEADER_BYTES", default=256 * 1024)
+PRICEFEED_MIME_MAX_HEADER_FIELDS = env.int("PRICEFEED_MIME_MAX_HEADER_FIELDS", default=500)
+PRICEFEED_MIME_MAX_ENCODED_WORDS = env.int("PRICEFEED_MIME_MAX_ENCODED_WORDS", default=100)
+PRICEFEED_MIME_MAX_PARAMS = env.int("PRICEFEED_MIME_MAX_PARAMS", default=100)
+PRICEFEED_MIME_MAX_CPU_SECONDS = env.float("PRICEFEED_MIME_MAX_CPU_SECONDS", default=60.0)
 # Attachments and archives (counted as bytes inflate, never from headers).
 PRICEFEED_PARSE_MAX_FILE_BYTES = env.int("PRICEFEED_PARSE_MAX_FILE_BYTES", default=50 * 2**20)
 PRICEFEED_PARSE_MAX_TOTAL_INFLATED = env.int(
@@ -184,6 +194,11 @@ PRICEFEED_PARSE_MAX_RATIO = env.int("PRICEFEED_PARSE_MAX_RATIO", default=200)
 PRICEFEED_PARSE_MAX_ROWS = env.int("PRICEFEED_PARSE_MAX_ROWS", default=2_000_000)
 PRICEFEED_PARSE_MAX_CELLS = env.int("PRICEFEED_PARSE_MAX_CELLS", default=32_000_000)
 PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_000)
+# Hostile files: cells read per row, bytes per text line, seconds per file (below
+# PRICEFEED_Q_TIMEOUT, so that an import ends FAILED with the reason, not killed).
+PRICEFEED_PARSE_MAX_COLUMNS = env.int("PRICEFEED_PARSE_MAX_COLUMNS", default=1024)
+PRICEFEED_PARSE_MAX_LINE_BYTES = env.int("PRICEFEED_PARSE_MAX_LINE_BYTES", default=2**20)
+PRICEFEED_PARSE_MAX_SECONDS = env.int("PRICEFEED_PARSE_MAX_SECONDS", default=180)
 
 # IMAP.
 PRICEFEED_IMAP_CONNECT_TIMEOUT = env.float("PRICEFEED_IMAP_CONNECT_TIMEOUT", default=15.0)
@@ -223,6 +238,9 @@ PRICEFEED_PROCESSING_RETRY_BASE = env.float("PRICEFEED_PROCESSING_RETRY_BASE", d
 PRICEFEED_PROCESSING_RETRY_MAX = env.float("PRICEFEED_PROCESSING_RETRY_MAX", default=3600.0)
 PRICEFEED_PROCESSING_CLAIM_TIMEOUT = env.float("PRICEFEED_PROCESSING_CLAIM_TIMEOUT", default=600.0)
 PRICEFEED_REQUEUE_AFTER = env.float("PRICEFEED_REQUEUE_AFTER", default=120.0)
+# A message or import whose worker process died under it (native crash, out of memory,
+# killed) is retried after a short backoff, and FAILED once it has happened this often.
+PRICEFEED_CRASH_MAX_ATTEMPTS = env.int("PRICEFEED_CRASH_MAX_ATTEMPTS", default=2)
 
 # Outbox dispatcher.
 PRICEFEED_OUTBOX_BATCH = env.int("PRICEFEED_OUTBOX_BATCH", default=100)
@@ -253,6 +271,11 @@ Q_CLUSTER = {
     "catch_up": False,
     "label": "Task queue",
 }
+# Address space (RLIMIT_AS) of each django-q2 worker process, in bytes; 0 = no cap. An
+# idle worker maps ~100 MiB; importing a 1M-row CSV peaks at ~510 MiB, a 1M-row (46 MiB)
+# xlsx at ~2.3 GiB. Beyond the cap an allocation fails: a MemoryError (the import FAILED)
+# or a dead worker (reaped), never the host's OOM killer.
+PRICEFEED_WORKER_MEMORY_LIMIT = env.int("PRICEFEED_WORKER_MEMORY_LIMIT", default=3 * 2**30)
 _redis_url = env.str("PRICEFEED_REDIS_URL", default="")
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url

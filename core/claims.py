@@ -4,6 +4,13 @@ Inbound messages (RECEIVED → PROCESSING → DONE … | RETRYABLE | FAILED), pr
 (PENDING → RUNNING → SUCCEEDED … | FAILED) and outbox events (NEW → PROCESSING → SENT |
 FAILED) share it: the same conditional UPDATEs on the claim, the same retry policy, the
 same alert, the same sweep of expired claims and lost queue entries.
+
+Not every failed attempt deserves a retry. A permanent error (``PERMANENT_ERRORS``: a
+value the database refuses, a recursion or memory limit reached) fails the row at once:
+running it again would only fail again. A run that ends with its worker process (killed,
+crashed in native code, out of memory, stopped by the task timeout) counts a *crash*
+(``crashed``, found by ``reap_orphans``): retried after a short backoff, failed at the
+crash limit, so one hostile input never kills worker after worker.
 """
 
 from __future__ import annotations
@@ -13,18 +20,40 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models, transaction
+from django.db import DataError, models, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
 from core.alerts import alert
 from core.dbtime import db_now_minus, db_now_plus, due_and_not_queued
 from core.exceptions import ClaimLost
-from core.retry import RetryPolicy, processing_retry_policy
+from core.retry import RetryPolicy, crash_limit, processing_retry_policy
 
 logger = logging.getLogger(__name__)
 
 SWEEP_BATCH = 1000
+
+# Errors no retry can mend: the same input meets them again. A DataError is a value the
+# database refuses (a COPY of a too-long SKU); a RecursionError or a MemoryError (under
+# the workers' PRICEFEED_WORKER_MEMORY_LIMIT) is an input too deep or too large to read.
+PERMANENT_ERRORS: tuple[type[BaseException], ...] = (DataError, RecursionError, MemoryError)
+
+
+def permanent_reason(error: BaseException) -> str:
+    """The reason a row failed for good, for ``last_error`` and the alert."""
+    if isinstance(error, MemoryError):
+        return (
+            "MemoryError: out of memory while running it (over the worker's memory limit, "
+            "PRICEFEED_WORKER_MEMORY_LIMIT); a permanent error, not retried"
+        )
+    detail = str(error).strip() or "no detail"
+    return f"{type(error).__name__}: {detail} (a permanent error, not retried)"
+
+
+def crash_reason(crashes: int) -> str:
+    """The reason a row failed after its worker process died ``crashes`` times."""
+    times = "once" if crashes == 1 else f"{crashes} times"
+    return f"the worker process died while running it {times} (a reader crashed or memory ran out)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +82,10 @@ class ClaimedWork:
     on_failed: Callable[[Any], None] | None = None  # inside the failing transaction
     policy: Callable[[], RetryPolicy] = processing_retry_policy
     id_key: str = "object_id"  # the log key of the row's id: message_id, import_id, event_id
+    permanent: tuple[type[BaseException], ...] = PERMANENT_ERRORS  # → failed at once
+    # The field counting the runs that ended with their worker process (``crashed``);
+    # None for rows no worker process claims (they expire by the claim timeout only).
+    crashes_field: str | None = None
 
     def claim(self, *, pk: object, worker: str, **fields: object) -> bool:
         """A waiting row that is due → running, claimed by ``worker`` (attempts + 1);
@@ -73,9 +106,12 @@ class ClaimedWork:
     def run(self, *, pk: Any, worker: str, work: Callable[[], str], **claim: object) -> str | None:
         """Claims the row (see ``claim``; ``claim`` fields are stored with it), then runs
         ``work``, which finishes it and returns its final state. Returns that state;
-        None when the row was not ours to run or the claim was lost meanwhile; on any
-        other error the row is retried or failed (``retry_or_fail``) and its new state
-        returned. A task entry point: every way out leaves the row in a visible state."""
+        None when the row was not ours to run or the claim was lost meanwhile; on a
+        ``permanent`` error the row fails at once (``fail``), on any other error it is
+        retried or failed (``retry_or_fail``), and its new state is returned. Stopped by
+        SystemExit or KeyboardInterrupt (django-q2's task timeout is a SystemExit), the
+        run counts as a crash (``crashed``) before the exception goes on. A task entry
+        point: every way out leaves the row in a visible state."""
         if not self.claim(pk=pk, worker=worker, **claim):
             logger.debug(
                 "%s not claimable %s=%s",
@@ -96,6 +132,18 @@ class ClaimedWork:
                 extra={"action": "claim_lost", self.id_key: pk},
             )
             return None
+        except self.permanent as exc:
+            # Logged with its traceback here; fail() raises the alert at ERROR.
+            logger.warning(
+                "%s failed for good %s=%s",
+                self.what,
+                self.id_key,
+                pk,
+                exc_info=True,
+                extra={"action": "attempt_failed_permanently", self.id_key: pk},
+            )
+            failed = self.fail(pk=pk, worker=worker, reason=permanent_reason(exc))
+            return self.failed if failed else None
         except Exception as exc:
             logger.exception(
                 "%s failed %s=%s",
@@ -105,6 +153,18 @@ class ClaimedWork:
                 extra={"action": "attempt_failed", self.id_key: pk},
             )
             return self.retry_or_fail(pk=pk, worker=worker, error=exc)
+        except BaseException as exc:
+            # The process is being stopped under the run: record it now rather than leave
+            # the row to the reaping of dead workers (best effort: the database may be
+            # what was interrupted).
+            if self.crashes_field is not None:
+                try:
+                    self.crashed(pk=pk, worker=worker, detail=f"stopped by {_stop_text(exc)}")
+                except Exception:
+                    logger.exception(
+                        "%s: recording the stopped run failed %s=%s", self.what, self.id_key, pk
+                    )
+            raise
 
     def finish(self, *, pk: object, worker: str, status: str, **fields: object) -> None:
         """Running and claimed by ``worker`` → ``status`` (a final state), the claim
@@ -175,6 +235,7 @@ class ClaimedWork:
             claimed_by="",
             claimed_at=None,
             finished_at=None,
+            **({self.crashes_field: 0} if self.crashes_field else {}),
             **{field: Now() for field in {*self.touch, *filter(None, [self.queued_field])}},
         )
         if enqueue is not None and ids:
@@ -246,6 +307,94 @@ class ClaimedWork:
             )
         return len(expired)
 
+    def crashed(self, *, pk: Any, worker: str, detail: str) -> str | None:
+        """A run claimed by ``worker`` ended with its process (found dead by
+        ``reap_orphans``, or stopped under the run): one more crash. Below the crash
+        limit (``PRICEFEED_CRASH_MAX_ATTEMPTS``) the row is retried after the first
+        backoff step; at it, or past the attempt limit, it fails with an alert. Returns
+        the new state, or None when the row is no longer running under that claim.
+
+        A compare-and-set on the claim and the crash count: two reapers of one dead
+        worker (the sweep and a new worker's spawn) count its crash once."""
+        assert self.crashes_field, f"{self.what} rows do not count crashes"
+        claimed = self.model._default_manager.filter(pk=pk, status=self.running, claimed_by=worker)
+        row = claimed.values_list("attempts", self.crashes_field).first()
+        if row is None:
+            return None
+        attempts, before = row
+        crashes = before + 1
+        ours = claimed.filter(**{self.crashes_field: before})
+        common = {
+            self.crashes_field: crashes,
+            "claimed_by": "",
+            "claimed_at": None,
+            **{field: Now() for field in self.touch},
+        }
+        policy = self.policy()
+        limit = crash_limit()
+        if crashes >= limit or policy.exhausted(attempts):
+            reason = (
+                crash_reason(crashes)
+                if crashes >= limit
+                else f"failed after {attempts} attempts, the last one ending with its worker"
+            )
+            reason = f"{reason}; last: {detail}"
+            with transaction.atomic():
+                moved = ours.update(
+                    status=self.failed, finished_at=Now(), last_error=reason[:5000], **common
+                )
+                if moved:
+                    if self.on_failed is not None:
+                        self.on_failed(pk)
+                    label = self.describe(pk)
+                    alert(
+                        f"{self.what} failed",
+                        f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''}: {reason}",
+                        **{self.id_key: pk},
+                    )
+            return self.failed if moved else None
+        delay = policy.backoff.delay(1)  # the shortest step: a crash is not load
+        text = f"crash {crashes} of at most {limit}: {detail}"
+        moved = ours.update(
+            status=self.retry,
+            next_attempt_at=db_now_plus(delay),
+            last_error=text[:5000],
+            **common,
+        )
+        if moved:
+            logger.warning(
+                "%s will be retried after its worker died %s=%s crash=%s in=%.0fs: %s",
+                self.what,
+                self.id_key,
+                pk,
+                crashes,
+                delay,
+                detail,
+                extra={"action": "crash_retry", self.id_key: pk},
+            )
+        return self.retry if moved else None
+
+    def reap_orphans(self, *, host: str, is_dead: Callable[[int], bool]) -> int:
+        """Running rows claimed by a worker process of ``host`` (``host:pid``) for which
+        ``is_dead(pid)`` holds: each counts a crash (``crashed``). Returns how many moved.
+
+        Only ``host`` can tell whether one of its processes is gone, so each host reaps
+        its own; a claim whose process cannot be judged is left to the claim timeout."""
+        if self.crashes_field is None:
+            return 0
+        running = self.model._default_manager.filter(
+            status=self.running, claimed_by__startswith=f"{host}:"
+        ).values_list("pk", "claimed_by")
+        reaped = 0
+        for pk, worker in list(running):
+            claim_host, _, pid = worker.rpartition(":")
+            if claim_host != host or not pid.isdigit() or not is_dead(int(pid)):
+                continue
+            detail = f"the worker process {worker} died while running it"
+            if self.crashed(pk=pk, worker=worker, detail=detail) is not None:
+                reaped += 1
+        return reaped
+
     def sweep(
         self,
         *,
@@ -273,3 +422,8 @@ class ClaimedWork:
         if expired or due:
             logger.info("sweep %s expired_claims=%s requeued=%s", self.what, expired, len(due))
         return SweepResult(expired_claims=expired, requeued=len(due))
+
+
+def _stop_text(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

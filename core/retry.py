@@ -50,3 +50,8 @@ def outbox_retry_policy() -> RetryPolicy:
         max_attempts=settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS,
         backoff=Backoff(settings.PRICEFEED_OUTBOX_RETRY_BASE, settings.PRICEFEED_OUTBOX_RETRY_MAX),
     )
+
+
+def crash_limit() -> int:
+    """Runs that may end with their worker process (crashes) before a row fails for good."""
+    return max(1, settings.PRICEFEED_CRASH_MAX_ATTEMPTS)

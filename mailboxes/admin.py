@@ -155,6 +155,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
         "dedup_key",
         "status",
         "attempts",
+        "crashes",
         "claimed_by",
         "claimed_at",
         "next_attempt_at",
@@ -187,7 +188,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
             "Processing",
             {
                 "fields": [
-                    "attempts",
+                    ("attempts", "crashes"),
                     "claimed_by",
                     "claimed_at",
                     "next_attempt_at",

@@ -33,3 +33,9 @@ class CredentialsUnreadable(ImapError):
 
 class ServerClosed(ImapError):
     """The server closed the connection."""
+
+
+class MessageRefused(MailboxesError):
+    """A message pricefeed will not read: it is over one of the MIME budgets (parts,
+    nesting, header fields, encoded words, parameters, time, memory) or broken beyond
+    reading. ``str(exc)`` is the reason for operators; the message ends REJECTED."""

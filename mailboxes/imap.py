@@ -241,9 +241,44 @@ class ImapSession:
         data = self.client.fetch(uids, ["RFC822.SIZE"])
         return {uid: int(item[b"RFC822.SIZE"]) for uid, item in data.items() if uid in uids}
 
-    def bodies(self, uids: Iterable[int]) -> dict[int, bytes]:
-        """Whole messages with ``BODY.PEEK[]``: the \\Seen flag is never set."""
-        return self._fetch(uids, "BODY.PEEK[]", b"BODY[]")
+    def bodies(
+        self, uids: Iterable[int], sizes: dict[int, int] | None = None, *, limit: int = 0
+    ) -> dict[int, bytes]:
+        """Whole messages with ``BODY.PEEK[]``: the \\Seen flag is never set.
+
+        A message whose size (from ``sizes``) is over PIECE_BYTES is read in pieces of
+        that many bytes into one buffer of its size: in one FETCH the client's buffers
+        hold about four copies of it, this way one and a piece. Reading stops once
+        ``limit`` bytes (when given) are passed; the caller refuses what is too large."""
+        uids = list(uids)
+        sizes = sizes or {}
+        whole = [uid for uid in uids if sizes.get(uid, 0) <= PIECE_BYTES]
+        found = self._fetch(whole, "BODY.PEEK[]", b"BODY[]")
+        for uid in uids:
+            if uid not in whole:
+                body = self._body_in_pieces(uid, sizes[uid], limit)
+                if body is not None:
+                    found[uid] = body
+        return found
+
+    def _body_in_pieces(self, uid: int, size: int, limit: int) -> bytes | None:
+        # A bytearray is a bytes-like value for everything downstream (hashing, the
+        # header scan, the database driver): no copy is made to turn it into bytes.
+        body = bytearray(min(size, limit + PIECE_BYTES) if limit else size)
+        offset = 0
+        while True:
+            data = self.client.fetch([uid], [f"BODY.PEEK[]<{offset}.{PIECE_BYTES}>"])
+            piece = data.get(uid, {}).get(f"BODY[]<{offset}>".encode())
+            if piece is None:
+                if not offset:
+                    return None  # expunged meanwhile
+                break
+            body[offset : offset + len(piece)] = piece
+            offset += len(piece)
+            if len(piece) < PIECE_BYTES or (limit and offset > limit):
+                break
+        del body[offset:]
+        return body  # type: ignore[return-value]
 
     def headers(self, uids: Iterable[int]) -> dict[int, bytes]:
         return self._fetch(uids, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
@@ -328,6 +363,10 @@ class ImapSession:
 
     def noop(self) -> None:
         self.client.noop()
+
+
+# Messages over this size are fetched in pieces of this size (see ImapSession.bodies).
+PIECE_BYTES = 4 * 1024 * 1024
 
 
 def batches(

@@ -293,7 +293,7 @@ class MailboxListener(threading.Thread):
                 return last_uid
             small = [uid for uid in batch if sizes.get(uid, 0) <= limit]
             large = [uid for uid in batch if sizes.get(uid, 0) > limit]
-            bodies = session.bodies(small)
+            bodies = session.bodies(small, sizes, limit=limit)
             headers = session.headers(large)
             fetched = [
                 recording.Fetched(uid=uid, size=sizes.get(uid, 0), raw=bodies[uid])

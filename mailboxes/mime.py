@@ -19,6 +19,9 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
+from .exceptions import MessageRefused
+from .mimebudget import MimeBudget, check_structure, mime_budget
+
 # Defects that mean the structure of the message cannot be trusted: attachments may be
 # missing or cut, so the message is refused with the reason rather than half-read.
 STRUCTURAL_DEFECTS = (
@@ -32,9 +35,11 @@ STRUCTURAL_DEFECTS = (
 
 
 def clean(value: object, limit: int = 998) -> str:
+    """A value PostgreSQL stores as text or inside JSON: one line, no NUL, no lone
+    surrogate (what undecodable bytes become), at most ``limit`` characters."""
     text = "" if value is None else str(value)
     text = text.replace("\x00", "").replace("\r", " ").replace("\n", " ").strip()
-    return text[:limit]
+    return text[:limit].encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -76,29 +81,75 @@ def _first_address(from_header: str) -> str:
     return ""
 
 
-def _header_text(raw_headers: bytes) -> str:
-    """The header block as text: UTF-8 (RFC 6532), else cp1251, the usual legacy charset
-    of raw 8-bit headers in this trade."""
+# What recording reads of a header field before decoding it: far more than the 998
+# characters kept, far less than what makes RFC 2047 decoding slow (it is quadratic in
+# the number of encoded words).
+FIELD_READ_LIMIT = 4096
+# Fields are looked for in this much of a header block (header blocks of real mail are
+# a few KiB; a hostile one may be megabytes, which the MIME budget refuses later).
+HEADER_SCAN_LIMIT = 1024 * 1024
+_RECORDED_FIELDS = (b"message-id", b"date", b"from", b"subject")
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def _field_text(value: bytes) -> str:
+    """A raw field value as text: UTF-8 (RFC 6532), else cp1251, the usual legacy
+    charset of raw 8-bit headers in this trade."""
     try:
-        return raw_headers.decode("utf-8")
+        return value.decode("utf-8")
     except UnicodeDecodeError:
-        return raw_headers.decode("cp1251", errors="replace")
+        return value.decode("cp1251", errors="replace")
+
+
+def recorded_fields(raw_headers: bytes, limit: int = FIELD_READ_LIMIT) -> dict[bytes, bytes]:
+    """The first Message-ID, Date, From and Subject fields of a header block, unfolded
+    and cut to ``limit`` bytes each, in one pass that never holds more than that."""
+    found: dict[bytes, bytearray] = {}
+    current: bytearray | None = None
+    for m in _LINE.finditer(memoryview(raw_headers)[:HEADER_SCAN_LIMIT]):
+        line = m.group().rstrip(b"\r\n")
+        if not line:
+            break
+        if line[:1] in (b" ", b"\t"):
+            if current is not None and len(current) < limit:
+                current += line[: limit - len(current)]
+            continue
+        name, colon, value = line.partition(b":")
+        key = name.strip().lower()
+        current = None
+        if colon and key in _RECORDED_FIELDS and key not in found:
+            current = found[key] = bytearray(value[:limit])
+    return {key: _uncut(bytes(value), limit) for key, value in found.items()}
+
+
+def _uncut(value: bytes, limit: int) -> bytes:
+    """A field cut at ``limit`` loses its last, partial word (an encoded word cut in
+    half would otherwise show as raw =?utf-8?b?... text)."""
+    if len(value) < limit:
+        return value
+    head, space, _tail = value.rpartition(b" ")
+    return head if space else value
 
 
 def header_fields(raw_headers: bytes) -> HeaderFields:
-    """Reads the header fields a record keeps; never raises on malformed headers."""
-    msg = HeaderParser(policy=policy.compat32).parsestr(_header_text(raw_headers))
-    message_id = clean(msg.get("Message-ID", ""))
+    """Reads the header fields a record keeps, in bounded time whatever the header
+    block holds; never raises on malformed headers."""
+    raw = recorded_fields(raw_headers)
+
+    def text(name: bytes) -> str:
+        return clean(_field_text(raw.get(name, b"")))
+
+    message_id = text(b"message-id")
     if message_id:
-        message_id = f"<{message_id.strip('<> ')}>"
-    date = clean(msg.get("Date", ""))
+        message_id = f"<{message_id.strip('<> ')[:996]}>"  # 998 with the brackets
+    date = text(b"date")
     try:
         sent_at = parsedate_to_datetime(date) if date else None
         if sent_at is not None and sent_at.tzinfo is None:
             sent_at = None
     except (TypeError, ValueError, IndexError, OverflowError):
         sent_at = None
-    raw_from = clean(msg.get("From", ""))
+    raw_from = text(b"from")
     return HeaderFields(
         message_id=message_id,
         date=date,
@@ -107,7 +158,7 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
         # The address comes from the undecoded header: an encoded display name such as
         # "=?utf-8?q?prices=40supplier.ru?=" must never pass for the sender's address.
         from_address=_first_address(raw_from),
-        subject=_decoded(msg.get("Subject", "")),
+        subject=_decoded(_field_text(raw.get(b"subject", b"")).strip()),
     )
 
 
@@ -117,18 +168,19 @@ def _decoded(value: object) -> str:
         return ""
     try:
         text = str(email.header.make_header(email.header.decode_header(str(value))))
-    except (LookupError, ValueError, UnicodeError, email.errors.HeaderParseError):
+    except (LookupError, ValueError, UnicodeError, email.errors.MessageError):
         text = str(value)
     return clean(text)
 
 
 def split_headers(raw: bytes) -> bytes:
-    """Returns the header block of a raw message (everything before the first blank line)."""
+    """Returns the header block of a raw message (everything before the first blank
+    line) as bytes, also when ``raw`` is another bytes-like value."""
     for sep in (b"\r\n\r\n", b"\n\n"):
         idx = raw.find(sep)
         if idx != -1:
-            return raw[: idx + len(sep)]
-    return raw
+            return bytes(raw[: idx + len(sep)])
+    return bytes(raw)
 
 
 @dataclass(frozen=True)
@@ -152,13 +204,28 @@ class ParsedMessage:
     payloads: dict[str, bytes] = field(default_factory=dict, repr=False)
 
 
+# Defects and warnings kept per message (each at most 300 characters): a hostile
+# message may have a defect in each of hundreds of parts.
+MAX_NOTES = 100
+
+
+def _capped(notes: list[str]) -> list[str]:
+    if len(notes) <= MAX_NOTES:
+        return notes
+    return [*notes[:MAX_NOTES], f"... and {len(notes) - MAX_NOTES} more"]
+
+
 def _defect_text(defect: Exception) -> str:
-    return f"{type(defect).__name__}: {defect}" if str(defect) else type(defect).__name__
+    text = f"{type(defect).__name__}: {defect}" if str(defect) else type(defect).__name__
+    return clean(text, 300)
 
 
-def parse_message(raw: bytes) -> ParsedMessage:
-    """Parses a whole message: header fields, attachments in MIME order, and defects."""
-    msg: EmailMessage = BytesParser(policy=policy.default).parsebytes(raw)
+def parse_message(raw: bytes, budget: MimeBudget | None = None) -> ParsedMessage:
+    """Parses a whole message: header fields, attachments in MIME order, and defects.
+
+    Raises MessageRefused when the message is over the MIME ``budget`` (checked before
+    anything is decoded) or too deep for the parser."""
+    msg = _parsed(raw, budget or mime_budget())
     parsed = ParsedMessage(headers=header_fields(split_headers(raw)))
     for index, part in enumerate(msg.walk()):
         for defect in part.defects:
@@ -172,7 +239,7 @@ def parse_message(raw: bytes) -> ParsedMessage:
         try:
             filename = part.get_filename()
         except Exception as exc:  # undecodable RFC 2231 parameters
-            parsed.warnings.append(f"part {index}: unreadable filename ({exc})")
+            parsed.warnings.append(clean(f"part {index}: unreadable filename ({exc})", 300))
             filename = None
         if not filename:
             continue
@@ -187,6 +254,8 @@ def parse_message(raw: bytes) -> ParsedMessage:
                 sha256=hashlib.sha256(payload).hexdigest(),
             )
         )
+    parsed.structural_defects = _capped(parsed.structural_defects)
+    parsed.warnings = _capped(parsed.warnings)
     return parsed
 
 
@@ -198,16 +267,28 @@ def attachment_payload(raw: bytes, key: str, *, quick: bool = True) -> bytes:
     Anything the quick reader is not sure about (message/* parts, other transfer
     encodings, a missing boundary, header lines it does not recognise, base64 that needs
     its padding repaired), or ``quick=False``, is read by the ``email`` parser, which
-    defines the part numbering.
+    defines the part numbering, under the MIME budget (MessageRefused when over it).
     """
     fast = _fast_payload(raw, key) if quick else None
     if fast is not None:
         return fast
-    msg = BytesParser(policy=policy.default).parsebytes(raw)
+    msg = _parsed(raw, mime_budget())
     for index, part in enumerate(msg.walk()):
         if f"part{index}" == key:
             return _decoded_payload(part)
     raise KeyError(key)
+
+
+def _parsed(raw: bytes, budget: MimeBudget) -> EmailMessage:
+    """The ``email`` parser's reading of a message that fits ``budget``."""
+    check_structure(raw, budget)
+    try:
+        msg: EmailMessage = BytesParser(policy=policy.default).parsebytes(raw)
+        for part in msg.walk():  # walk() recurses: depth trouble shows here, not later
+            part.get_content_type()
+    except RecursionError:
+        raise MessageRefused("MIME parts nested too deep for the parser") from None
+    return msg
 
 
 def _decoded_payload(part: Message) -> bytes:

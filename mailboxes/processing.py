@@ -127,4 +127,5 @@ MESSAGE_WORK = ClaimedWork(
     touch=("updated_at",),
     describe=_describe_message,
     id_key="message_id",
+    crashes_field="crashes",
 )

@@ -13,11 +13,12 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
+from core.db import postgresql
 from core.faults import crash_point
 
-from . import mime, processing
+from . import mime, processing, sql
 from .exceptions import UidValidityChanged
 from .leases import Lease, fence
 from .models import InboundMessage, MailboxCheckpoint
@@ -169,6 +170,25 @@ def _unreadable_record(
     )
 
 
+def _record_or_unreadable(
+    mailbox_id: int, folder: str, uidvalidity: int, item: Fetched
+) -> InboundMessage:
+    try:
+        return _build_record(
+            mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, item=item
+        )
+    except Exception as exc:  # never lose a message to a parsing surprise
+        logger.exception(
+            "cannot read message mailbox_id=%s uid=%s",
+            mailbox_id,
+            item.uid,
+            extra={"action": "message_unreadable", "mailbox_id": mailbox_id},
+        )
+        return _unreadable_record(
+            mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, item=item, error=exc
+        )
+
+
 def messages_record(
     *, lease: Lease, folder: str, uidvalidity: int, fetched: list[Fetched]
 ) -> list[InboundMessage]:
@@ -179,7 +199,12 @@ def messages_record(
     reason. Processing is enqueued after commit.
     """
     mailbox_id = lease.mailbox_id
-    fetched = sorted(fetched, key=lambda f: f.uid)
+    # Built before the transaction: reading headers is bounded (mime.header_fields), but
+    # nothing from the wire is read while the lease and checkpoint rows are locked.
+    built = [
+        (item, _record_or_unreadable(mailbox_id, folder, uidvalidity, item))
+        for item in sorted(fetched, key=lambda f: f.uid)
+    ]
     with transaction.atomic():
         fence(lease)
         crash_point("record_after_fence")
@@ -190,35 +215,12 @@ def messages_record(
             raise UidValidityChanged(
                 f"checkpoint has UIDVALIDITY {checkpoint.uidvalidity}, server {uidvalidity}"
             )
-        fresh = [item for item in fetched if item.uid > checkpoint.last_uid]
-        records: list[InboundMessage] = []
-        for item in fresh:
-            try:
-                records.append(
-                    _build_record(
-                        mailbox_id=mailbox_id, folder=folder, uidvalidity=uidvalidity, item=item
-                    )
-                )
-            except Exception as exc:  # never lose a message to a parsing surprise
-                logger.exception(
-                    "cannot read message mailbox_id=%s uid=%s",
-                    mailbox_id,
-                    item.uid,
-                    extra={"action": "message_unreadable", "mailbox_id": mailbox_id},
-                )
-                records.append(
-                    _unreadable_record(
-                        mailbox_id=mailbox_id,
-                        folder=folder,
-                        uidvalidity=uidvalidity,
-                        item=item,
-                        error=exc,
-                    )
-                )
+        fresh = [(item, record) for item, record in built if item.uid > checkpoint.last_uid]
+        records = [record for _item, record in fresh]
         records = _drop_duplicates(records)
         created = _insert(records)
         if fresh:
-            checkpoint.last_uid = fresh[-1].uid
+            checkpoint.last_uid = fresh[-1][0].uid
             checkpoint.save(update_fields=["last_uid", "updated_at"])
         crash_point("record_before_commit")
         to_process = [r.pk for r in created if r.status == Status.RECEIVED]
@@ -291,8 +293,28 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
 
 
 def _insert(records: list[InboundMessage]) -> list[InboundMessage]:
+    """Inserts the records; on PostgreSQL their raw bytes follow as binary parameters."""
     if not records:
         return []
+    if not postgresql():
+        return _insert_rows(records)
+    raws = {id(record): record.raw for record in records}
+    for record in records:
+        record.raw = None
+    created = _insert_rows(records)
+    connection.ensure_connection()
+    import psycopg
+
+    with psycopg.Cursor(connection.connection) as cursor:
+        for record in created:
+            raw = raws[id(record)]
+            if raw is not None:
+                cursor.execute(sql.STORE_RAW_MESSAGE, [raw, record.pk])
+            record.raw = raw
+    return created
+
+
+def _insert_rows(records: list[InboundMessage]) -> list[InboundMessage]:
     try:
         with transaction.atomic():
             return InboundMessage.objects.bulk_create(records)

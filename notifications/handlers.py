@@ -6,7 +6,7 @@ import uuid
 
 from outbox.handlers import handler
 from outbox.models import OutboxEvent
-from pricefeed.imports.outcome import OUTCOME_EVENT
+from pricefeed.imports.outcome import MESSAGE_OUTCOME_EVENT, OUTCOME_EVENT
 
 from . import services
 
@@ -17,6 +17,19 @@ def fan_out(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     for event in events:
         try:
             services.notifications_fan_out(import_id=event.payload["import_id"])
+            results[event.id] = None
+        except Exception as exc:
+            results[event.id] = exc
+    return results
+
+
+@handler(MESSAGE_OUTCOME_EVENT)
+def fan_out_message(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """The outcomes of a message's imports, announced together: one mail per recipient."""
+    results: dict[uuid.UUID, BaseException | None] = {}
+    for event in events:
+        try:
+            services.notifications_fan_out_message(message_id=event.payload["message_id"])
             results[event.id] = None
         except Exception as exc:
             results[event.id] = exc

@@ -1,7 +1,10 @@
 """Who hears about an import, and the e-mail itself.
 
 An import outcome event fans out into Notification rows (unique per import, recipient
-and kind) and one send event each, in one transaction. Sending renders the templates
+and kind) and one send event each, in one transaction. A message with several imports
+announces them once, when its last import finishes: its event fans out into the same
+Notification rows, one per import, recipient and kind, and one send event per
+recipient, whose one mail (a digest) delivers all of them. Sending renders the templates
 once per outcome in a batch and delivers through Django's e-mail backend over a few
 connections, each reused across its share of the batch
 (``PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS``, default 4, per worker), with a Message-ID
@@ -21,7 +24,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import forbid_multi_line_headers
 from django.db import transaction
-from django.db.models import CharField, F, Q, Value
+from django.db.models import CharField, F, Prefetch, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
 
@@ -29,7 +32,8 @@ from core.faults import crash_point
 from core.retry import outbox_retry_policy
 from outbox.models import OutboxEvent
 from outbox.services import publish
-from pricefeed.models import PriceImport
+from pricefeed.imports.outcome import FINAL
+from pricefeed.models import PriceImport, PriceListConfig
 
 from .models import Notification, Subscription
 
@@ -39,13 +43,27 @@ SEND_EVENT = "notification.send"
 
 
 def recipients_for(price_import: PriceImport) -> set[str]:
+    return _recipients(_subscriptions(), price_import)
+
+
+def _subscriptions() -> list[tuple[Subscription, set[int]]]:
+    """The enabled subscriptions, each with the ids of the configs it is limited to
+    (empty: all)."""
+    return [
+        (subscription, {config.pk for config in subscription.configs.all()})
+        for subscription in Subscription.objects.filter(enabled=True).prefetch_related(
+            Prefetch("configs", queryset=PriceListConfig.objects.only("pk"))
+        )
+    ]
+
+
+def _recipients(
+    subscriptions: list[tuple[Subscription, set[int]]], price_import: PriceImport
+) -> set[str]:
     recipients: set[str] = set()
-    subscriptions = (
-        Subscription.objects.filter(enabled=True)
-        .filter(Q(configs=None) | Q(configs=price_import.config_id))
-        .distinct()
-    )
-    for subscription in subscriptions:
+    for subscription, configs in subscriptions:
+        if configs and price_import.config_id not in configs:
+            continue
         if not subscription.wants(price_import.status):
             continue
         if subscription.email:
@@ -53,6 +71,28 @@ def recipients_for(price_import: PriceImport) -> set[str]:
         if subscription.reply_to_sender and price_import.message.from_address:
             recipients.add(price_import.message.from_address.lower())
     return recipients
+
+
+def _queued(notifications: list[Notification]) -> set[int]:
+    """Which of ``notifications`` a send event that is still to run (NEW or PROCESSING)
+    already covers. A send event's aggregate is its first notification; a digest's
+    event lists all of its own in the payload."""
+    payloads = OutboxEvent.objects.filter(
+        kind=SEND_EVENT,
+        aggregate_type=Notification._meta.label_lower,
+        aggregate_id__in=[str(n.pk) for n in notifications],
+        status__in=[OutboxEvent.Status.NEW, OutboxEvent.Status.PROCESSING],
+    ).values_list("payload", flat=True)
+    return {pk for payload in payloads for pk in notification_ids(payload)}
+
+
+def notification_ids(payload: dict) -> list[int]:
+    """The notifications a send event delivers: one (``notification_id``) or, for a
+    digest, several (``notification_ids``) in one mail."""
+    if "notification_ids" in payload:
+        return [int(pk) for pk in payload["notification_ids"]]
+    pk = payload.get("notification_id")
+    return [int(pk)] if pk else []
 
 
 def notifications_fan_out(*, import_id: int) -> int:
@@ -79,21 +119,56 @@ def notifications_fan_out(*, import_id: int) -> int:
         # A fan-out run again (its event retried after this transaction committed) must
         # not give a notification a second send event: two events could be claimed by two
         # workers at once, and both would send before either marked it SENT.
-        queued = set(
-            OutboxEvent.objects.filter(
-                kind=SEND_EVENT,
-                aggregate_type=Notification._meta.label_lower,
-                aggregate_id__in=[str(n.pk) for n in pending],
-                status__in=[OutboxEvent.Status.NEW, OutboxEvent.Status.PROCESSING],
-            ).values_list("aggregate_id", flat=True)
-        )
+        queued = _queued(pending)
         published = 0
         for notification in pending:
-            if str(notification.pk) in queued:
+            if notification.pk in queued:
                 continue
             publish(SEND_EVENT, notification, {"notification_id": notification.pk})
             published += 1
     return published
+
+
+def notifications_fan_out_message(*, message_id: int) -> int:
+    """Creates the notifications for the outcomes of every finished import of a message
+    (one per import, recipient and outcome, as for a single import) and one send event
+    per recipient for those not yet sent nor waiting: one digest mail per recipient
+    covering all of them, or today's single mail when a recipient has only one. In one
+    transaction; returns how many send events were published."""
+    imports = list(
+        PriceImport.objects.select_related("message")
+        .defer("message__raw", "message__match_report")
+        .filter(message_id=message_id, status__in=FINAL)
+        .order_by("pk")
+    )
+    subscriptions = _subscriptions()
+    wanted = [
+        Notification(price_import=price_import, recipient=recipient, kind=price_import.status)
+        for price_import in imports
+        for recipient in sorted(_recipients(subscriptions, price_import))
+    ]
+    with transaction.atomic():
+        Notification.objects.bulk_create(wanted, ignore_conflicts=True)
+        pending = list(
+            Notification.objects.filter(
+                price_import__message_id=message_id,
+                kind=F("price_import__status"),
+                status=Notification.Status.PENDING,
+            ).order_by("pk")
+        )
+        queued = _queued(pending)
+        groups: dict[str, list[Notification]] = {}
+        for notification in pending:
+            if notification.pk not in queued:
+                groups.setdefault(notification.recipient, []).append(notification)
+        for group in groups.values():
+            payload: dict = (
+                {"notification_id": group[0].pk}
+                if len(group) == 1
+                else {"notification_ids": [n.pk for n in group]}
+            )
+            publish(SEND_EVENT, group[0], payload)
+    return len(groups)
 
 
 def message_id_for(notification: Notification) -> str:
@@ -153,6 +228,61 @@ def build_email(notification: Notification, connection=None) -> EmailMultiAltern
     )
     email.attach_alternative(html, "text/html")
     return email
+
+
+def render_digest(imports: list[PriceImport]) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) of the digest about several imports of one message.
+
+    The templates see the e-mail they came from, the outcome counts and, per import, the
+    import, its config, the diff and its first errors; not the recipient."""
+    order: dict[str, int] = {str(status): i for i, status in enumerate(FINAL)}
+    counts: dict[str, int] = {}
+    for price_import in imports:
+        counts[price_import.status] = counts.get(price_import.status, 0) + 1
+    context = {
+        "message": imports[0].message,
+        "total": len(imports),
+        "summary": ", ".join(
+            f"{count} {PriceImport.Status(status).label.split(' (')[0].lower()}"
+            for status, count in sorted(counts.items(), key=lambda item: order.get(item[0], 9))
+        ),
+        "imports": [
+            {
+                "import": price_import,
+                "config": price_import.config,
+                "diff": price_import.diff or {},
+                "errors": (price_import.errors or [])[:3],
+            }
+            for price_import in imports
+        ],
+    }
+    subject = " ".join(
+        render_to_string("notifications/message_outcome_subject.txt", context).split()
+    )
+    return (
+        subject,
+        render_to_string("notifications/message_outcome.txt", context),
+        render_to_string("notifications/message_outcome.html", context),
+    )
+
+
+class DigestMail:
+    """The digest about several import outcomes of one message, rendered once; each
+    recipient's mail is made from it with its own To and Message-ID."""
+
+    def __init__(self, imports: list[PriceImport]) -> None:
+        self.subject, self.text, self.html = render_digest(imports)
+
+    def email(self, *, recipient: str, message_id: str, connection=None) -> EmailMultiAlternatives:
+        email = EmailMultiAlternatives(
+            subject=self.subject,
+            body=self.text,
+            to=[recipient],
+            connection=connection,
+            headers={"Message-ID": message_id},
+        )
+        email.attach_alternative(self.html, "text/html")
+        return email
 
 
 class _Serialised(Message):
@@ -292,16 +422,19 @@ def _send(
 def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     """Sends a batch; per event, None when the mail took effect (or had already).
 
-    Each import outcome is rendered once per batch; the mails go out over a few reused
-    connections; the notifications sent are marked SENT in one UPDATE. A crash between
-    the server's acceptance and that UPDATE sends those mails again on retry, with the
-    same Message-ID (at least once, never a different mail).
+    An event delivers one notification (the mail about one import's outcome) or a digest:
+    the notifications of one recipient about several imports of one message, in one mail
+    whose Message-ID is that of its first notification, all marked SENT together. Each
+    outcome (and each digest) is rendered once per batch; the mails go out over a few
+    reused connections; the single notifications sent are marked SENT in one UPDATE. A
+    crash between the server's acceptance and that UPDATE sends those mails again on
+    retry, with the same Message-ID (at least once, never a different mail).
     """
-    wanted = {event.id: event.payload.get("notification_id") for event in events}
+    wanted = {event.id: notification_ids(event.payload) for event in events}
     notifications = {
         n.pk: n
         for n in Notification.objects.only("price_import_id", "recipient", "kind", "status").filter(
-            pk__in=[pk for pk in wanted.values() if pk]
+            pk__in={pk for ids in wanted.values() for pk in ids}
         )
     }
     # A batch is mostly about one import or a few: each is loaded once, not per row.
@@ -315,35 +448,53 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     results: dict[uuid.UUID, BaseException | None] = {}
     domain = _message_id_domain()
     outcomes: dict[tuple[int, str], OutcomeMail] = {}
+    digests: dict[tuple[tuple[int, str], ...], DigestMail] = {}
     to_send: list[tuple[uuid.UUID, EmailMultiAlternatives]] = []
-    notification_of: dict[uuid.UUID, Notification] = {}
+    # The notifications each event's mail delivers (those not yet SENT).
+    covered: dict[uuid.UUID, list[Notification]] = {}
+    digest_ids: dict[uuid.UUID, str] = {}  # the Message-ID of each digest
     for event in events:
-        notification = notifications.get(wanted[event.id])
-        if notification is None or notification.status == Notification.Status.SENT:
+        ids = wanted[event.id]
+        pending = [
+            notifications[pk]
+            for pk in ids
+            if pk in notifications and notifications[pk].status != Notification.Status.SENT
+        ]
+        if not pending:
             results[event.id] = None  # gone, or already took effect: nothing to send
             continue
+        covered[event.id] = pending
         try:
-            key = (notification.price_import_id, notification.kind)
-            if key not in outcomes:
-                outcomes[key] = OutcomeMail(imports[notification.price_import_id])
-            email = outcomes[key].email(
-                recipient=notification.recipient,
-                message_id=_message_id(notification.pk, domain),
-            )
+            if len(ids) == 1:
+                (notification,) = pending
+                key = (notification.price_import_id, notification.kind)
+                if key not in outcomes:
+                    outcomes[key] = OutcomeMail(imports[notification.price_import_id])
+                email = outcomes[key].email(
+                    recipient=notification.recipient,
+                    message_id=_message_id(notification.pk, domain),
+                )
+            else:
+                digest_key = tuple((n.price_import_id, n.kind) for n in pending)
+                if digest_key not in digests:
+                    digests[digest_key] = DigestMail([imports[n.price_import_id] for n in pending])
+                message_id = _message_id(min(ids), domain)
+                email = digests[digest_key].email(
+                    recipient=pending[0].recipient, message_id=message_id
+                )
+                digest_ids[event.id] = message_id
         except Exception as exc:  # a template or header that cannot be made
             results[event.id] = exc
-            notification_of[event.id] = notification
             continue
         to_send.append((event.id, email))
-        notification_of[event.id] = notification
 
     if to_send:
         results.update(_send(to_send))
 
     sent = [
-        notification_of[e].pk
+        covered[e][0].pk
         for e, error in results.items()
-        if e in notification_of and error is None
+        if e in covered and e not in digest_ids and error is None
     ]
     if sent:
         # One UPDATE for the batch; the Message-ID is made in SQL as _message_id makes it.
@@ -358,12 +509,23 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
             attempts=F("attempts") + 1,
             last_error="",
         )
+    for event_id, message_id in digest_ids.items():
+        if results.get(event_id) is None:
+            Notification.objects.filter(
+                pk__in=[n.pk for n in covered[event_id]], status=Notification.Status.PENDING
+            ).update(
+                status=Notification.Status.SENT,
+                sent_at=Now(),
+                message_id=message_id,
+                attempts=F("attempts") + 1,
+                last_error="",
+            )
     last_attempt = outbox_retry_policy().max_attempts
     attempts = {event.id: event.attempts for event in events}
     for event_id, error in results.items():
-        if error is None or event_id not in notification_of:
+        if error is None or event_id not in covered:
             continue
-        Notification.objects.filter(pk=notification_of[event_id].pk).update(
+        Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
             attempts=F("attempts") + 1,
             last_error=f"{type(error).__name__}: {error}"[:2000],
             **(

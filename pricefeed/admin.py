@@ -63,9 +63,8 @@ class PriceListConfigAdmin(admin.ModelAdmin):
         form = PreviewForm(request.POST or None, request.FILES or None)
         results = None
         if request.method == "POST" and form.is_valid():
-            upload = form.cleaned_data["file"]
-            results = preview.preview_file(
-                config=config, filename=upload.name, data=upload.read(), rows=PREVIEW_ROWS
+            results = preview.preview_upload(
+                config=config, upload=form.cleaned_data["file"], rows=PREVIEW_ROWS
             )
         context = {
             **self.admin_site.each_context(request),
@@ -117,6 +116,7 @@ class PriceImportAdmin(admin.ModelAdmin):
         "diff_summary",
         "row_errors",
         "attempts",
+        "crashes",
         "claimed_by",
         "claimed_at",
         "next_attempt_at",
@@ -150,7 +150,7 @@ class PriceImportAdmin(admin.ModelAdmin):
             "Run",
             {
                 "fields": [
-                    "attempts",
+                    ("attempts", "crashes"),
                     ("claimed_by", "claimed_at"),
                     "next_attempt_at",
                     ("created_at", "started_at", "finished_at", "duration"),

@@ -7,7 +7,7 @@ class PricefeedConfig(AppConfig):
     verbose_name = "Price lists"
 
     def ready(self) -> None:
-        from core import sweeps
+        from core import sweeps, workers
         from mailboxes import processing, weights
         from mailboxes.signals import notify_listeners_on_change
 
@@ -20,6 +20,7 @@ class PricefeedConfig(AppConfig):
         processing.set_message_task("pricefeed.tasks.process_message")
         weights.set_default_weight(selectors.enabled_configs_count)
         sweeps.register("imports", lifecycle.price_imports_sweep)
+        workers.watch("imports", lifecycle.IMPORT_WORK)
         notify_listeners_on_change(PriceListConfig)
         checks.register(xml_defences, checks.Tags.security)
 

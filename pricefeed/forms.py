@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from .exceptions import PatternError
+from .limits import file_size_problem
 from .matching import compile_pattern
 from .models import PriceListConfig
 
@@ -69,3 +70,11 @@ class PriceListConfigForm(forms.ModelForm):
 
 class PreviewForm(forms.Form):
     file = forms.FileField(help_text="A price-list file or an archive; nothing is stored.")
+
+    def clean_file(self):
+        """The upload's size, known before its bytes are read, within the file limit."""
+        upload = self.cleaned_data["file"]
+        problem = file_size_problem(upload.size or 0)
+        if problem:
+            raise forms.ValidationError(problem[:1].upper() + problem[1:] + ".")
+        return upload

@@ -13,9 +13,13 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.db import transaction
 
+from core.budget import cpu_budget
 from mailboxes import mime
+from mailboxes.exceptions import MessageRefused
+from mailboxes.mimebudget import mime_budget
 from mailboxes.models import InboundMessage
 from mailboxes.processing import message_finish, message_run
 from mailboxes.selectors import message_raw
@@ -32,25 +36,51 @@ Status = InboundMessage.Status
 
 
 def attachments_inspect(
-    parts: Sequence[mime.AttachmentPart], payloads: dict[str, bytes]
+    parts: Sequence[mime.AttachmentPart],
+    payloads: dict[str, bytes],
+    *,
+    max_files: int | None = None,
 ) -> list[matching.Attachment]:
     """The attachments as matching sees them, with the files inside archive attachments
-    (zip, gzip; nested) listed under the input limits; an archive that is refused
-    carries the reason instead."""
+    (zip, gzip, tar; nested) listed under the input limits; an archive that is refused
+    carries the reason instead.
+
+    Raises MessageRefused as soon as the message holds more than ``max_files`` files
+    (attachments and archive members; default PRICEFEED_MAX_FILES_PER_MESSAGE), without
+    expanding the rest: one mail must not become thousands of imports."""
+    if max_files is None:
+        max_files = settings.PRICEFEED_MAX_FILES_PER_MESSAGE
     limits = parse_limits()
     inspected = []
+    files = 0
     for part in parts:
         attachment = matching.Attachment(**dataclasses.asdict(part))
         payload = payloads.get(part.key, b"")
         if parsing.detect_format(payload) in ARCHIVES:
             try:
-                members = parsing.expand(payload, part.filename, limits)
+                members = parsing.expand(
+                    payload, part.filename, limits, max_files=max(max_files - files, 0)
+                )
+            except parsing.TooManyFiles:
+                raise MessageRefused(_too_many_files(max_files)) from None
             except parsing.ParseError as exc:
                 attachment = dataclasses.replace(attachment, archive_error=str(exc))
             else:
+                files += len(members)
                 attachment = dataclasses.replace(attachment, members=tuple(m.path for m in members))
+        else:
+            files += 1
+        if files > max_files:
+            raise MessageRefused(_too_many_files(max_files))
         inspected.append(attachment)
     return inspected
+
+
+def _too_many_files(limit: int) -> str:
+    return (
+        f"the message holds more than {limit} files, attachments and archive members "
+        "together (PRICEFEED_MAX_FILES_PER_MESSAGE)"
+    )
 
 
 def message_process(*, message_id: int, worker: str) -> str | None:
@@ -64,29 +94,67 @@ def message_process(*, message_id: int, worker: str) -> str | None:
     )
 
 
+def _reject(*, message_id: int, worker: str, reason: str, report: dict) -> str:
+    message_finish(
+        message_id=message_id,
+        worker=worker,
+        status=Status.REJECTED,
+        last_error=reason,
+        match_report=report,
+    )
+    logger.warning(
+        "message rejected message_id=%s: %s",
+        message_id,
+        reason,
+        extra={"action": "message_rejected", "message_id": message_id},
+    )
+    return Status.REJECTED
+
+
+def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
+    """The message's MIME structure and its files, under the MIME budget (structure
+    counts first, then CPU time) and the files-per-message cap; raises MessageRefused."""
+    budget = mime_budget()
+
+    def over_time() -> MessageRefused:
+        return MessageRefused(
+            f"reading the message took more than {budget.max_cpu_seconds:g} s of CPU time "
+            "(PRICEFEED_MIME_MAX_CPU_SECONDS)"
+        )
+
+    try:
+        with cpu_budget(budget.max_cpu_seconds, over_time):
+            parsed = mime.parse_message(raw, budget)
+            if parsed.structural_defects:
+                return parsed, []
+            return parsed, attachments_inspect(parsed.attachments, parsed.payloads)
+    except MemoryError:
+        raise MessageRefused(
+            "reading the message ran out of memory (PRICEFEED_WORKER_MEMORY_LIMIT)"
+        ) from None
+
+
 def _process(message_id: int, worker: str) -> str:
     mailbox_id = InboundMessage.objects.values_list("mailbox_id", flat=True).get(pk=message_id)
-    parsed = mime.parse_message(message_raw(message_id))
-    if parsed.structural_defects:
-        reason = "malformed MIME: " + "; ".join(sorted(set(parsed.structural_defects)))
-        message_finish(
+    try:
+        parsed, attachments = _read(message_raw(message_id))
+    except MessageRefused as exc:
+        return _reject(
             message_id=message_id,
             worker=worker,
-            status=Status.REJECTED,
-            last_error=reason,
-            match_report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
+            reason=f"refused: {exc}",
+            report={"refused": str(exc)},
         )
-        logger.warning(
-            "message rejected message_id=%s: %s",
-            message_id,
-            reason,
-            extra={"action": "message_rejected", "message_id": message_id},
+    if parsed.structural_defects:
+        return _reject(
+            message_id=message_id,
+            worker=worker,
+            reason="malformed MIME: " + "; ".join(sorted(set(parsed.structural_defects))),
+            report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
         )
-        return Status.REJECTED
     configs = list(
         PriceListConfig.objects.filter(mailbox_id=mailbox_id, enabled=True).order_by("pk")
     )
-    attachments = attachments_inspect(parsed.attachments, parsed.payloads)
     envelope = matching.Envelope(
         sender=parsed.headers.from_address,
         subject=parsed.headers.subject,

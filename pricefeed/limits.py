@@ -8,7 +8,7 @@ from django.conf import settings
 
 from . import parsing
 
-SETTING_PREFIX = "PRICEFEED_PARSE_"
+SETTING_PREFIX = parsing.SETTING_PREFIX  # the library names limits by these settings
 
 
 def parse_limits() -> parsing.Limits:
@@ -20,3 +20,15 @@ def parse_limits() -> parsing.Limits:
         for f in fields(parsing.Limits)
     }
     return parsing.Limits(**values)
+
+
+def file_size_problem(size: int) -> str | None:
+    """Why a file of ``size`` bytes is not read (over PRICEFEED_PARSE_MAX_FILE_BYTES), or
+    None; for callers that know the size before they hold the bytes (uploads)."""
+    limit = parse_limits().max_file_bytes
+    if size > limit:
+        return (
+            f"the file is {size:,} bytes, over the {limit:,}-byte limit "
+            f"({parsing.limit_name('max_file_bytes')})"
+        )
+    return None

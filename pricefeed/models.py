@@ -85,6 +85,9 @@ class PriceImport(models.Model):
     status = models.CharField(max_length=10, choices=Status, default=Status.PENDING, db_index=True)
     format = models.CharField(max_length=10, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # Runs that ended with their worker process (killed, crashed, out of memory):
+    # core.claims.ClaimedWork.crashed; FAILED at PRICEFEED_CRASH_MAX_ATTEMPTS.
+    crashes = models.PositiveSmallIntegerField(default=0, db_default=0)
     claimed_by = models.CharField(max_length=255, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)

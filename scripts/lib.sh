@@ -6,12 +6,70 @@ VENV="$ROOT/.venv"
 
 say() { printf '%s\n' "$*" >&2; }
 
-ensure_venv() {
-    local python="${PYTHON:-python3}"
-    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-        say "pricefeed needs Python >= 3.11 (set PYTHON=/path/to/python3.11)"; exit 2
+# pricefeed runs on CPython 3.13 or newer (requires-python in pyproject.toml).
+PYTHON_MIN_MINOR=13
+
+# Prints the version ("3.13.0") of an interpreter that runs and is a final CPython
+# release >= 3.$PYTHON_MIN_MINOR with the GIL (free-threaded builds lack wheels for some
+# dependencies); fails otherwise, also for a pyenv shim of a version not selected.
+python_version() {
+    "$1" - "$PYTHON_MIN_MINOR" 2>/dev/null <<'PY'
+import sys, sysconfig
+v = sys.version_info
+print("%d.%d.%d" % v[:3])
+sys.exit(not (v[:2] >= (3, int(sys.argv[1])) and v.releaselevel == "final"
+              and sys.implementation.name == "cpython"
+              and not sysconfig.get_config_var("Py_GIL_DISABLED")))
+PY
+}
+
+# The interpreter .venv is made with: $PYTHON when set (it must qualify), else the newest
+# that qualifies among pyenv's installed versions (its shims run only the selected one)
+# and python3.N / python3 on PATH.
+find_python() {
+    if [ -n "${PYTHON:-}" ]; then
+        if ! python_version "$PYTHON" >/dev/null; then
+            say "PYTHON=$PYTHON is not a CPython >= 3.$PYTHON_MIN_MINOR that runs (pricefeed is tested on 3.$PYTHON_MIN_MINOR)"
+            exit 2
+        fi
+        printf '%s\n' "$PYTHON"
+        return 0
     fi
-    [ -x "$VENV/bin/python" ] || "$python" -m venv "$VENV"
+    local root candidate version found=""
+    root="$(pyenv root 2>/dev/null || true)"
+    root="${root:-${PYENV_ROOT:-$HOME/.pyenv}}"
+    local candidates=("$root"/versions/3.*/bin/python3)
+    for version in $(seq "$PYTHON_MIN_MINOR" 20); do candidates+=("python3.$version"); done
+    candidates+=(python3)
+    for candidate in "${candidates[@]}"; do
+        [ -x "$candidate" ] || command -v "$candidate" >/dev/null || continue
+        version="$(python_version "$candidate")" && found+="$version $candidate"$'\n'
+    done
+    if [ -z "$found" ]; then
+        say "pricefeed needs Python >= 3.$PYTHON_MIN_MINOR and found none (python3.$PYTHON_MIN_MINOR or python3 on PATH,"
+        say "$root/versions/*). Install one (pyenv install 3.$PYTHON_MIN_MINOR, or your system's"
+        say "python3.$PYTHON_MIN_MINOR package), or set PYTHON=/path/to/python3.$PYTHON_MIN_MINOR."
+        exit 2
+    fi
+    # Newest version; of equal ones, the last found (PATH's over pyenv's).
+    printf '%s' "$found" | sort -s -V -k1,1 | tail -n 1 | cut -d' ' -f2-
+}
+
+ensure_venv() {
+    local python want_minor have_minor
+    python="$(find_python)" || exit $?
+    want_minor="$(python_version "$python" | cut -d. -f1,2)"
+    if [ -e "$VENV" ]; then
+        # A .venv made by another minor version (an old checkout's 3.11), or whose
+        # interpreter no longer runs, is made again: its installed packages do not fit.
+        have_minor="$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+        if [ "$have_minor" != "$want_minor" ]; then
+            say "recreating .venv with Python $want_minor ($python); it was made with ${have_minor:-an interpreter that no longer runs}"
+            "$python" -m venv --clear "$VENV"
+        fi
+    else
+        "$python" -m venv "$VENV"
+    fi
     # Reinstall only when the dependency list changed.
     local stamp="$VENV/.pricefeed-installed"
     local want

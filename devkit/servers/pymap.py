@@ -10,8 +10,8 @@ about 0.3 s because pymap derives the password hash with PBKDF2 every time.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,15 +39,14 @@ class PymapError(DevServerError):
     """Raised when pymap cannot be found or is used wrongly."""
 
 
-def pymap_executable() -> str:
-    """Returns the pymap script next to the running interpreter, else the one on PATH."""
-    candidate = Path(sys.executable).parent / "pymap"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    found = shutil.which("pymap")
-    if found is None:
+def pymap_executable() -> list[str]:
+    """The command that starts pymap: this interpreter running pymap_main.py, which keeps
+    pymap's connection tasks alive (see there)."""
+    if importlib.util.find_spec("pymap") is None:
         raise PymapError("pymap is not installed (pip install -e '.[dev]')")
-    return found
+    # -P: the script's folder (which holds this module, also named pymap) stays off
+    # sys.path.
+    return [sys.executable, "-P", str(Path(__file__).with_name("pymap_main.py"))]
 
 
 class PymapServer:
@@ -160,7 +159,7 @@ class PymapServer:
     def _command(self) -> list[str]:
         """Returns pymap's command line."""
         return [
-            self._executable,
+            *self._executable,
             "--no-tls",
             "--host",
             LOCALHOST,

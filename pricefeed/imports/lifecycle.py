@@ -15,7 +15,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 
-from core.claims import ClaimedWork, SweepResult
+from core.claims import PERMANENT_ERRORS, ClaimedWork, SweepResult
+from core.faults import crash_point
+from mailboxes.exceptions import MessageRefused
 from pricefeed import parsing
 from pricefeed.limits import parse_limits
 from pricefeed.matching import Attachment
@@ -82,11 +84,13 @@ def options_for(config: PriceListConfig) -> parsing.ParseOptions:
 def price_import_run(*, import_id: int, worker: str) -> str | None:
     """Reads, parses and stores one price-list file; idempotent (only PENDING runs).
 
-    Returns the final status, or None when there was nothing to do (ClaimedWork.run:
-    an unexpected error retries or fails the import).
+    Returns the final status, or None when there was nothing to do (ClaimedWork.run: a
+    permanent error, such as a value the database refuses, fails the import at once; an
+    unexpected one retries or fails it; a worker that dies under it counts a crash).
     """
 
     def work() -> str:
+        crash_point("import_running")
         price_import = (
             PriceImport.objects.select_related("config", "message")
             .defer("message__raw")
@@ -215,6 +219,9 @@ def _finish(
         "header_row": parsed.header_row,
         "columns": parsed.columns,
         "errors_total": parsed.rows_failed,
+        # What was read only in part (cells past PRICEFEED_PARSE_MAX_COLUMNS, lines above
+        # the header that were not read).
+        "warnings": parsed.warnings,
         # The diff of the next import reads this import's rows as they are when False.
         "repeated_skus": repeated_skus,
         # Equal digests: the same SKUs and prices as this import's, and no diff.
@@ -269,6 +276,10 @@ IMPORT_WORK = ClaimedWork(
     describe=_describe_import,
     on_failed=lambda import_id: publish_outcome(import_id),
     id_key="import_id",
+    crashes_field="crashes",
+    # A message refused by the MIME budget when its file is read again (the budget was
+    # lowered since it was matched) is refused on every attempt.
+    permanent=(*PERMANENT_ERRORS, MessageRefused),
 )
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from django.core.files.uploadedfile import UploadedFile
+
 from pricefeed import parsing
-from pricefeed.limits import parse_limits
+from pricefeed.limits import file_size_problem, parse_limits
 from pricefeed.models import PriceListConfig
 
 from . import lifecycle
@@ -18,27 +20,52 @@ class PreviewResult:
     parsed: parsing.ParsedFile | None = None
     error: str = ""
     verdict: str = ""
+    # The first rows of the file: the only ones kept (parsed.rows stays empty).
+    rows: list[tuple] = dataclasses.field(default_factory=list)
+    limit: int = 20
 
     @property
     def sample(self) -> list[tuple]:
-        return self.parsed.rows[: self.limit] if self.parsed else []
+        return self.rows[: self.limit]
 
     @property
     def errors(self) -> list[tuple[int, str]]:
         return self.parsed.errors[: self.limit] if self.parsed else []
 
-    limit: int = 20
+
+class FirstRows:
+    """A parse() sink that keeps the first ``count`` rows and counts nothing else: a
+    preview of a million-row file holds twenty."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.rows: list[tuple] = []
+
+    def __call__(self, rows: list[tuple]) -> None:
+        if len(self.rows) < self.count:
+            self.rows.extend(rows[: self.count - len(self.rows)])  # a copy: parse reuses it
+
+
+def preview_upload(
+    *, config: PriceListConfig, upload: UploadedFile, rows: int = 20
+) -> list[PreviewResult]:
+    """preview_file() of an uploaded file, whose size is checked before it is read."""
+    name = upload.name or "upload"
+    problem = file_size_problem(upload.size or 0)
+    if problem:
+        return [PreviewResult(name, error=problem, limit=rows)]
+    return preview_file(config=config, filename=name, data=upload.read(), rows=rows)
 
 
 def preview_file(
     *, config: PriceListConfig, filename: str, data: bytes, rows: int = 20
 ) -> list[PreviewResult]:
-    """Reads a file the way an import of ``config`` would; stores nothing."""
+    """Reads a file the way an import of ``config`` would, keeping only its first
+    ``rows`` rows (and its row errors, counts and verdict); stores nothing."""
     limits = parse_limits()
-    if len(data) > limits.max_file_bytes:
-        return [
-            PreviewResult(filename, error=f"file is over the {limits.max_file_bytes} byte limit")
-        ]
+    problem = file_size_problem(len(data))
+    if problem:
+        return [PreviewResult(filename, error=problem, limit=rows)]
     try:
         if parsing.detect_format(data) in ARCHIVES:
             members = [
@@ -47,15 +74,18 @@ def preview_file(
         else:
             members = [(filename, data)]
     except parsing.ParseError as exc:
-        return [PreviewResult(filename, error=str(exc))]
+        return [PreviewResult(filename, error=str(exc), limit=rows)]
     results = []
     for name, member in members:
+        first = FirstRows(rows)
         try:
-            parsed = parsing.parse(member, lifecycle.options_for(config), limits)
+            parsed = parsing.parse(member, lifecycle.options_for(config), limits, sink=first)
         except parsing.ParseError as exc:
             results.append(PreviewResult(name, error=str(exc), limit=rows))
             continue
         status, reason = lifecycle.verdict(config, parsed)
         verdict = f"An import would end {status}" + (f": {reason}" if reason else ".")
-        results.append(PreviewResult(name, parsed=parsed, verdict=verdict, limit=rows))
+        results.append(
+            PreviewResult(name, parsed=parsed, verdict=verdict, rows=first.rows, limit=rows)
+        )
     return results

@@ -181,13 +181,16 @@ def item_writer(import_id: int) -> Iterator[ItemWriter]:
     """A sink for parse(): on PostgreSQL each list of rows goes into one open COPY as it
     comes, through a CopyFeeder (the server stores it while Python reads on); elsewhere
     rows are collected and inserted in batches when the block ends. Inside the caller's
-    transaction."""
+    transaction, which a failed COPY leaves to be rolled back (the connection stays
+    usable); the driver's errors come out as Django's (django.db.DataError, ...)."""
     if not postgresql():
         collected: list[tuple] = []
         yield ItemWriter(collected.extend, lambda block: collected.extend(block.rows()))
         insert_items(import_id, collected)
         return
-    with connection.cursor() as cursor:
+    # The COPY runs on the driver's cursor: its errors are made Django's here (a value
+    # the server refuses is a django.db.DataError, a permanent error for the import).
+    with connection.wrap_database_errors, connection.cursor() as cursor:
         with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
             # The server stores one chunk while the parser reads the next.
             feeder = CopyFeeder(copy.write)
@@ -210,7 +213,7 @@ def item_writer(import_id: int) -> Iterator[ItemWriter]:
 def insert_items(import_id: int, rows: list[tuple]) -> None:
     """Stores rows with COPY on PostgreSQL, in batches elsewhere."""
     if postgresql():
-        with connection.cursor() as cursor:
+        with connection.wrap_database_errors, connection.cursor() as cursor:
             with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
                 for start in range(0, len(rows), _COPY_CHUNK):
                     copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))

@@ -6,10 +6,12 @@ no files; the caller builds its Limits (pricefeed.limits.parse_limits from setti
         parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
 
 See docs in each module: reader (parse: format detection and dispatch), archives (caps,
-zip-slip), workbook_guard (XML and memory bombs before calamine), workbook (the calamine
-path), textfile (the text path), text (encodings, delimiters), plainlines (quote-free
-tables), table (header location, then the rows), rows (row conversion, row errors),
-numbers (separator rules), headers (synonyms), types (limits, options, results).
+zip-slip, tar header guard), workbook_guard (XML and memory bombs in an xlsx before
+calamine), xls_guard and cfb (memory and time bombs in an xls before calamine), workbook
+(the calamine path), textfile (the text path), text (encodings, delimiters), plainlines
+(quote-free tables), table (header location, then the rows), rows (row conversion, row
+errors), numbers (separator rules), headers (synonyms), deadline (the time budget),
+types (limits, options, results, what the price table stores).
 """
 
 from __future__ import annotations
@@ -22,32 +24,59 @@ from .errors import (
     CorruptFile,
     EmptyFile,
     FileTooLarge,
+    LineTooLong,
     MissingColumns,
     NestingTooDeep,
     NoHeaderRow,
     OverlappingEntries,
     ParseError,
+    ParseTimeLimit,
     SheetNotFound,
     SheetTooLarge,
+    TarHeaderRefused,
     TooManyEntries,
+    TooManyFiles,
     TooManyRows,
     UnsafeEntryName,
     UnsupportedArchive,
     UnsupportedFormat,
+    WorkbookRefused,
     XmlRefused,
 )
 from .reader import parse
-from .types import FIELDS, Limits, Member, ParsedFile, ParseOptions, Row, RowBlock
+from .types import (
+    CURRENCY_MAX_LENGTH,
+    FIELDS,
+    NAME_MAX_LENGTH,
+    NUMBER_DECIMAL_PLACES,
+    NUMBER_MAX_DIGITS,
+    SETTING_PREFIX,
+    SKU_MAX_LENGTH,
+    Limits,
+    Member,
+    ParsedFile,
+    ParseOptions,
+    Row,
+    RowBlock,
+    limit_name,
+)
 from .workbook_guard import check_xml_defences
 
 __all__ = [
+    "CURRENCY_MAX_LENGTH",
     "FIELDS",
+    "NAME_MAX_LENGTH",
+    "NUMBER_DECIMAL_PLACES",
+    "NUMBER_MAX_DIGITS",
+    "SETTING_PREFIX",
+    "SKU_MAX_LENGTH",
     "ArchiveRefused",
     "ArchiveTooLarge",
     "CorruptFile",
     "EmptyFile",
     "FileTooLarge",
     "Limits",
+    "LineTooLong",
     "Member",
     "MissingColumns",
     "NestingTooDeep",
@@ -55,19 +84,24 @@ __all__ = [
     "OverlappingEntries",
     "ParseError",
     "ParseOptions",
+    "ParseTimeLimit",
     "ParsedFile",
     "Row",
     "RowBlock",
     "SheetNotFound",
     "SheetTooLarge",
+    "TarHeaderRefused",
     "TooManyEntries",
+    "TooManyFiles",
     "TooManyRows",
     "UnsafeEntryName",
     "UnsupportedArchive",
     "UnsupportedFormat",
+    "WorkbookRefused",
     "XmlRefused",
     "check_xml_defences",
     "detect_format",
     "expand",
+    "limit_name",
     "parse",
 ]

@@ -9,6 +9,12 @@ built to attack some other unpacker, and a refusal is what the operator should s
 Python 3.11's zipfile trusts the central directory: it lacks gh-109858's check for
 entries that share their data (the "overlapping" zip bomb), and builds one ZipInfo per
 directory record before anyone can count them. Both are checked here first.
+
+tarfile parses pax extended headers and GNU long names with regular expressions that
+backtrack on long digit runs (CVE-2024-6232: minutes for an 80,000-digit header in a
+241-byte .tar.gz on an unpatched interpreter) and reads them whole into memory. Whatever
+the interpreter, check_tar_headers() reads the headers first, in linear time, and
+refuses oversized or malformed ones (TarHeaderRefused) before tarfile sees the archive.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from .errors import (
     FileTooLarge,
     NestingTooDeep,
     OverlappingEntries,
+    TarHeaderRefused,
     TooManyEntries,
+    TooManyFiles,
     UnsafeEntryName,
     UnsupportedArchive,
 )
@@ -53,12 +61,27 @@ def mib(n: int) -> str:
 
 
 class Budget:
-    """What one attachment has used so far: inflated bytes and archive entries."""
+    """What one attachment has used so far: inflated bytes, archive entries, and files
+    found (``max_files``: the caller's cap on them, None for none)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, max_files: int | None = None) -> None:
         self.limits = limits
         self.inflated = 0
         self.entries = 0
+        self.max_files = max_files
+        # The attachment itself is one file until it opens as an archive; then its files
+        # stand in its place, and so on down nested archives.
+        self.files = 1
+
+    def open_archive(self, files: int, where: str) -> None:
+        """An archive of ``files`` files (nested archives counted as one each, until
+        opened) takes its own place in the count: refuse once they are too many."""
+        self.files += files - 1
+        if self.max_files is not None and self.files > self.max_files:
+            raise TooManyFiles(
+                f"{where}: at least {self.files:,} files, more than the {self.max_files:,} "
+                f"taken from one message"
+            )
 
     def add_entries(self, n: int, where: str) -> None:
         self.entries += n
@@ -228,6 +251,7 @@ def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 raise UnsafeEntryName(f"{where}: entry {name!r} {problem}")
             if not info.is_dir():
                 files.append((info, name))
+        budget.open_archive(len(files), where)
         for info, name in files:
             path = f"{prefix}/{name}" if prefix else name
             content = b"".join(
@@ -297,11 +321,119 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
 
 # --- tar --------------------------------------------------------------------------------
 
+BLOCK = 512
+PAX_HEADER_CAP = 64 * 1024  # one pax extended header (tarfile reads it whole)
+GNU_NAME_CAP = 4096  # one GNU long name or long link name ('L', 'K')
+# The longest run of digits a pax header may hold: a record's length, a size or a time
+# needs at most 20; a name rarely more. A run of n digits costs an unpatched tarfile n**2
+# regex steps.
+PAX_DIGIT_RUN = 128
+_EXTENDED = re.compile(rb"[xgXLK]")
+_DIGIT_RUN = re.compile(rb"[0-9]{%d}" % (PAX_DIGIT_RUN + 1))
+_PAX_RECORD = re.compile(rb"([1-9][0-9]{0,%d}) " % (len(str(PAX_HEADER_CAP)) - 1))
+_ASCII = bytes(range(128))
+
+
+def check_tar_headers(data: bytes, where: str) -> None:
+    """Refuse a tar whose pax extended headers ('x', 'g', Solaris 'X') are larger than
+    PAX_HEADER_CAP, hold a run of more than PAX_DIGIT_RUN digits or a malformed record,
+    or whose GNU long names ('L', 'K') are larger than GNU_NAME_CAP; GNU sparse files are
+    refused too (UnsupportedArchive).
+
+    tarfile only ever reads headers at block boundaries, so every 512-byte block whose
+    type byte is one of those and whose checksum is valid is checked, wherever it sits
+    (a stale or nested header is checked too: nothing tarfile could parse is missed,
+    whatever sizes the headers before it claim). The type bytes of all blocks are taken
+    in one slice; time is linear in the archive, memory a block plus one header."""
+    types = data[156::BLOCK]
+    for found in _EXTENDED.finditer(types):
+        start = found.start() * BLOCK
+        block = data[start : start + BLOCK]
+        if len(block) < BLOCK or not _tar_checksum_ok(block):
+            continue
+        kind = chr(block[156])
+        size = _tar_number(block[124:136])
+        if size is None or size < 0:
+            raise TarHeaderRefused(f"{where}: a tar header at byte {start:,} has no readable size")
+        if kind in "LK":
+            if size > GNU_NAME_CAP:
+                raise TarHeaderRefused(
+                    f"{where}: a GNU long-name tar header of {size:,} bytes, more than "
+                    f"{GNU_NAME_CAP:,}: refused"
+                )
+            continue
+        if size > PAX_HEADER_CAP:
+            raise TarHeaderRefused(
+                f"{where}: a pax extended tar header of {size:,} bytes, more than "
+                f"{PAX_HEADER_CAP // 1024} KiB (the CVE-2024-6232 shape): refused"
+            )
+        _check_pax_records(data[start + BLOCK : start + BLOCK + size], where)
+
+
+def _check_pax_records(records: bytes, where: str) -> None:
+    """Every record "<length> <keyword>=<value>\\n", exactly ``length`` bytes; then only
+    NUL padding."""
+    run = _DIGIT_RUN.search(records)
+    if run:
+        raise TarHeaderRefused(
+            f"{where}: a pax extended tar header holds a run of more than {PAX_DIGIT_RUN} "
+            f"digits (the CVE-2024-6232 shape): refused"
+        )
+    pos = 0
+    size = len(records)
+    while pos < size and records[pos]:
+        found = _PAX_RECORD.match(records, pos)
+        if not found:
+            raise TarHeaderRefused(
+                f"{where}: a pax extended tar header has a malformed record at byte {pos:,}: "
+                f"refused"
+            )
+        end = pos + int(found.group(1))
+        record = records[found.end() : end]
+        if end > size or not record.endswith(b"\n") or b"=" not in record[1:-1]:
+            raise TarHeaderRefused(
+                f"{where}: a pax extended tar header has a malformed record at byte {pos:,}: "
+                f"refused"
+            )
+        if record.startswith(b"GNU.sparse."):
+            raise UnsupportedArchive(f"{where}: a GNU sparse file (pax header)")
+        pos = end
+    if records[pos:].strip(b"\0"):
+        raise TarHeaderRefused(
+            f"{where}: a pax extended tar header has bytes after its records: refused"
+        )
+
+
+def _tar_checksum_ok(block: bytes) -> bool:
+    """Whether a block is a tar header as tarfile judges one: its checksum field matches
+    the unsigned or the signed byte sum (the field itself counted as spaces)."""
+    stored = _tar_number(block[148:156])
+    if stored is None:
+        return False
+    field = block[148:156]
+    unsigned = 256 + sum(block) - sum(field)
+    high = len(block.translate(None, _ASCII)) - len(field.translate(None, _ASCII))
+    return stored in (unsigned, unsigned - 256 * high)
+
+
+def _tar_number(field: bytes) -> int | None:
+    """A tar number field: octal text up to its first NUL, or GNU base-256."""
+    if field[:1] in (b"\x80", b"\xff"):
+        value = int.from_bytes(field[1:], "big")
+        return value - 256 ** (len(field) - 1) if field[:1] == b"\xff" else value
+    text = field.split(b"\0", 1)[0].strip()
+    try:
+        return int(text or b"0", 8)
+    except ValueError:
+        return None
+
 
 def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[Member]) -> None:
-    """Plain tar (its compression, if any, was a gzip layer already inflated). Tar members
-    are copies, not inflations: they count against entries and the per-file cap only."""
+    """Plain tar (its compression, if any, was a gzip layer already inflated under the
+    caps). Its headers are checked first (check_tar_headers). Tar members are copies,
+    not inflations: they count against entries and the per-file cap only."""
     where = f"archive '{prefix or 'attachment'}'"
+    check_tar_headers(data, where)
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # "r:" never decompresses
     except tarfile.TarError as exc:
@@ -325,6 +457,7 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                         f"entry '{name}' is larger than {mib(budget.limits.max_file_bytes)}"
                     )
                 files.append((m, name))
+            budget.open_archive(len(files), where)
             for m, name in files:
                 f = tf.extractfile(m)
                 content = f.read() if f is not None else b""
@@ -337,7 +470,7 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
 # --- entry point ------------------------------------------------------------------------
 
 
-def expand(data: bytes, name: str, limits: Limits) -> list[Member]:
+def expand(data: bytes, name: str, limits: Limits, *, max_files: int | None = None) -> list[Member]:
     """The files inside an attachment, in archive order, all in memory.
 
     zip, gzip and tar are opened, nested up to ``limits.max_depth`` levels (the
@@ -347,16 +480,22 @@ def expand(data: bytes, name: str, limits: Limits) -> list[Member]:
     ("inner.zip/prices.csv"); a gzip's member is named from its header or from ``name``
     without ".gz". An archive with no files gives ``[]``.
 
+    ``max_files``: refuse (TooManyFiles) as soon as the files found exceed it, before
+    inflating any more: an archive's files are counted from its directory when it is
+    opened, a nested archive counting as one file until it is opened in turn.
+
     Raises FileTooLarge, the ArchiveRefused family (ArchiveTooLarge, TooManyEntries,
-    NestingTooDeep, UnsafeEntryName, OverlappingEntries), UnsupportedArchive (rar, 7z,
-    bzip2, xz, encrypted zips) and CorruptFile.
+    TooManyFiles, NestingTooDeep, UnsafeEntryName, OverlappingEntries, TarHeaderRefused),
+    UnsupportedArchive (rar, 7z, bzip2, xz, encrypted zips) and CorruptFile.
     """
     if len(data) > limits.max_file_bytes:
         raise FileTooLarge(
             f"attachment is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}"
         )
+    if max_files is not None and max_files < 1:
+        raise TooManyFiles(f"attachment: 1 file, more than the {max_files:,} taken")
     out: list[Member] = []
-    _expand(data, "", name or "", 0, Budget(limits), out)
+    _expand(data, "", name or "", 0, Budget(limits, max_files), out)
     return out
 
 

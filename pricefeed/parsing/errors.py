@@ -51,12 +51,26 @@ class OverlappingEntries(ArchiveRefused):
     """Archive entries share their data (a zip bomb construction)."""
 
 
+class TarHeaderRefused(ArchiveRefused):
+    """A tar archive carries an oversized or malformed extended header (pax or GNU long
+    name): refused before the tar reader parses it."""
+
+
+class TooManyFiles(ArchiveRefused):
+    """The attachment holds more files than the caller takes."""
+
+
 class FileTooLarge(ParseError):
     """The file is larger than allowed."""
 
 
 class SheetTooLarge(ParseError):
     """The sheet spans more cells than allowed."""
+
+
+class WorkbookRefused(ParseError):
+    """The workbook holds a construction that would exhaust the spreadsheet reader's
+    memory or time; refused."""
 
 
 class XmlRefused(ParseError):
@@ -81,3 +95,11 @@ class MissingColumns(ParseError):
 
 class TooManyRows(ParseError):
     """The file has more rows than allowed."""
+
+
+class LineTooLong(ParseError):
+    """A line of the text table is longer than allowed."""
+
+
+class ParseTimeLimit(ParseError):
+    """Reading the file took longer than allowed."""

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, DecimalException
+
+from .types import NUMBER_DECIMAL_PLACES, NUMBER_MAX_DIGITS
 
 # Spaces that group thousands (space, NBSP, narrow NBSP, thin and figure spaces) and the
 # Swiss apostrophe: removed. The Unicode minus becomes "-".
@@ -15,7 +17,6 @@ _CLEAN = str.maketrans(
 _WITH_UNIT = re.compile(r"([+-]?)(\D*?)([+-]?\d[\d.,]*)(\D*)")
 _DIGITS = frozenset("0123456789")
 _NUMBER_START = frozenset("0123456789+-.,")
-_SIGNED_START = frozenset("0123456789-")
 
 CURRENCY_TOKENS = {
     "₽": "RUB", "руб": "RUB", "р": "RUB", "rub": "RUB", "rur": "RUB", "рублей": "RUB",
@@ -28,11 +29,22 @@ CURRENCY_TOKENS = {
     "₴": "UAH", "uah": "UAH", "грн": "UAH",
     "byn": "BYN",
 }  # fmt: skip
-# Prices and quantities are stored as numeric(18,4): at most 14 digits before the point.
-# A value out of that range is a row error (price) or no quantity, never a failed COPY.
-LIMIT = Decimal(10) ** 14
-FLOAT_LIMIT = 1e14
-OUT_OF_RANGE = "is out of range (at most 14 digits before the decimal point)"
+# Prices and quantities are stored as numeric(18,4): PostgreSQL rounds a value to 4
+# places, then it must have at most 14 digits before the point. So |value| < LIMIT, the
+# smallest value that rounds to 10**14; a value out of that range is a row error (price)
+# or no quantity, never a failed COPY. A float below 1e14 is at most
+# 99999999999999.984375: FLOAT_LIMIT needs no rounding margin.
+_WHOLE_DIGITS = NUMBER_MAX_DIGITS - NUMBER_DECIMAL_PLACES
+LIMIT = Decimal(10) ** _WHOLE_DIGITS - Decimal(5).scaleb(-NUMBER_DECIMAL_PLACES - 1)
+FLOAT_LIMIT = float(10**_WHOLE_DIGITS)
+OUT_OF_RANGE = f"is out of range (at most {_WHOLE_DIGITS} digits before the decimal point)"
+
+# Numbers are made in a context that keeps them storable: 28 significant digits (a
+# 20000-digit fraction would overflow PostgreSQL's numeric), exponents within +-999 (an
+# exponent such as 1e-99999 underflows to 0, one such as 1e99999 raises Overflow, a
+# DecimalException). Unlike Decimal(), it also refuses "1_000" (InvalidOperation).
+NUMBER_CONTEXT = Context(prec=28, Emin=-999, Emax=999)
+make_decimal = NUMBER_CONTEXT.create_decimal
 
 _QUANTITY_UNITS = frozenset({"шт", "pcs", "pc", "ед", "компл", "уп", "упак", "м", "кг", "л"})
 _CURRENCY_WORD = re.compile(r"[^\W\d_]+|[₽$€£¥₸₴]")
@@ -98,25 +110,27 @@ class NumberReader:
         ValueError when it is not a number."""
         # Once the file's convention is known, a value with no other separator than the
         # decimal one reads as Decimal after dropping spaces; whatever Decimal rejects
-        # (grouping, currency, junk) falls through to the full rules, which agree.
+        # (grouping, currency, junk) falls through to the full rules, which agree. A
+        # digit must follow a leading "-": "-NaN1" would read as a NaN.
         if self.decimal == ",":
-            if "." not in s and s[-1] in _DIGITS and s[0] in _SIGNED_START:
+            if "." not in s and s[-1] in _DIGITS and signed_digits(s):
                 try:
-                    return Decimal(s.replace(" ", "").replace("\xa0", "").replace(",", ".")), None
-                except InvalidOperation:
+                    t = s.replace(" ", "").replace("\xa0", "").replace(",", ".")
+                    return make_decimal(t), None
+                except DecimalException:
                     pass
         elif self.decimal == ".":
-            if "," not in s and s[-1] in _DIGITS and s[0] in _SIGNED_START:
+            if "," not in s and s[-1] in _DIGITS and signed_digits(s):
                 try:
-                    return Decimal(s.replace(" ", "").replace("\xa0", "")), None
-                except InvalidOperation:
+                    return make_decimal(s.replace(" ", "").replace("\xa0", "")), None
+                except DecimalException:
                     pass
         return self._read(s)
 
     def _read(self, s: str) -> tuple[Decimal, str | None]:
         if s.isascii():
             if s.isdigit():
-                return Decimal(s), None
+                return make_decimal(s), None
             t = s.replace(" ", "").replace("'", "") if (" " in s or "'" in s) else s
         else:
             t = s.translate(_CLEAN)
@@ -128,19 +142,19 @@ class NumberReader:
             dot = t.find(".")
             try:
                 if comma < 0 and dot < 0:
-                    return Decimal(t), None
+                    return _finite(make_decimal(t), s), None
                 if comma < 0 and len(t) - dot != 4 and t.find(".", dot + 1) < 0:
-                    value = Decimal(t)
+                    value = _finite(make_decimal(t), s)
                     if self.decimal is None:
                         self.decimal = "."
                     return value, None
                 if dot < 0 and len(t) - comma != 4 and t.find(",", comma + 1) < 0:
-                    value = Decimal(t.replace(",", "."))
+                    value = _finite(make_decimal(t.replace(",", ".")), s)
                     if self.decimal is None:
                         self.decimal = ","
                     return value, None
                 return self._separators(t, s), None
-            except (InvalidOperation, ValueError):
+            except (DecimalException, ValueError):
                 pass  # "-$5", "1 234 руб": a sign or digits around a unit
         m = _WITH_UNIT.fullmatch(t)
         if m is None:
@@ -181,12 +195,10 @@ class NumberReader:
         if comma >= 0 or dot >= 0:
             t = self._resolve(t, comma, dot, original)
         try:
-            d = Decimal(t)
-        except InvalidOperation:
+            d = make_decimal(t)
+        except DecimalException:
             raise ValueError(original) from None
-        if not d.is_finite():
-            raise ValueError(original)
-        return d
+        return _finite(d, original)
 
     def _resolve(self, t: str, comma: int, dot: int, original: str) -> str:
         if comma >= 0 and dot >= 0:
@@ -221,6 +233,17 @@ class NumberReader:
     def _evidence(self, decimal: str) -> None:
         if self.decimal is None:
             self.decimal = decimal
+
+
+def signed_digits(s: str) -> bool:
+    """Whether non-empty ``s`` starts with a digit, or with "-" and a digit."""
+    return s[0] in _DIGITS or (s[0] == "-" and s[1:2] in _DIGITS)
+
+
+def _finite(value: Decimal, original: str) -> Decimal:
+    if not value.is_finite():
+        raise ValueError(original)
+    return value
 
 
 def _check_groups(whole: str, group: str, original: str) -> None:

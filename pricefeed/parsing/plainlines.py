@@ -7,6 +7,11 @@ import csv
 from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 
+from .archives import mib
+from .types import ColumnCuts, Limits, limit_name
+
+_DEFAULTS = Limits()
+
 
 class PlainLines:
     """The rows csv.reader gives for a text table without a quote character, in half its
@@ -18,20 +23,41 @@ class PlainLines:
     ("\\r\\n", "\\r" or "\\n"; an empty line is an empty row) and the delimiter; its
     field size limit is applied the same way, with the same error. Only for encodings
     in which a line end is the byte "\\n" and '"' the byte 0x22 (not UTF-16).
+
+    Bounded on hostile lines: a row keeps at most ``max_columns`` cells (the rest are
+    never split off; ``cuts`` counts such rows), and a line longer than
+    ``max_line_bytes`` is never decoded. Such a line, and with ``errors="strict"`` a line
+    that does not decode, reads as an empty row and is noted in ``marked`` (0-based row
+    index -> reason), for the table to report.
     """
 
     # Bytes decoded at a time, up to the next line end: below csv.field_size_limit(), so
     # that only a text holding a very long line needs its fields measured.
     STEP = 1 << 16
 
-    def __init__(self, data: bytes, encoding: str, errors: str, delimiter: str) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        encoding: str,
+        errors: str,
+        delimiter: str,
+        *,
+        max_columns: int = _DEFAULTS.max_columns,
+        max_line_bytes: int = _DEFAULTS.max_line_bytes,
+    ) -> None:
         self.data = data
+        self.encoding = encoding
+        self.errors = errors
         self.decoder = codecs.getincrementaldecoder(encoding)(errors)
         self.delimiter = delimiter
         self.limit = csv.field_size_limit()
+        self.width = max_columns
+        self.max_line_bytes = max_line_bytes
         self.line_num = 0  # as csv.reader's: lines read so far (for error messages)
         self.texts = self._texts()
         self.leftover: list[list[str]] = []  # rows of a text read by head() beyond it
+        self.marked: dict[int, str] = {}
+        self.cuts = ColumnCuts()
 
     @staticmethod
     def fits(data: bytes, encoding: str) -> bool:
@@ -52,13 +78,28 @@ class PlainLines:
         return chain(leftover, chain.from_iterable(map(self.rows_of, self.texts)))
 
     def _texts(self) -> Iterator[str]:
-        """The file decoded a chunk of whole lines at a time, each line ended by "\\n"."""
+        """The file decoded a chunk of whole lines at a time, each line ended by "\\n".
+
+        A chunk longer than ``max_line_bytes`` (a long line, or a file whose lines end
+        in "\\r" alone) and, with strict errors, a chunk that does not decode, are
+        decoded line by line instead (``_one_by_one``)."""
         data, step = self.data, self.STEP
         pos, size = 0, len(data)
+        strict = self.errors == "strict"
         while pos < size:
             end = data.find(b"\n", min(pos + step, size))
             end = size if end < 0 else end + 1
-            text = self.decoder.decode(data[pos:end], final=end == size)
+            final = end == size
+            if end - pos > self.max_line_bytes:
+                text = self._one_by_one(data[pos:end], pos)
+            elif strict:
+                try:
+                    text = self.decoder.decode(data[pos:end], final=final)
+                except UnicodeDecodeError:
+                    self.decoder.reset()
+                    text = self._one_by_one(data[pos:end], pos)
+            else:
+                text = self.decoder.decode(data[pos:end], final=final)
             pos = end
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -67,18 +108,61 @@ class PlainLines:
             if text:
                 yield text
 
+    def _one_by_one(self, piece: bytes, pos: int) -> str:
+        """The text of ``piece`` (whole lines) decoded line by line: a line longer than
+        max_line_bytes, or one that does not decode, is an empty line, noted in
+        ``marked``. Called when the rows of the texts before are all counted, so
+        ``line_num`` is the index of the piece's first row."""
+        encoding = self.encoding
+        if encoding == "utf-8-sig":
+            if pos == 0 and piece.startswith(codecs.BOM_UTF8):
+                piece = piece[len(codecs.BOM_UTF8) :]
+            encoding = "utf-8"
+            # The incremental decoder would take a BOM at the next piece's start for the
+            # file's own: past the start, the file is plain UTF-8.
+            self.decoder = codecs.getincrementaldecoder(encoding)(self.errors)
+        lines = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        limit = self.max_line_bytes
+        first = self.line_num
+        out = []
+        for i, line in enumerate(lines):
+            if len(line) > limit:
+                self.marked[first + i] = (
+                    f"line {first + i + 1:,} is {len(line):,} bytes long, more than "
+                    f"{mib(limit)} ({limit_name('max_line_bytes')}): not read"
+                )
+                out.append("")
+                continue
+            try:
+                out.append(line.decode(encoding, self.errors))
+            except UnicodeDecodeError:
+                self.marked[first + i] = f"line {first + i + 1:,} is not valid UTF-8"
+                out.append("")
+        return "\n".join(out) + "\n" if out else ""
+
     def rows_of(self, text: str) -> list[list[str]]:
-        """The rows of one of ``texts``, as csv.reader gives them."""
+        """The rows of one of ``texts``, as csv.reader gives them, each cut to
+        ``max_columns`` cells (str.split stops there: a line of a million delimiters
+        never becomes a million strings)."""
         lines = text.split("\n")
         lines.pop()  # after the last "\\n"
         limit = self.limit
         if len(text) > limit and max(map(len, lines), default=0) > limit:
             self._check_field_sizes(lines, limit)
         delimiter = self.delimiter
+        width = self.width
         if "" in lines:
-            rows = [line.split(delimiter) if line else [] for line in lines]
+            rows = [line.split(delimiter, width) if line else [] for line in lines]
         else:
-            rows = list(map(str.split, lines, repeat(delimiter)))
+            rows = list(map(str.split, lines, repeat(delimiter), repeat(width)))
+        if rows and max(map(len, rows)) > width:
+            first = self.line_num + 1
+            for i, row in enumerate(rows):
+                if len(row) > width:
+                    del row[width:]
+                    self.cuts.note(first + i)
         self.line_num += len(rows)
         return rows
 
@@ -94,8 +178,8 @@ class PlainLines:
         delimiter = self.delimiter
         lines = text.count("\n")
         k = text.count(delimiter, 0, text.find("\n")) + 1
-        if k < 2 or max(wanted) >= k:
-            return None
+        if k < 2 or max(wanted) >= k or k > self.width:
+            return None  # rows_of() cuts wider rows, with a note
         parts = text.split(delimiter)
         step = k - 1
         joined = parts[step::step]

@@ -6,6 +6,7 @@ path (textfile.py); both read through table.py (header, then rows.py's conversio
 from __future__ import annotations
 
 from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
+from .deadline import Deadline
 from .detect import detect_format
 from .errors import (
     EmptyFile,
@@ -22,6 +23,7 @@ from .types import (
 )
 from .workbook import read_workbook
 from .workbook_guard import check_workbook
+from .xls_guard import check_xls
 
 _FORMAT_NOTES = {
     "encrypted": "encrypted (password-protected) workbook",
@@ -43,7 +45,7 @@ def parse(
     """Read one price list (one Member of an attachment) into typed rows.
 
     Detects the format by content (xlsx/xlsm/xls through python-calamine after the
-    workbook guard, csv/tsv/txt through the csv module), finds the header row within
+    workbook guards, csv/tsv/txt through the csv module), finds the header row within
     the first 50 rows, maps the columns (options.columns first, then synonyms) and reads
     every row below it. Rows failing on their own go to ``errors``; a file that cannot
     be read at all raises a ParseError subclass whose message is for operators.
@@ -57,19 +59,26 @@ def parse(
     column at a time as RowBlocks instead (the same rows, prices as text), in file
     order with the lists; it may keep a block.
     When parse() raises, rows already handed over must be discarded by the caller.
+
+    Hostile files are refused or cut within the Limits (see Limits): rows past
+    ``max_columns`` cells are cut (``ParsedFile.warnings`` says so); a value the price
+    table cannot store makes its row a row error; over ``max_seconds`` in all,
+    ParseTimeLimit.
     """
     options = options or ParseOptions()
     limits = limits or Limits()
+    deadline = Deadline(limits)
     if len(data) > limits.max_file_bytes:
         raise FileTooLarge(f"file is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}")
     fmt = detect_format(data)
     if fmt in ("xlsx", "xlsm"):
         check_workbook(data, limits)
-        return read_workbook(data, fmt, options, limits, sink)
+        return read_workbook(data, fmt, options, limits, sink, deadline)
     if fmt == "xls":
-        return read_workbook(data, fmt, options, limits, sink)
+        check_xls(data, limits)
+        return read_workbook(data, fmt, options, limits, sink, deadline)
     if fmt == "csv":
-        return read_text(data, options, limits, sink)
+        return read_text(data, options, limits, sink, deadline)
     if fmt == "empty":
         raise EmptyFile("the file is empty")
     if fmt in ARCHIVE_FORMATS or fmt in UNSUPPORTED_ARCHIVES:

@@ -10,11 +10,12 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
 
+from .deadline import Deadline
 from .errors import (
     TooManyRows,
 )
@@ -28,17 +29,22 @@ from .numbers import (
     OUT_OF_RANGE,
     NumberReader,
     float_to_decimal,
+    make_decimal,
     normalise_currency,
 )
 from .plainlines import PlainLines
 from .types import (
+    CURRENCY_MAX_LENGTH,
+    SKU_MAX_LENGTH,
+    ColumnCuts,
+    Limits,
     Row,
     RowBlock,
 )
 
 _DIGITS = frozenset("0123456789")
-_SIGNED = frozenset("0123456789-")
 ABSENT = 1 << 30  # column index of a field that is not mapped: always past the row's end
+NUL = "\x00"  # PostgreSQL text cannot hold it
 
 
 Sink = Callable[[list[Row]], None]
@@ -60,15 +66,61 @@ def cell_text(value: object) -> str:
     return "" if value is None else str(value).strip()
 
 
+def sku_problem(sku: str) -> str | None:
+    """Why a non-empty SKU cannot be stored, or None."""
+    if len(sku) > SKU_MAX_LENGTH:
+        return f"sku is longer than {SKU_MAX_LENGTH} characters ({len(sku):,})"
+    if NUL in sku:
+        return "sku contains a NUL character"
+    return None
+
+
+def currency_problem(currency: str) -> str | None:
+    """Why a currency cannot be stored, or None."""
+    if len(currency) > CURRENCY_MAX_LENGTH:
+        shown = currency if len(currency) <= 40 else currency[:40] + "..."
+        return f"currency {shown!r} is longer than {CURRENCY_MAX_LENGTH} characters"
+    if NUL in currency:
+        return "currency contains a NUL character"
+    return None
+
+
+def cut_rows(chunk: list[list], first_row: int, width: int, cuts: ColumnCuts) -> list[list]:
+    """``chunk`` (rows numbered from ``first_row``) with every row cut to ``width`` cells."""
+    out = []
+    for i, row in enumerate(chunk):
+        if len(row) > width:
+            cuts.note(first_row + i)
+            row = row[:width]
+        out.append(row)
+    return out
+
+
 class RowContext:
     """Accumulates the rows of one file."""
 
-    def __init__(self, *, columns, header_norm, currency, limits, num, sink=None) -> None:
+    def __init__(
+        self,
+        *,
+        columns,
+        header_norm,
+        currency,
+        limits: Limits,
+        num,
+        sink=None,
+        deadline: Deadline | None = None,
+        nul: bool = True,
+    ) -> None:
         self.columns = columns
         self.header_norm = header_norm
         self.currency = currency
         self.limits = limits
         self.num = num
+        self.deadline = deadline or Deadline(limits)
+        # Whether a text may hold NUL (False: the file has no NUL byte at all, and the row
+        # loops need not look).
+        self.nul = nul
+        self.cuts = ColumnCuts()
         self.rows: list[tuple] = []
         self.errors: list[tuple[int, str]] = []
         self.total = 0
@@ -190,14 +242,18 @@ def first_priced_row(texts: list[list[str]], price_col: int) -> int:
 
 
 TEXT_CHUNK = 2048  # rows a text table is read in, column by column where possible
-_SEP = "\x00"
+_SEP = "\x00"  # joins a column's texts; a NUL inside a text never reaches these checks
 # Prices that need no Decimal to be known good, once spaces are dropped and the decimal
-# separator is a point: what str(Decimal(text)) gives back up to leading zeros. At most
-# 14 digits before the point (numbers.LIMIT): longer ones are judged by the row loop.
-_DECIMAL_TEXTS = re.compile(r"-?[0-9]{1,14}(?:\.[0-9]+)?(?:\x00-?[0-9]{1,14}(?:\.[0-9]+)?)*")
-# Prices the row loop's fast path takes (ASCII, a digit or "-" first, a digit last),
-# joined by _SEP: a whole column is checked by one match.
-_PLAIN_PRICES = re.compile(r"(?:[0-9]|[-0-9][^\x00]*[0-9])(?:\x00(?:[0-9]|[-0-9][^\x00]*[0-9]))*")
+# separator is a point: what str(Decimal(text)) gives back up to leading zeros, and what
+# numeric(18, 4) takes as it is. At most 13 digits before the point (a 14-digit one may
+# round up to 10**14: numbers.LIMIT) and 28 after it (numbers.NUMBER_CONTEXT): others
+# are judged as Decimals.
+_DECIMAL_TEXTS = re.compile(
+    r"-?[0-9]{1,13}(?:\.[0-9]{1,28})?(?:\x00-?[0-9]{1,13}(?:\.[0-9]{1,28})?)*"
+)
+# Prices the row loop's fast path takes (ASCII, a digit or "-" and a digit first, a
+# digit last), joined by _SEP: a whole column is checked by one match.
+_PLAIN_PRICES = re.compile(r"-?[0-9](?:[^\x00]*[0-9])?(?:\x00-?[0-9](?:[^\x00]*[0-9])?)*")
 
 
 def read_text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
@@ -218,10 +274,16 @@ def _in_chunks(
     by_rows: Callable[[list[list], int, RowContext], None],
 ) -> None:
     """Rows TEXT_CHUNK at a time: each chunk ``by_columns`` when it takes it (True),
-    else ``by_rows``; row numbers follow the file."""
+    else ``by_rows``; row numbers follow the file. Rows wider than Limits.max_columns
+    are cut first; the time budget is checked once per chunk."""
     rows = iter(rows)
     rn = row_number - 1
+    width = ctx.limits.max_columns
+    check = ctx.deadline.check
     while chunk := list(islice(rows, TEXT_CHUNK)):
+        check(f"at row {rn + 1:,}")
+        if max(map(len, chunk)) > width:
+            chunk = cut_rows(chunk, rn + 1, width, ctx.cuts)
         if not by_columns(chunk, rn, ctx):
             by_rows(chunk, rn + 1, ctx)
         rn += len(chunk)
@@ -238,7 +300,9 @@ def read_plain_rows(
     read_text_rows(rows, row_number, ctx)
     rn = row_number - 1 + len(rows)
     picks = _picks(ctx)
+    check = ctx.deadline.check
     for text in source.texts:
+        check(f"at row {rn + 1:,}")
         columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
@@ -283,8 +347,10 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
     skus, prices, names, currencies, quantities = columns
     skus = list(map(str.strip, skus))
     prices = list(map(str.strip, prices))
-    if not all(skus) or not all(prices):
+    if not all(skus) or not all(prices) or max(map(len, skus)) > SKU_MAX_LENGTH:
         return False
+    if ctx.nul and _has_nul(skus, names if has_name else (), currencies if has_currency else ()):
+        return False  # the row loop tells which rows
     original = _SEP.join(prices)
     other = "." if sep == "," else ","
     if not original.isascii() or other in original or original.count(_SEP) != n - 1:
@@ -300,8 +366,8 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
         if not _PLAIN_PRICES.fullmatch(original):
             return False
         try:
-            values = list(map(Decimal, joined.split(_SEP)))
-        except InvalidOperation:
+            values = list(map(make_decimal, joined.split(_SEP)))
+        except DecimalException:
             return False
         if not -LIMIT < min(values) <= max(values) < LIMIT:
             return False
@@ -335,6 +401,8 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
             for i, c in enumerate(currencies):
                 if curs[i] is None:
                     curs[i] = cur = (normalise_currency(c) or default) if c else default
+                    if currency_problem(cur):
+                        return False  # the row loop tells which rows
                     if len(ccache) < 1024:
                         ccache[c] = cur
     ctx.take_columns(
@@ -347,6 +415,10 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
         quantities=qtys,
     )
     return True
+
+
+def _has_nul(*columns: Sequence[str]) -> bool:
+    return any(NUL in "".join(column) for column in columns)
 
 
 def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
@@ -369,7 +441,8 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
     ccache = ctx.ccache
     sep = num.decimal
     other = "." if sep == "," else ","
-    digits, signed, decimal, invalid = _DIGITS, _SIGNED, Decimal, InvalidOperation
+    digits, decimal, invalid = _DIGITS, make_decimal, DecimalException
+    nul = ctx.nul
     rn = row_number - 1
     total = ctx.total
     for row in rows:
@@ -393,9 +466,16 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
         total += 1
         if total > max_rows:
             raise ctx.too_many()
-        # NumberReader.read's own fast path, inlined: this line runs a million times.
+        # NumberReader.read's own fast path, inlined: this line runs a million times. A
+        # digit must follow a leading "-" ("-NaN1" would read as a NaN).
         price = None
-        if sep and p.isascii() and other not in p and p[-1] in digits and p[0] in signed:
+        if (
+            sep
+            and p.isascii()
+            and other not in p
+            and p[-1] in digits
+            and (p[0] in digits or (p[0] == "-" and p[1:2] in digits))
+        ):
             try:
                 price = decimal(
                     p.replace(" ", "").replace(",", ".") if sep == "," else p.replace(" ", "")
@@ -435,14 +515,24 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
                 currency = ccache.get(c)
                 if currency is None:
                     currency = normalise_currency(c) or default_currency
+                    problem = currency_problem(currency)
+                    if problem:
+                        num.pending = False
+                        ctx.error(rn, problem)
+                        continue
                     if len(ccache) < 1024:
                         ccache[c] = currency
             else:
                 currency = default_currency
+        name = name.strip() if has_name else ""
+        if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
+            num.pending = False
+            ctx.error(rn, sku_problem(sku) or "name contains a NUL character")
+            continue
         if num.pending:
             ctx.ambiguous.append((len(out), p, q))
             num.pending = False
-        append((rn, sku, name.strip() if has_name else "", price, currency, qty))
+        append((rn, sku, name, price, currency, qty))
         if len(out) >= ctx.flush_at:
             ctx.flush()
     ctx.total = total
@@ -502,7 +592,7 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         skus = list(map(str.strip, skus))
     else:
         skus = [v.strip() if type(v) is str else cell_text(v) for v in skus]
-    if not all(skus):
+    if not all(skus) or max(map(len, skus)) > SKU_MAX_LENGTH:
         return False
     if has_currency and set(map(type, currencies)) != {str}:
         return False
@@ -535,6 +625,8 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         found = {
             c: normalise_currency(text) if (text := c.strip()) else default for c in set(currencies)
         }
+        if any(map(currency_problem, found.values())):
+            return False  # the row loop tells which rows
         curs = list(map(found.__getitem__, currencies))
     name_list: list[str] | None = None
     if has_name:
@@ -542,6 +634,8 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
             name_list = list(map(str.strip, names))
         else:
             name_list = [v.strip() if type(v) is str else cell_text(v) for v in names]
+    if ctx.nul and _has_nul(skus, name_list or ()):
+        return False
     ctx.take_columns(rn + 1, skus, name_list, texts=texts, currencies=curs, quantities=qtys)
     return True
 
@@ -566,6 +660,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
     ccache: dict[object, str] = {}
     raw: Any  # a workbook cell: str, float, int, bool, date/time or ""
     q: Any
+    nul = ctx.nul
     rn = row_number - 1
     total = ctx.total
     for row in rows:
@@ -632,15 +727,25 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
             if currency is None:
                 text = c.strip() if type(c) is str else cell_text(c)
                 currency = normalise_currency(text) if text else default_currency
+                problem = currency_problem(currency)
+                if problem:
+                    num.pending = False
+                    ctx.error(rn, problem)
+                    continue
                 if len(ccache) < 1024:
                     ccache[c] = currency
+        v = row[ni] if ni < n else ""
+        name = v.strip() if type(v) is str else cell_text(v)
+        if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
+            num.pending = False
+            ctx.error(rn, sku_problem(sku) or "name contains a NUL character")
+            continue
         if num.pending:
             ctx.ambiguous.append(
                 (len(out), p_text if t is str else None, q.strip() if type(q) is str else None)
             )
             num.pending = False
-        v = row[ni] if ni < n else ""
-        append((rn, sku, v.strip() if type(v) is str else cell_text(v), price, currency, qty))
+        append((rn, sku, name, price, currency, qty))
         if len(out) >= ctx.flush_at:
             ctx.flush()
     ctx.total = total

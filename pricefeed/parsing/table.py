@@ -8,11 +8,15 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, islice
+from operator import itemgetter
 
+from .deadline import Deadline
 from .errors import (
     EmptyFile,
+    LineTooLong,
     MissingColumns,
     NoHeaderRow,
+    ParseError,
 )
 from .headers import (
     SCAN_ROWS,
@@ -32,6 +36,7 @@ from .rows import (
     RowContext,
     Sink,
     cell_text,
+    cut_rows,
     first_priced_row,
     read_plain_rows,
     read_text_rows,
@@ -40,10 +45,12 @@ from .rows import (
 from .types import (
     FIELDS,
     REQUIRED_FIELDS,
+    ColumnCuts,
     Limits,
     ParsedFile,
     ParseOptions,
     index_to_letter,
+    limit_name,
 )
 
 # A row of only numbers and separators is data, never a header.
@@ -72,21 +79,35 @@ class Table:
             return self.source.head(n)
         return list(islice(self.rows, n))
 
+    @property
+    def marked(self) -> dict[int, str]:
+        """Rows of a text table that were not read (0-based index -> reason)."""
+        return getattr(self.source, "marked", {})
 
-def head_texts(table: Table, head: list[list]) -> list[list[str]]:
+    @property
+    def cuts(self) -> ColumnCuts | None:
+        """Rows the source cut to Limits.max_columns itself."""
+        return getattr(self.source, "cuts", None)
+
+
+def head_texts(
+    table: Table, head: list[list], width: int, deadline: Deadline | None = None
+) -> list[list[str]]:
     if not table.typed:
         return [[c.strip() for c in row] for row in head]
     texts = [[cell_text(v) for v in row] for row in head]
     # Merged cells hold their value in the top-left cell only; for header detection
-    # every cell of a merged range reads that value.
+    # every cell of a merged range reads that value (within the first ``width`` columns).
     off = table.col_offset
     for (r0, c0), (r1, c1) in table.merged:
         if r0 >= len(texts) or c0 - off < 0 or c0 - off >= len(texts[r0]):
             continue
+        if deadline is not None:
+            deadline.check("in the header search (merged cells)")
         value = texts[r0][c0 - off]
         for r in range(r0, min(r1, len(texts) - 1) + 1):
             row = texts[r]
-            for c in range(c0 - off, c1 - off + 1):
+            for c in range(c0 - off, min(c1 - off, width - 1) + 1):
                 while len(row) <= c:
                     row.append("")
                 if not row[c]:
@@ -95,13 +116,36 @@ def head_texts(table: Table, head: list[list]) -> list[list[str]]:
 
 
 def read_table(
-    table: Table, options: ParseOptions, limits: Limits, fmt: str, sink: Sink | None = None
+    table: Table,
+    options: ParseOptions,
+    limits: Limits,
+    fmt: str,
+    sink: Sink | None = None,
+    *,
+    deadline: Deadline | None = None,
+    nul: bool = True,
 ) -> ParsedFile:
+    """The header found in the table's first rows, then every row below it converted.
+
+    Rows are cut to Limits.max_columns cells (a warning says how many were); rows the
+    source could not read (Table.marked) are row errors below the header and warnings
+    above it, and when no header is found with one of them in the scanned rows, the
+    refusal names it (LineTooLong for an over-long line). ``nul`` False: the table holds
+    no NUL character. The time budget is ``deadline``'s (Limits.max_seconds)."""
+    deadline = deadline or Deadline(limits)
+    width = limits.max_columns
     head = table.head(SCAN_ROWS + 1)
     if not head:
         raise EmptyFile("the file holds no rows")
-    texts = head_texts(table, head)
-    header = find_header(texts, options, table.col_offset)
+    cuts = ColumnCuts()
+    if max(map(len, head)) > width:
+        head = cut_rows(head, 1, width, cuts)
+    texts = head_texts(table, head, width, deadline)
+    try:
+        header = find_header(texts, options, table.col_offset, deadline)
+    except (NoHeaderRow, MissingColumns) as exc:
+        _refuse_with_unread_rows(exc, table.marked, len(head))
+        raise
     num = NumberReader(options.number_format)
     cols = header.columns
     price_header = header.texts.get("price", "")
@@ -121,6 +165,8 @@ def read_table(
         limits=limits,
         num=num,
         sink=sink,
+        deadline=deadline,
+        nul=nul,
     )
     first = header.row + 1
     if header.row < 0:  # no header: data starts at the first row with a number as price
@@ -134,6 +180,13 @@ def read_table(
         else:
             read_text_rows(chain(head[first:], table.rows), first + 1, ctx)
     ctx.fix_ambiguous()
+    warnings = _report_unread_rows(table.marked, first, ctx)
+    for more in (ctx.cuts, table.cuts):
+        if more is not None:
+            cuts.add(more)
+    cut = cuts.warning(width)
+    if cut:
+        warnings.append(cut)
     ok = ctx.sent + len(ctx.rows)
     if sink is not None and ctx.rows:
         sink(ctx.rows)
@@ -147,7 +200,37 @@ def read_table(
         header_row=header.row + 1 if header.row >= 0 else 0,
         columns=header.texts,
         skipped_rows=ctx.skipped,
+        warnings=warnings,
     )
+
+
+def _report_unread_rows(marked: dict[int, str], first: int, ctx: RowContext) -> list[str]:
+    """Rows the source did not read (read as empty, so counted as skipped): from the
+    first data row on each is a row error; above it, a warning (returned)."""
+    warnings = []
+    errors = False
+    for index in sorted(marked):
+        if index >= first:
+            ctx.skipped -= 1
+            ctx.total += 1
+            ctx.error(index + 1, marked[index])
+            errors = True
+        else:
+            warnings.append(f"{marked[index]} (above the data)")
+    if errors:
+        ctx.errors.sort(key=itemgetter(0))
+    return warnings
+
+
+def _refuse_with_unread_rows(exc: ParseError, marked: dict[int, str], scanned: int) -> None:
+    """No header was found: when a row in the scanned ones was not read, say so, since
+    it may be the header (an over-long line refuses the file as LineTooLong)."""
+    unread = [marked[i] for i in sorted(marked) if i < scanned]
+    if not unread:
+        return
+    if any(limit_name("max_line_bytes") in reason for reason in unread):
+        raise LineTooLong(f"{'; '.join(unread[:3])}; and then: {exc}") from None
+    raise type(exc)(f"{exc} ({'; '.join(unread[:3])})") from None
 
 
 @contextmanager
@@ -167,7 +250,12 @@ def gc_paused() -> Iterator[None]:
 # --- header -------------------------------------------------------------------------
 
 
-def find_header(texts: list[list[str]], options: ParseOptions, col_offset: int) -> Header:
+def find_header(
+    texts: list[list[str]],
+    options: ParseOptions,
+    col_offset: int,
+    deadline: Deadline | None = None,
+) -> Header:
     configured = {f: norm(t) for f, t in options.column_texts().items()}
     letters = {f: i - col_offset for f, i in options.column_letters().items()}
     width = max((len(r) for r in texts), default=0)
@@ -181,6 +269,8 @@ def find_header(texts: list[list[str]], options: ParseOptions, col_offset: int) 
     best: tuple[int, Header] | None = None
     limit = min(SCAN_ROWS, len(texts))
     for i in range(limit):
+        if deadline is not None:
+            deadline.check(f"in the header search, row {i + 1}")
         candidates = [(i, texts[i])]
         # A two-line header ("Цены" over "Опт | Розница") has a top line of several
         # cells; a one-cell title directly above the header is not part of it.

@@ -72,18 +72,83 @@ def detect_encoding(data: bytes) -> str:
     return "utf-8"
 
 
-def decode(data: bytes) -> tuple[str, str]:
-    """(text, encoding). A file whose first 64 KB looked like UTF-8 but turns out not to
-    be is read as Cyrillic after all; bytes undefined in cp1251 become U+FFFD."""
+def first_invalid_utf8(data: bytes) -> int | None:
+    """Where ``data`` stops being UTF-8 (a byte offset), or None when all of it is;
+    decoded a MiB at a time, at C speed."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    step = 1 << 20
+    for start in [*range(0, len(view), step), len(view)]:
+        # The decoder puts the bytes it holds from the last piece before this one.
+        held = len(decoder.getstate()[0])
+        try:
+            decoder.decode(view[start : start + step], final=start == len(view))
+        except UnicodeDecodeError as exc:
+            return start - held + exc.start
+    return None
+
+
+# A file whose lines are UTF-8 save at most this share of the lines with non-ASCII bytes
+# is read as UTF-8 (those lines are row errors); below it, as a Cyrillic code page.
+UTF8_SHARE = 0.99
+
+
+def mostly_utf8(data: bytes) -> bool:
+    """Whether at least UTF8_SHARE of the lines that hold a non-ASCII byte decode as UTF-8.
+
+    Gives up as soon as most of the first hundred non-ASCII lines (or more) do not: a
+    file in a Cyrillic code page is judged on its first lines."""
+    nonascii = bad = 0
+    pos, size = 0, len(data)
+    while pos < size:
+        end = data.find(b"\n", pos + (1 << 20))
+        end = size if end < 0 else end + 1
+        chunk = data[pos:end]
+        pos = end
+        if chunk.isascii():
+            continue
+        for line in chunk.split(b"\n"):
+            if not line.isascii():
+                nonascii += 1
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    bad += 1
+                    if nonascii >= 100 and bad * 2 > nonascii:
+                        return False
+    return bad <= nonascii * (1 - UTF8_SHARE)
+
+
+def choose_encoding(data: bytes) -> tuple[str, bool]:
+    """(encoding, clean) of a text table; ``clean`` is False when some lines do not
+    decode in it and are to be reported, not guessed at.
+
+    UTF-16 with a BOM; UTF-8 with its BOM ("utf-8-sig"), whatever its lines; UTF-8 when
+    all of the file decodes as such, or nearly every line that is not ASCII does
+    (mostly_utf8: one bad byte past the first 64 KB no longer turns a whole Russian
+    UTF-8 file into cp1251 mojibake); otherwise cp1251 or koi8-r (guess_cyrillic),
+    judged on the first 64 KB, or on the bytes from where UTF-8 fails when those were
+    UTF-8."""
     encoding = detect_encoding(data)
-    try:
-        return data.decode(encoding), encoding
-    except UnicodeDecodeError:
-        if encoding.startswith("utf-16"):
-            return data.decode(encoding, "replace"), encoding
-        if encoding.startswith("utf-8"):
-            encoding = guess_cyrillic(data[: SAMPLE * 16])
-        return data.decode(encoding, "replace"), encoding
+    if encoding.startswith("utf-16"):
+        return encoding, True
+    if encoding.startswith("utf-8"):
+        invalid = first_invalid_utf8(data)
+        if invalid is None:
+            return encoding, True
+        if encoding == "utf-8-sig" or mostly_utf8(data):
+            return encoding, False
+        return guess_cyrillic(data[invalid : invalid + SAMPLE * 16]), True
+    if mostly_utf8(data):
+        return "utf-8", False
+    return encoding, True
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    """(text, encoding), as choose_encoding() reads the file; bytes that do not decode
+    (in a mostly-UTF-8 file, or undefined in cp1251) become U+FFFD."""
+    encoding, _ = choose_encoding(data)
+    return data.decode(encoding, "replace"), encoding
 
 
 def detect_delimiter(text: str, complete: bool = True) -> str:

@@ -18,6 +18,23 @@ _COLUMN_LETTER = re.compile(r"[A-Za-z]{1,2}")
 # A row as parse() returns it: (row_number, sku, name, price, currency, quantity).
 Row = tuple[int, str, str, Decimal | None, str, Decimal | None]
 
+# What the table the rows are stored in takes (pricefeed.models.PriceItem; a test keeps
+# these equal to the model's fields). A value that does not fit makes its row a row
+# error: one bad value never fails a whole file at the database.
+SKU_MAX_LENGTH = 255
+CURRENCY_MAX_LENGTH = 10
+NAME_MAX_LENGTH = None  # a text column: any length (but, like every text, no NUL)
+NUMBER_MAX_DIGITS = 18  # price and quantity: numeric(18, 4)
+NUMBER_DECIMAL_PLACES = 4
+
+# The settings pricefeed builds Limits from: PRICEFEED_PARSE_<FIELD>.
+SETTING_PREFIX = "PRICEFEED_PARSE_"
+
+
+def limit_name(field: str) -> str:
+    """A limit as an operator finds it: "max_cells, setting PRICEFEED_PARSE_MAX_CELLS"."""
+    return f"{field}, setting {SETTING_PREFIX}{field.upper()}"
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -32,8 +49,23 @@ class Limits:
                            has inflated past 1 MiB: tiny files of blanks compress very well);
     ``max_rows``           data rows in one sheet or CSV;
     ``max_cells``          cells a workbook sheet may span (calamine holds the whole span
-                           in memory, 32 bytes per cell: 32M cells is about 1 GiB);
-    ``max_errors``         row errors kept in ParsedFile.errors (all are counted).
+                           in memory, 32 bytes per cell: 32M cells is about 1 GiB); for an
+                           xls, the cells all its sheets span, plus a copy of the widest
+                           (calamine reads every sheet at once: xls_guard);
+    ``max_errors``         row errors kept in ParsedFile.errors (all are counted);
+    ``max_columns``        cells of a row that are read: the header is searched and rows
+                           are converted within the first ``max_columns`` columns; cells
+                           past them are cut, with a warning;
+    ``max_line_bytes``     one line of a text table: a longer line is not read (it is a
+                           row error; a file whose header cannot be found with such a line
+                           above it is refused, LineTooLong); in a table with quoted fields
+                           the bound is on one record, measured in characters;
+    ``max_seconds``        wall-clock time parse() may take (checked every few thousand
+                           rows and header candidates; the spreadsheet reader's own opening
+                           of a workbook cannot be interrupted): ParseTimeLimit.
+
+    pricefeed builds them from the settings ``PRICEFEED_PARSE_<FIELD>``
+    (pricefeed.limits); limit_name() names both in a message.
     """
 
     max_file_bytes: int = 50 * 2**20
@@ -44,6 +76,9 @@ class Limits:
     max_rows: int = 2_000_000
     max_cells: int = 32_000_000
     max_errors: int = 10_000
+    max_columns: int = 1024
+    max_line_bytes: int = 2**20
+    max_seconds: int = 180
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -178,7 +213,8 @@ class ParsedFile:
     good rows (``rows`` is empty when parse() handed them to a sink); ``rows_total`` counts data
     rows (ok + failed); ``skipped_rows`` counts empty, section-title and repeated-header
     rows. ``header_row`` is 1-based; 0 when every required column was given as a letter
-    and the file has no recognisable header.
+    and the file has no recognisable header. ``warnings`` say what was read only in
+    part: cells past Limits.max_columns, lines above the header that were not read.
     """
 
     format: str
@@ -193,6 +229,7 @@ class ParsedFile:
     skipped_rows: int = 0
     # Good rows; equal to len(rows) unless parse() handed them to a sink.
     rows_ok: int = -1
+    warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.rows_ok < 0:
@@ -201,3 +238,30 @@ class ParsedFile:
     @property
     def rows_failed(self) -> int:
         return self.rows_total - self.rows_ok
+
+
+class ColumnCuts:
+    """Rows whose cells past Limits.max_columns were cut, for the file's warning."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.first = 0  # row number of the first one
+
+    def note(self, row_number: int) -> None:
+        self.rows += 1
+        if not self.first or row_number < self.first:
+            self.first = row_number
+
+    def add(self, other: ColumnCuts) -> None:
+        if other.rows:
+            self.rows += other.rows
+            if not self.first or other.first < self.first:
+                self.first = other.first
+
+    def warning(self, width: int) -> str | None:
+        if not self.rows:
+            return None
+        return (
+            f"{self.rows:,} row(s) have cells past column {width:,} ({limit_name('max_columns')}); "
+            f"those cells were not read (first: row {self.first:,})"
+        )

@@ -1,9 +1,11 @@
-"""The workbook path: xlsx/xlsm (after the workbook guard) and xls through python-calamine."""
+"""The workbook path: xlsx/xlsm and xls (after their guards, workbook_guard and
+xls_guard) through python-calamine."""
 
 from __future__ import annotations
 
 import io
 
+from .deadline import Deadline
 from .errors import (
     CorruptFile,
     EmptyFile,
@@ -29,7 +31,12 @@ def _calamine_failure(exc: BaseException) -> ParseError:
 
 
 def read_workbook(
-    data: bytes, fmt: str, options: ParseOptions, limits: Limits, sink: Sink | None
+    data: bytes,
+    fmt: str,
+    options: ParseOptions,
+    limits: Limits,
+    sink: Sink | None,
+    deadline: Deadline | None = None,
 ) -> ParsedFile:
     from python_calamine import CalamineWorkbook
 
@@ -47,8 +54,10 @@ def read_workbook(
         raise _calamine_failure(exc) from None
     # iter_rows() starts at the sheet's first row (leading empty rows included) but at
     # its first used column: cell j of a row is column start[1] + j.
+    deadline = deadline or Deadline(limits)
+    deadline.check("after the workbook was opened")
     table = Table(rows, typed=True, col_offset=start[1], merged=merged)
-    result = read_table(table, options, limits, fmt, sink)
+    result = read_table(table, options, limits, fmt, sink, deadline=deadline)
     result.sheet = sheet.name
     return result
 

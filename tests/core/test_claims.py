@@ -1,9 +1,11 @@
 """core.claims.ClaimedWork on a real model (InboundMessage): finishing a claim and an
-operator's requeue are conditional UPDATEs that never take a row from another state."""
+operator's requeue are conditional UPDATEs that never take a row from another state; a
+permanent error fails a row at once; a run that ends with its worker counts a crash."""
 
 from __future__ import annotations
 
 import pytest
+from django.db import DataError
 from django.utils import timezone
 
 from core.exceptions import ClaimLost
@@ -124,3 +126,103 @@ def test_requeue_of_nothing_in_those_states_enqueues_nothing(
         moved = WORK.requeue(pks=[received.pk], from_states=[Status.DONE], enqueue=enqueued.append)
 
     assert (moved, enqueued) == (0, [])
+
+
+# -- permanent errors and crashes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        DataError("value too long for type character varying(255)"),
+        RecursionError("maximum recursion depth exceeded"),
+        MemoryError(),
+    ],
+    ids=["data-error", "recursion-error", "memory-error"],
+)
+def test_a_permanent_error_fails_the_row_on_its_first_attempt_with_the_reason(
+    make_message, caplog, error
+):
+    message = make_message()
+
+    def work() -> str:
+        raise error
+
+    assert WORK.run(pk=message.pk, worker="w1", work=work) == Status.FAILED
+    message.refresh_from_db()
+    assert (message.status, message.attempts, message.claimed_by) == (Status.FAILED, 1, "")
+    assert message.last_error.startswith(type(error).__name__)
+    assert "not retried" in message.last_error
+    assert message.finished_at is not None
+    assert any(r.getMessage().startswith("ALERT message failed") for r in caplog.records)
+
+
+def test_a_transient_error_is_still_retried(make_message):
+    message = make_message()
+
+    def work() -> str:
+        raise ConnectionResetError("server went away")
+
+    assert WORK.run(pk=message.pk, worker="w1", work=work) == Status.RETRYABLE
+    message.refresh_from_db()
+    assert (message.status, message.attempts) == (Status.RETRYABLE, 1)
+
+
+def test_a_run_stopped_by_system_exit_counts_a_crash_and_lets_the_exit_go_on(make_message):
+    # django-q2's task timeout raises a SystemExit subclass inside the task.
+    message = make_message()
+
+    def work() -> str:
+        raise SystemExit("Task exceeded maximum timeout value (300 seconds)")
+
+    with pytest.raises(SystemExit):
+        WORK.run(pk=message.pk, worker="w1", work=work)
+
+    message.refresh_from_db()
+    assert (message.status, message.crashes, message.claimed_by) == (Status.RETRYABLE, 1, "")
+    assert "SystemExit: Task exceeded maximum timeout value" in message.last_error
+    assert message.next_attempt_at > timezone.now()
+
+
+def test_the_second_crash_fails_the_row_with_the_reason_and_an_alert(
+    make_message, settings, mailoutbox, django_capture_on_commit_callbacks
+):
+    settings.ADMINS = [("Ops", "ops@example.test")]
+    message = make_message()
+    assert WORK.claim(pk=message.pk, worker="w1")
+    assert WORK.crashed(pk=message.pk, worker="w1", detail="killed") == Status.RETRYABLE
+    InboundMessage.objects.filter(pk=message.pk).update(next_attempt_at=None)
+    assert WORK.claim(pk=message.pk, worker="w2")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert WORK.crashed(pk=message.pk, worker="w2", detail="killed again") == Status.FAILED
+
+    message.refresh_from_db()
+    assert (message.status, message.crashes, message.attempts) == (Status.FAILED, 2, 2)
+    assert message.last_error == (
+        "the worker process died while running it 2 times (a reader crashed or memory ran "
+        "out); last: killed again"
+    )
+    (alert_mail,) = mailoutbox
+    assert "message failed" in alert_mail.subject
+    # Counted once: the claim is gone, a second reaper of the same death moves nothing.
+    assert WORK.crashed(pk=message.pk, worker="w2", detail="killed again") is None
+
+
+def test_the_crash_limit_is_a_setting(make_message, settings):
+    settings.PRICEFEED_CRASH_MAX_ATTEMPTS = 1
+    message = make_message()
+    assert WORK.claim(pk=message.pk, worker="w1")
+
+    assert WORK.crashed(pk=message.pk, worker="w1", detail="killed") == Status.FAILED
+    message.refresh_from_db()
+    assert message.last_error.startswith("the worker process died while running it once")
+
+
+def test_requeue_gives_a_crashed_row_its_crashes_back(make_message):
+    message = make_message(status=Status.FAILED, crashes=2, attempts=2)
+
+    assert WORK.requeue(pks=[message.pk], from_states=[Status.FAILED]) == 1
+
+    message.refresh_from_db()
+    assert (message.status, message.crashes, message.attempts) == (Status.RECEIVED, 0, 0)

@@ -302,3 +302,48 @@ def test_after_uidvalidity_change_re_recorded_messages_are_skipped_as_duplicates
     assert InboundMessage.objects.count() == 4
     checkpoint.refresh_from_db()
     assert (checkpoint.uidvalidity, checkpoint.last_uid) == (2, 4)
+
+
+# -- hostile headers: bounded work, none of it under the lease ----------------------------
+
+
+def test_a_subject_bomb_is_recorded_with_its_batch_and_the_checkpoint_moves(
+    mailbox, lease, checkpoint
+):
+    word = "=?utf-8?b?0J/RgNCw0LnRgQ==?="  # "Прайс"
+    bomb = (
+        "From: x@evil.example\r\nMessage-ID: <bomb@evil.example>\r\n"
+        "Subject: " + "\r\n ".join([word] * 120_000) + "\r\n\r\nbody"
+    ).encode()
+    normal = price_mail(message_id="<next@supplier.ru>")
+
+    created = record(lease, fetched(1, bomb), fetched(2, normal))
+
+    assert [(r.uid, r.status) for r in created] == [(1, Status.RECEIVED), (2, Status.RECEIVED)]
+    stored = InboundMessage.objects.get(uid=1)
+    assert stored.subject.startswith("ПрайсПрайс") and len(stored.subject) < 1000
+    assert bytes(stored.raw) == bomb
+    assert bytes(InboundMessage.objects.get(uid=2).raw) == normal
+    assert last_uid(mailbox) == 2
+
+
+def test_headers_are_read_before_the_lease_and_checkpoint_rows_are_locked(
+    lease, checkpoint, monkeypatch
+):
+    from django.db import connection
+
+    from mailboxes import mime
+
+    seen = []
+    real = mime.header_fields
+
+    def spy(raw_headers):
+        seen.append(len(connection.atomic_blocks))
+        return real(raw_headers)
+
+    monkeypatch.setattr(mime, "header_fields", spy)
+
+    record(lease, fetched(1, price_mail(message_id="<a@supplier.ru>")))
+
+    # As deep as the test's own transaction: not inside the recording transaction.
+    assert seen == [len(connection.atomic_blocks)]

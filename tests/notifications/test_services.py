@@ -11,7 +11,7 @@ from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 from django.db import transaction
 
 from notifications import services
-from notifications.models import Notification
+from notifications.models import Notification, Subscription
 from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceImport
@@ -168,3 +168,82 @@ def test_a_fan_out_run_twice_gives_each_notification_one_send_event(price_import
     assert sorted(events.values_list("aggregate_id", flat=True)) == sorted(
         str(pk) for pk in Notification.objects.values_list("pk", flat=True)
     )
+
+
+# -- a message with many price lists: one mail per recipient ------------------------------
+
+
+def _deliver_everything() -> None:
+    """Runs the outbox as dispatch_outbox would, until nothing is due."""
+    while ids := outbox_services.events_claim(dispatcher="d", limit=100):
+        outbox_services.events_deliver(event_ids=ids, dispatcher="d")
+
+
+def test_a_message_with_many_price_lists_makes_one_mail_per_recipient(mailbox, config, mailoutbox):
+    Subscription.objects.create(email="ops@buyer.test")
+    Subscription.objects.create(email="buyer@buyer.test", on_succeeded=False, on_partial=False)
+    files = [(f"p{i:02d}.csv", b"sku;price\nA-1;1\n") for i in range(19)]
+    imports = run_all(receive(mailbox, [*files, ("bad.pdf", b"%PDF-1.7 not a price list")]))
+    assert len(imports) == 20
+
+    _deliver_everything()
+
+    mails = {m.to[0]: m for m in mailoutbox}
+    assert sorted(mails) == ["buyer@buyer.test", "ops@buyer.test"]
+    digest = mails["ops@buyer.test"]
+    assert digest.subject == "[pricefeed] 20 price lists: 19 succeeded, 1 failed"
+    assert all(f'"p{i:02d}.csv"' in digest.body for i in range(19))
+    assert '"bad.pdf"' in digest.body and "unsupported format" in digest.body
+    assert "bad.pdf" in digest.alternatives[0][0]
+    # One notification per import, recipient and outcome, all delivered by the one mail.
+    ops = Notification.objects.filter(recipient="ops@buyer.test")
+    assert ops.count() == 20
+    assert set(ops.values_list("status", "message_id")) == {
+        (Notification.Status.SENT, digest.extra_headers["Message-ID"])
+    }
+    # Only the failure is wanted by the buyer: the mail about that one import, as ever.
+    (failed,) = Notification.objects.filter(recipient="buyer@buyer.test")
+    assert (failed.kind, failed.status) == (PriceImport.Status.FAILED, Notification.Status.SENT)
+    assert mails["buyer@buyer.test"].subject.endswith("bad.pdf failed")
+    assert mails["buyer@buyer.test"].extra_headers["Message-ID"] == failed.message_id
+
+
+def test_a_digest_takes_effect_once_whatever_the_retries(mailbox, config, mailoutbox):
+    Subscription.objects.create(email="ops@buyer.test")
+    message = receive(mailbox, [("a.csv", b"sku;price\nA-1;1\n"), ("b.csv", b"sku;price\nB;2\n")])
+    run_all(message)
+    (outcome,) = OutboxEvent.objects.all()
+    assert services.notifications_fan_out_message(message_id=message.pk) == 1
+    # The outcome event retried after its fan-out committed: no second send event.
+    assert services.notifications_fan_out_message(message_id=message.pk) == 0
+    (send,) = _claimed_events()
+    assert len(send.payload["notification_ids"]) == 2
+
+    assert services.notifications_send([send]) == {send.id: None}
+    assert services.notifications_send([send]) == {send.id: None}  # delivered again
+
+    assert len(mailoutbox) == 1
+    assert set(Notification.objects.values_list("status", "attempts")) == {
+        (Notification.Status.SENT, 1)
+    }
+    assert outcome.kind == "message.imports_finished"
+
+
+def test_a_refused_digest_is_recorded_on_each_of_its_notifications(
+    mailbox, config, mailoutbox, settings
+):
+    settings.EMAIL_BACKEND = f"{__name__}.RejectingBackend"
+    settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS = 1
+    Subscription.objects.create(email="bad@buyer.test")
+    message = receive(mailbox, [("a.csv", b"sku;price\nA-1;1\n"), ("b.csv", b"sku;price\nB;2\n")])
+    run_all(message)
+    services.notifications_fan_out_message(message_id=message.pk)
+    (send,) = _claimed_events()
+
+    results = services.notifications_send([send])
+
+    assert "550" in str(results[send.id])
+    assert mail.outbox == []
+    assert set(Notification.objects.values_list("status", "attempts")) == {
+        (Notification.Status.FAILED, 1)
+    }

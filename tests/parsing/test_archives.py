@@ -4,11 +4,15 @@ from decimal import Decimal
 
 import pytest
 
+from devkit.hostile_files import tar_gz_gnu_longname, tar_gz_pax_bomb, tar_header
 from pricefeed.parsing import (
+    ArchiveRefused,
     Limits,
     Member,
     NestingTooDeep,
+    TarHeaderRefused,
     TooManyEntries,
+    TooManyFiles,
     UnsupportedArchive,
     expand,
     parse,
@@ -137,3 +141,142 @@ def test_encrypted_zip_entries_are_unsupported():
     data[central + 8] |= 1
     with pytest.raises(UnsupportedArchive, match="encrypted"):
         expand(bytes(data), "secret.zip", Limits())
+
+
+# --- files per message (expand's max_files) ------------------------------------------------
+
+
+def inflations(monkeypatch) -> list[str]:
+    """The zip entries inflated, by label, from now on."""
+    from pricefeed.parsing import archives
+
+    seen: list[str] = []
+    real = archives.member_chunks
+
+    def counting(zf, info, label, *args, **kwargs):
+        seen.append(label)
+        return real(zf, info, label, *args, **kwargs)
+
+    monkeypatch.setattr(archives, "member_chunks", counting)
+    return seen
+
+
+def test_more_files_than_the_caller_takes_refuse_the_archive_before_inflating_any(monkeypatch):
+    data = b.zip_of({f"{i}.csv": CSV_A for i in range(5)})
+    inflated = inflations(monkeypatch)
+    with pytest.raises(TooManyFiles) as exc:
+        expand(data, "a.zip", Limits(), max_files=4)
+    assert str(exc.value) == (
+        "archive 'attachment': at least 5 files, more than the 4 taken from one message"
+    )
+    assert isinstance(exc.value, ArchiveRefused)
+    assert inflated == []
+    assert len(expand(data, "a.zip", Limits(), max_files=5)) == 5
+
+
+def test_files_are_counted_across_nested_archives_and_the_inner_one_is_not_inflated(
+    monkeypatch,
+):
+    inner = b.zip_of({f"in{i}.csv": CSV_B for i in range(3)})
+    data = b.zip_of({"a.csv": CSV_A, "inner.zip": inner, "b.csv": CSV_A})
+    assert len(expand(data, "a.zip", Limits(), max_files=5)) == 5
+    inflated = inflations(monkeypatch)
+    data = b.zip_of({"a.csv": CSV_A, "inner.zip": inner, "b.csv": CSV_A, "c.csv": CSV_A})
+    with pytest.raises(
+        TooManyFiles, match=r"archive 'inner.zip': at least 6 files, more than .* 5"
+    ):
+        expand(data, "a.zip", Limits(), max_files=5)
+    assert inflated == ["entry 'a.csv'", "entry 'inner.zip'"]
+
+
+def test_files_in_a_tar_are_counted_from_its_headers():
+    data = b.gz(b.tar_of({f"{i}.csv": CSV_A for i in range(3)}))
+    assert len(expand(data, "p.tgz", Limits(), max_files=3)) == 3
+    with pytest.raises(TooManyFiles, match=r"at least 3 files, more than the 2"):
+        expand(data, "p.tgz", Limits(), max_files=2)
+
+
+def test_a_plain_file_or_a_gzip_is_one_file():
+    assert len(expand(CSV_A, "p.csv", Limits(), max_files=1)) == 1
+    assert len(expand(b.gz(CSV_A), "p.csv.gz", Limits(), max_files=1)) == 1
+    assert len(expand(b.zip_of({f"{i}.csv": CSV_A for i in range(50)}), "a.zip", Limits())) == 50
+
+
+# --- tar headers, checked before tarfile reads them ------------------------------------------
+
+
+def tarfile_never_opened(monkeypatch):
+    from pricefeed.parsing import archives
+
+    def fail(*args, **kwargs):
+        raise AssertionError("tarfile was handed the archive")
+
+    monkeypatch.setattr(archives.tarfile, "open", fail)
+
+
+def test_an_80000_digit_pax_header_in_a_tiny_tar_gz_is_refused_before_tarfile_reads_it(
+    monkeypatch, no_writes
+):
+    data = tar_gz_pax_bomb(80_000)
+    assert len(data) < 512
+    tarfile_never_opened(monkeypatch)
+    with no_writes(), pytest.raises(TarHeaderRefused) as exc:
+        expand(data, "prices.tar.gz", Limits())
+    assert str(exc.value) == (
+        "archive 'prices.tar': a pax extended tar header of 80,000 bytes, more than 64 KiB "
+        "(the CVE-2024-6232 shape): refused"
+    )
+    assert isinstance(exc.value, ArchiveRefused)
+
+
+def test_a_long_digit_run_under_the_size_cap_is_refused_too(monkeypatch):
+    tarfile_never_opened(monkeypatch)
+    with pytest.raises(TarHeaderRefused, match="a run of more than 128 digits"):
+        expand(tar_gz_pax_bomb(60_000), "prices.tgz", Limits())
+
+
+def test_a_malformed_pax_record_is_refused(monkeypatch):
+    record = b"30 path=prices.csv\n"  # says 30 bytes, holds 19
+    tar = b.tar_of({"prices.csv": CSV_A})
+    data = tar_header(b"././@PaxHeader", len(record), b"x") + record.ljust(512, b"\0") + tar
+    tarfile_never_opened(monkeypatch)
+    with pytest.raises(TarHeaderRefused, match="malformed record at byte 0"):
+        expand(data, "prices.tar", Limits())
+
+
+def test_a_gnu_long_name_over_4_kib_is_refused_and_a_short_one_is_read(monkeypatch):
+    (member,) = expand(tar_gz_gnu_longname(300), "prices.tar.gz", Limits())
+    assert member.path == "prices.tar/" + "a" * 296 + ".csv"
+    assert parse(member.data).rows_ok == 1
+    tarfile_never_opened(monkeypatch)
+    with pytest.raises(TarHeaderRefused, match=r"GNU long-name tar header of 10,001 bytes"):
+        expand(tar_gz_gnu_longname(10_000), "prices.tar.gz", Limits())
+
+
+def test_a_gnu_long_name_hidden_inside_a_member_is_checked_too(monkeypatch):
+    """Every block that parses as a header is checked, wherever the headers before it
+    say the members end: tarfile may be led to it by a pax size record."""
+    block = tar_header(b"././@LongLink", 100_000, b"L", gnu=True)
+    data = b.tar_of({"a.csv": CSV_A.ljust(512, b"\0") + block})
+    tarfile_never_opened(monkeypatch)
+    with pytest.raises(TarHeaderRefused, match="100,000 bytes"):
+        expand(data, "prices.tar", Limits())
+
+
+def test_ordinary_pax_and_gnu_tars_are_read():
+    import io
+    import tarfile
+
+    for fmt in (tarfile.PAX_FORMAT, tarfile.GNU_FORMAT):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=fmt) as tf:
+            for name in ("Прайс опт.csv", "p" * 150 + ".csv"):
+                info = tarfile.TarInfo(name)
+                info.size = len(CSV_A)
+                info.mtime = 1_700_000_000.25  # a pax time record with a fraction
+                tf.addfile(info, io.BytesIO(CSV_A))
+        members = expand(b.gz(buf.getvalue()), "prices.tgz", Limits())
+        assert [m.path for m in members] == [
+            "prices.tar/Прайс опт.csv",
+            "prices.tar/" + "p" * 150 + ".csv",
+        ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 
 import pytest
 from django.core import mail
@@ -302,3 +303,74 @@ def test_a_claim_swept_away_while_matching_records_nothing_and_leaves_the_messag
     assert (message.status, message.match_report) == (Status.RETRYABLE, {})
     assert not PriceImport.objects.exists()
     assert [r.action for r in caplog.records if r.name == "core.claims"] == ["claim_lost"]
+
+
+# -- hostile messages: refused by budget, REJECTED with the reason, never retried --------
+
+
+def test_a_message_over_a_mime_budget_is_rejected_on_its_first_attempt(configs, make_message):
+    depth = 2000
+    raw = b"From: prices@supplier.ru\r\nContent-Type: multipart/mixed; boundary=b0\r\n\r\n"
+    for level in range(1, depth):
+        raw += b"--b%d\r\nContent-Type: multipart/mixed; boundary=b%d\r\n\r\n" % (level - 1, level)
+    message = make_message(raw)
+
+    status = intake.message_process(message_id=message.pk, worker="w1")
+
+    assert status == Status.REJECTED
+    message.refresh_from_db()
+    assert (message.status, message.attempts) == (Status.REJECTED, 1)
+    assert message.last_error.startswith("refused: MIME parts nested more than 20 deep")
+    assert "PRICEFEED_MIME_MAX_DEPTH" in message.match_report["refused"]
+    assert not PriceImport.objects.exists()
+
+
+def test_a_message_that_takes_too_long_to_read_is_rejected(
+    configs, make_message, settings, monkeypatch
+):
+    settings.PRICEFEED_MIME_MAX_CPU_SECONDS = 0.05
+    real_parse = intake.mime.parse_message
+
+    def slow_parse(raw, budget):
+        end = time.monotonic() + 30
+        while time.monotonic() < end:  # a parser stuck in a quadratic corner
+            pass
+        return real_parse(raw, budget)
+
+    monkeypatch.setattr(intake.mime, "parse_message", slow_parse)
+    message = make_message(price_mail(TWO_PRICES_AND_STOCK))
+
+    status = intake.message_process(message_id=message.pk, worker="w1")
+
+    assert status == Status.REJECTED
+    message.refresh_from_db()
+    assert "PRICEFEED_MIME_MAX_CPU_SECONDS" in message.last_error
+    assert message.attempts == 1
+
+
+def test_a_message_with_more_files_than_allowed_is_rejected_without_imports(
+    configs, make_message, settings
+):
+    settings.PRICEFEED_MAX_FILES_PER_MESSAGE = 5
+    archives = [
+        (f"прайс_{n}.zip", zipped({f"прайс_{n}_{i}.xlsx": b"x" for i in range(3)}))
+        for n in range(2)
+    ]
+    message = make_message(price_mail(archives))
+
+    status = intake.message_process(message_id=message.pk, worker="w1")
+
+    assert status == Status.REJECTED
+    message.refresh_from_db()
+    assert "more than 5 files" in message.last_error
+    assert "PRICEFEED_MAX_FILES_PER_MESSAGE" in message.last_error
+    assert not PriceImport.objects.exists()
+
+
+def test_a_message_with_as_many_files_as_allowed_is_processed(configs, make_message, settings):
+    settings.PRICEFEED_MAX_FILES_PER_MESSAGE = 3
+
+    message = make_message(price_mail(TWO_PRICES_AND_STOCK))
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
+    assert PriceImport.objects.filter(message=message).count() == 3

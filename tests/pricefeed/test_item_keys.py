@@ -56,7 +56,7 @@ def test_deleting_an_import_or_its_message_deletes_its_items_only(mailbox, confi
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_gives_existing_items_their_keys(mailbox):
     executor = MigrationExecutor(connection)
-    before, after = [("pricefeed", "0001_initial")], [("pricefeed", "0002_price_item_key")]
+    before = [("pricefeed", "0001_initial")]
     executor.migrate(before)
     try:
         old = executor.loader.project_state(before).apps
@@ -82,7 +82,9 @@ def test_the_migration_gives_existing_items_their_keys(mailbox):
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
-        executor.migrate(after)
+        # Through 0002_price_item_key and on to the latest migrations, which the tests
+        # after this one need.
+        executor.migrate(executor.loader.graph.leaf_nodes())
     keys = sorted(PriceItem.objects.values_list("pk", "price_import_id", "row_number"))
     assert keys == sorted((item_key(imp, row), imp, row) for _, imp, row in keys)
     assert {imp for _, imp, _ in keys} == set(imports) and len(keys) == 4

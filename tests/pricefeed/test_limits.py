@@ -20,3 +20,24 @@ def test_limits_are_read_at_call_time(settings):
     assert parse_limits().max_rows == 7
     settings.PRICEFEED_PARSE_MAX_ROWS = 8
     assert parse_limits().max_rows == 8
+
+
+def test_the_hostile_file_limits_come_from_their_settings(settings):
+    settings.PRICEFEED_PARSE_MAX_COLUMNS = 64
+    settings.PRICEFEED_PARSE_MAX_LINE_BYTES = 4096
+    settings.PRICEFEED_PARSE_MAX_SECONDS = 30
+    limits = parse_limits()
+    assert (limits.max_columns, limits.max_line_bytes, limits.max_seconds) == (64, 4096, 30)
+
+
+def test_every_limit_has_a_setting_named_in_its_messages(settings):
+    """Each Limits field is read from PRICEFEED_PARSE_<FIELD>, the name limit_name() gives
+    operators in a refusal."""
+    from dataclasses import fields
+
+    from pricefeed import parsing
+
+    for f in fields(Limits):
+        name = parsing.limit_name(f.name).split("setting ")[1]
+        assert hasattr(settings, name), name
+        assert getattr(parse_limits(), f.name) == getattr(settings, name)

@@ -260,11 +260,12 @@ def test_a_price_too_large_to_store_is_a_row_error_not_a_failed_copy(
     assert sorted(PriceItem.objects.values_list("sku", flat=True)) == ["A-1", "A-3"]
 
 
-def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_is_retried(
+def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_fails_the_import_at_once(
     mailbox, config, column_chunks, monkeypatch
 ):
     # Rows go to the server from the feeder thread: an error there must still reach the
-    # import, roll its rows back and leave it to the retry machinery.
+    # import and roll its rows back. A value the server refuses is refused again on every
+    # attempt: a permanent error (a DataError), not one for the retry machinery.
     real = storage._block_copy_text
     blocks = []
 
@@ -277,8 +278,11 @@ def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_is_retried(
     csv = _csv([f"A-{i};Болт;{i},50\r\n" for i in range(20)])
     (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
     assert len(blocks) >= 3
-    assert price_import.status == Status.PENDING  # a later attempt may succeed
+    assert price_import.status == Status.FAILED
     assert price_import.attempts == 1
     assert "extra data after last expected column" in price_import.last_error
+    assert "not retried" in price_import.last_error
     assert not PriceItem.objects.exists()
-    assert not OutboxEvent.objects.filter(aggregate_id=str(price_import.pk)).exists()
+    # The failure is announced like any other outcome.
+    (event,) = OutboxEvent.objects.filter(aggregate_id=str(price_import.pk))
+    assert event.payload["status"] == Status.FAILED

@@ -1,0 +1,281 @@
+#!/usr/bin/env python
+"""Hostile mail against real processes (issue #11): what each attack costs, and the two
+memory targets for mail within the limits.
+
+    .venv/bin/python bench/hostile.py [--only subject-bomb ...] [--skip-large]
+
+Uses DATABASE_URL (PostgreSQL) or the local server on 127.0.0.1:5432; works in a database
+of its own, ``pricefeed_bench_hostile_<pid>``, dropped at the end. Starts a private
+Dovecot (a user and a mailbox per case), a ``manage.py listen_mail`` and a ``manage.py
+qcluster`` (devkit.hostile.Rig), then for each case of devkit.hostile.CASES APPENDs the
+hostile message and right after it an ordinary price list, and prints:
+
+* the time from the hostile message's APPEND to its terminal state, the state and the
+  reason recorded;
+* the time from the ordinary message's APPEND until its import SUCCEEDED;
+* the peak RSS of the worker tree (qcluster and all its children, summed) and of
+  listen_mail, sampled every 100 ms.
+
+Then, within the documented limits:
+
+* the listener's peak RSS while it fetches a message of just under
+  PRICEFEED_MAX_MESSAGE_BYTES (one base64 attachment), against 100 MB + 3 x its size;
+* a worker's peak RSS while it imports a 1M-row CSV (zipped, as it must be to fit the
+  message limit), against 300 MB.
+
+A case gives up after 120 s (the issue's acceptance wait); a process tree that passes
+3 GiB is killed, and the rig gets fresh processes before the next case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.benchdb import django_on, fresh_database  # noqa: E402
+
+BENCH_DB = f"pricefeed_bench_hostile_{os.getpid()}"
+MB = 10**6
+MIB = 2**20
+LISTENER_BASE = 100 * MB
+WORKER_TARGET = 300 * MB
+MILLION = 1_000_000
+
+# Fast supervision timings, as the integration tests use: they only shorten start-up
+# and reconnects; the parsing limits are the production defaults.
+ENV = {
+    "PRICEFEED_CONFIG_POLL_INTERVAL": "0.5",
+    "PRICEFEED_HEARTBEAT_INTERVAL": "0.5",
+    "PRICEFEED_LEASE_TTL": "5",
+    "PRICEFEED_SWEEP_INTERVAL": "1",
+    "PRICEFEED_Q_POLL": "0.1",
+    "PRICEFEED_IMAP_BACKOFF_BASE": "0.2",
+    "PRICEFEED_IMAP_BACKOFF_MAX": "1",
+}
+
+
+def drop_database(url: str) -> None:
+    import psycopg
+
+    base = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+
+
+def seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def megabytes(value: int) -> str:
+    return f"{value / MB:,.0f} MB"
+
+
+def reset_peaks(pids: list[int]) -> None:
+    """Starts a new VmHWM for each process (Linux: clear_refs 5)."""
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+
+def high_water(pid: int) -> int:
+    """VmHWM of one process, in bytes (0 when gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", help="run only these cases (names)")
+    parser.add_argument(
+        "--skip-large", action="store_true", help="skip the largest-message and 1M-row runs"
+    )
+    args = parser.parse_args()
+
+    url = fresh_database(BENCH_DB, "bench/hostile.py")
+    try:
+        django_on(url)
+        run(url, args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(url)
+        print(f"\n(database {BENCH_DB} dropped)")
+
+
+def run(url: str, args: argparse.Namespace) -> None:
+    from django.conf import settings
+
+    from devkit import hostile
+    from devkit.samples import price_list_csv, price_rows, zipped
+
+    cases = [c for c in hostile.CASES if not args.only or c.name in args.only]
+    message_limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
+    file_limit = settings.PRICEFEED_PARSE_MAX_FILE_BYTES
+    large = hostile.Case(
+        "largest-message",
+        f"a message of just under {message_limit / MIB:g} MiB",
+        lambda: hostile.mail_of_size(message_limit - 1024),
+        refusal="",
+    )
+    million = hostile.Case("million-rows", "1M-row CSV, zipped", lambda: b"", refusal="")
+    extra = [] if args.skip_large else [large, million]
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
+    env = {**os.environ, **ENV, "DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
+    rig = hostile.Rig([*cases, *extra], env=env, log_dir=log_dir)
+    print(f"starting Dovecot, listen_mail and qcluster (logs in {log_dir}) ...", flush=True)
+    rig.start()
+    try:
+        results = []
+        for case in cases:
+            print(f"  {case.name}: {case.title} ...", flush=True)
+            result = rig.run(case.name)
+            results.append((case, result))
+            if not result.clean:
+                rig.reset(case.name)
+        print_cases(results)
+        if not args.skip_large:
+            largest_message(rig, large, message_limit)
+            million_rows(rig, million, price_list_csv, price_rows, zipped, file_limit)
+    finally:
+        rig.close()
+
+
+def print_cases(results: list) -> None:
+    header = (
+        f"{'case':<18} {'hostile → terminal':>18}  {'state':<12} {'normal rec.':>11} "
+        f"{'normal OK':>10} {'workers peak':>12} {'listener peak':>13}"
+    )
+    print("\nHostile mail, then an ordinary price list (times from each one's APPEND)")
+    print(header)
+    print("-" * len(header))
+    for case, r in results:
+        state = r.hostile.status or "-"
+        if r.hostile.status == "DONE":
+            state += "/" + ",".join(sorted(r.hostile.imports))
+        settled = r.hostile_settled_after if r.hostile.settled else None
+        normal_ok = r.normal_settled_after if r.normal.succeeded else None
+        print(
+            f"{case.name:<18} {seconds(settled):>18}  {state:<12} "
+            f"{seconds(r.normal_recorded_after):>11} {seconds(normal_ok):>10} "
+            f"{megabytes(r.workers_peak):>12} {megabytes(r.listener_peak):>13}"
+        )
+    print("\nreasons recorded for the hostile messages (and what went wrong):")
+    for case, r in results:
+        notes = []
+        if not r.hostile.settled:
+            notes.append("not settled within 120 s")
+        elif not r.hostile.refused:
+            notes.append("settled but not refused")
+        if not r.normal.succeeded:
+            notes.append(f"normal price list: {r.normal}")
+        if not r.workers_alive:
+            notes.append("qcluster died")
+        if not r.listener_alive:
+            notes.append("listen_mail died")
+        elif not r.lease_held:
+            notes.append("listen_mail lost the lease")
+        notes += [f"{tree} killed at {rss / MIB:,.0f} MiB" for tree, rss in r.killed.items()]
+        reason = r.hostile.reason[:160] or "(none)"
+        print(f"  {case.name}: {reason}" + (f"  [{'; '.join(notes)}]" if notes else ""))
+
+
+def largest_message(rig, case, limit: int) -> None:
+    from devkit import hostile
+
+    raw = case.build()
+    listener = rig.listener
+    rig.ready(case.name)
+    before = hostile.rss_bytes(listener.pid)
+    reset_peaks([listener.pid])
+    result = rig.run(case.name, raw)
+    peak = max(result.listener_peak, high_water(listener.pid))
+    target = LISTENER_BASE + 3 * len(raw)
+    verdict = "within" if peak <= target else "OVER"
+    print(
+        f"\nlistener fetching a {len(raw):,}-byte message (limit {limit:,}): peak RSS "
+        f"{megabytes(peak)}; target <= 100 MB + 3 x size = {megabytes(target)}: {verdict}"
+    )
+    print(
+        f"  it held {megabytes(before)} before (listening to {len(rig.mailbox_ids)} mailboxes): "
+        f"+{megabytes(peak - before)} while fetching, {(peak - before) / len(raw):.1f} x the "
+        f"message"
+    )
+    print(
+        f"  message: {result.hostile}; recorded and settled in "
+        f"{seconds(result.hostile_settled_after)}"
+    )
+    if not result.clean:
+        rig.reset(case.name)
+
+
+def million_rows(rig, case, price_list_csv, price_rows, zipped, file_limit: int) -> None:
+    from django.conf import settings
+
+    from devkit import hostile
+
+    print("\nbuilding a 1M-row CSV ...", flush=True)
+    csv = price_list_csv(price_rows(MILLION))
+    archive = zipped({"prices.csv": csv})
+    raw = hostile.mail_with_attachment("prices.zip", archive)
+    message_limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
+    raised = {}
+    if len(csv) > file_limit:
+        raised["PRICEFEED_PARSE_MAX_FILE_BYTES"] = (file_limit, -(-len(csv) // MIB) * MIB)
+    if len(raw) > message_limit:
+        raised["PRICEFEED_MAX_MESSAGE_BYTES"] = (message_limit, -(-len(raw) // MIB) * MIB)
+    print(
+        f"1M rows: CSV {len(csv) / MIB:.1f} MiB (file limit {file_limit / MIB:g} MiB), "
+        f"zipped {len(archive) / MIB:.1f} MiB, message {len(raw) / MIB:.1f} MiB "
+        f"(message limit {message_limit / MIB:g} MiB): "
+        + (
+            "does not fit; raised "
+            + ", ".join(
+                f"{name} from {old / MIB:g} to {new / MIB:g} MiB (+{(new - old) / MIB:g} MiB)"
+                for name, (old, new) in raised.items()
+            )
+            if raised
+            else "fits, no limit raised"
+        )
+    )
+    if raised:
+        rig.env.update({name: str(new) for name, (_old, new) in raised.items()})
+        rig.stop_processes()
+        rig.start_processes()
+    rig.ready(case.name)
+    workers = hostile.process_tree(rig.workers.pid)
+    reset_peaks(workers)
+    started = time.monotonic()
+    result = rig.run(case.name, raw)
+    worker_peak = max([result.worker_largest, *(high_water(pid) for pid in workers)])
+    verdict = "within" if worker_peak <= WORKER_TARGET else "OVER"
+    print(
+        f"worker importing 1M rows: peak RSS of the largest worker process "
+        f"{megabytes(worker_peak)} (whole tree {megabytes(result.workers_peak)}); "
+        f"target <= 300 MB: {verdict}"
+    )
+    print(
+        f"  message: {result.hostile}; settled "
+        f"{seconds(result.hostile_settled_after)} after its APPEND "
+        f"({time.monotonic() - started:.1f} s for the run)"
+    )
+
+
+if __name__ == "__main__":
+    main()

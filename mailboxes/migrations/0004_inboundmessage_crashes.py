@@ -1,0 +1,20 @@
+"""Counts the runs that ended with their worker process (core.claims.ClaimedWork.crashed).
+
+A constant default: PostgreSQL adds the column without rewriting the table."""
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('mailboxes', '0003_raw_lz4'),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name='inboundmessage',
+            name='crashes',
+            field=models.PositiveSmallIntegerField(db_default=0, default=0),
+        ),
+    ]

@@ -1,0 +1,114 @@
+"""Hostile mail (issue #11's acceptance), through a real Dovecot, a real ``listen_mail``
+and a real ``qcluster`` on PostgreSQL.
+
+For each attack (devkit.hostile.CASES): the hostile message is APPENDed, then an ordinary
+price list. The ordinary one is recorded within 30 s and its import SUCCEEDS; the hostile
+one ends REJECTED or IGNORED, or with its import FAILED, within 120 s, with a reason that
+names what was refused; ``qcluster`` and ``listen_mail`` still run, the listener still
+holds the mailbox's lease, and the worker tree (qcluster and all its children) never
+holds 2 GB. The waits are the issue's acceptance bounds, not speed targets: once refused,
+a case takes seconds.
+
+One Dovecot (a user and a mailbox per case) and one pair of processes serve every case,
+each case a subtest; a case that leaves them unhealthy or busy gets fresh ones
+(Rig.reset), so that one failure does not fail the cases after it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from devkit.hostile import CASES, Case, CaseResult, Rig
+
+from .conftest import require_dovecot
+from .support import FAST_ENV, database_url
+
+pytestmark = pytest.mark.integration
+
+RECORDED_WITHIN = 30.0
+SETTLED_WITHIN = 120.0
+WORKER_TREE_RSS_LIMIT = 2 * 10**9
+TESTED = [case for case in CASES if case.name != "params-bomb"]  # bench/hostile.py has it
+
+
+@pytest.fixture
+def rig(transactional_db, tmp_path):
+    require_dovecot()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PRICEFEED_CRASH")},
+        **FAST_ENV,
+        "DATABASE_URL": database_url(),
+        "PYTHONUNBUFFERED": "1",
+    }
+    rig = Rig(TESTED, env=env, log_dir=tmp_path)
+    try:
+        rig.start()
+        yield rig
+    finally:
+        rig.close()
+
+
+def acceptance_problems(case: Case, result: CaseResult) -> list[str]:
+    """Every way ``result`` misses the issue's acceptance, in words."""
+    problems = []
+    if result.normal_recorded_after is None:
+        problems.append(
+            f"the normal price list was not recorded within {RECORDED_WITHIN:.0f} s "
+            f"(it is: {result.normal})"
+        )
+    if not result.normal.succeeded:
+        problems.append(
+            f"the normal price list's import did not succeed within {SETTLED_WITHIN:.0f} s "
+            f"(it is: {result.normal})"
+        )
+    if result.hostile_settled_after is None or not result.hostile.refused:
+        problems.append(
+            f"the hostile message did not end REJECTED, IGNORED or with its import FAILED "
+            f"within {SETTLED_WITHIN:.0f} s (it is: {result.hostile})"
+        )
+    elif not re.search(case.refusal, result.hostile.reason, re.IGNORECASE):
+        problems.append(
+            f"the hostile message's reason does not name what was refused "
+            f"(/{case.refusal}/): {result.hostile.reason[:500]!r}"
+        )
+    if not result.workers_alive:
+        problems.append("qcluster is no longer running")
+    if not result.listener_alive:
+        problems.append("listen_mail is no longer running")
+    elif not result.lease_held:
+        problems.append("listen_mail no longer holds the mailbox's lease")
+    for tree, rss in result.killed.items():
+        problems.append(f"the {tree} tree was killed at {rss / 2**20:,.0f} MiB of RSS")
+    if result.workers_peak >= WORKER_TREE_RSS_LIMIT:
+        problems.append(
+            f"the worker tree's RSS peaked at {result.workers_peak / 10**6:,.0f} MB "
+            f"(limit {WORKER_TREE_RSS_LIMIT / 10**9:.0f} GB)"
+        )
+    return problems
+
+
+# Each case waits at most SETTLED_WITHIN seconds (plus a reset), far above the seconds a
+# refused case takes; the whole test may take that long only while cases fail.
+@pytest.mark.timeout(len(TESTED) * (SETTLED_WITHIN + 60))
+def test_each_hostile_mail_is_refused_with_its_reason_and_the_next_price_list_still_imports(
+    rig, subtests
+):
+    for case in TESTED:
+        with subtests.test(case.name):
+            hostile = case.build()
+            result = None
+            try:
+                result = rig.run(
+                    case.name,
+                    hostile,
+                    recorded_within=RECORDED_WITHIN,
+                    settled_within=SETTLED_WITHIN,
+                )
+            finally:
+                if result is None or not result.clean:
+                    rig.reset(case.name)
+            problems = acceptance_problems(case, result)
+            assert not problems, f"{case.title}:\n- " + "\n- ".join(problems)

@@ -1,0 +1,104 @@
+"""pricefeed.imports.preview: an upload's size is checked before its bytes are read, and
+only the rows shown are kept, however long the file."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from devkit.samples import price_list_csv
+from pricefeed.forms import PreviewForm
+from pricefeed.imports import preview
+from pricefeed.models import PriceImport
+
+pytestmark = pytest.mark.usefixtures("fast_password_hashing")
+
+
+class Unread(SimpleUploadedFile):
+    """An upload whose bytes must not be read."""
+
+    def read(self, *args, **kwargs):
+        raise AssertionError("the upload was read")
+
+    def chunks(self, *args, **kwargs):
+        raise AssertionError("the upload was read")
+
+
+NAMES = ("Болт оцинкованный", "Гайка шестигранная", "Шайба плоская", "Саморез по дереву")
+
+
+def long_csv(count: int) -> bytes:
+    return price_list_csv([(f"S-{i:05}", NAMES[i % 4], Decimal(i), 1) for i in range(1, count + 1)])
+
+
+def test_an_upload_over_the_file_limit_is_refused_before_it_is_read(config, settings):
+    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = 1000
+    upload = Unread("big.csv", b"x" * 1001)
+
+    (result,) = preview.preview_upload(config=config, upload=upload)
+
+    assert result.error == (
+        "the file is 1,001 bytes, over the 1,000-byte limit "
+        "(max_file_bytes, setting PRICEFEED_PARSE_MAX_FILE_BYTES)"
+    )
+    assert result.parsed is None
+
+
+def test_the_preview_form_refuses_an_upload_over_the_file_limit(settings):
+    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = 1000
+    form = PreviewForm(data={}, files={"file": Unread("big.csv", b"x" * 1001)})
+
+    assert not form.is_valid()
+    assert form.errors["file"] == [
+        "The file is 1,001 bytes, over the 1,000-byte limit "
+        "(max_file_bytes, setting PRICEFEED_PARSE_MAX_FILE_BYTES)."
+    ]
+
+
+def test_the_preview_page_shows_the_size_refusal(admin_client, config, settings):
+    settings.PRICEFEED_PARSE_MAX_FILE_BYTES = 1000
+    url = reverse("admin:pricefeed_pricelistconfig_preview", args=[config.pk])
+
+    response = admin_client.post(url, {"file": SimpleUploadedFile("big.csv", b"x" * 1001)})
+
+    content = response.content.decode()
+    assert "over the 1,000-byte limit" in content
+    assert "An import would end" not in content
+
+
+def test_only_the_rows_shown_are_kept_but_all_are_counted(config):
+    (result,) = preview.preview_file(config=config, filename="p.csv", data=long_csv(5000))
+
+    assert result.parsed is not None
+    assert result.parsed.rows == []  # handed to the sink, which kept twenty
+    assert (result.parsed.rows_ok, len(result.rows)) == (5000, 20)
+    assert [r[1] for r in result.sample] == [f"S-{i:05}" for i in range(1, 21)]
+    assert result.verdict == "An import would end SUCCEEDED."
+    assert not PriceImport.objects.exists()
+
+
+def test_the_row_count_asked_for_is_kept(config):
+    (result,) = preview.preview_file(config=config, filename="p.csv", data=long_csv(50), rows=5)
+
+    assert [r[1] for r in result.sample] == [f"S-{i:05}" for i in range(1, 6)]
+
+
+def test_the_first_rows_sink_copies_what_it_keeps():
+    sink = preview.FirstRows(3)
+    batch = [(1, "a"), (2, "b")]
+    sink(batch)
+    batch.clear()  # parse() reuses its lists
+    sink([(3, "c"), (4, "d")])
+    assert sink.rows == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_warnings_are_shown_in_the_preview(admin_client, config):
+    wide = "Артикул;Наименование;Цена\r\nA-1;Болт;1,50" + ";" * 2000 + "\r\n"
+    url = reverse("admin:pricefeed_pricelistconfig_preview", args=[config.pk])
+
+    response = admin_client.post(url, {"file": SimpleUploadedFile("w.csv", wide.encode())})
+
+    assert "cells past column 1,024" in response.content.decode()

@@ -20,6 +20,7 @@ refuses oversized or malformed ones (TarHeaderRefused) before tarfile sees the a
 from __future__ import annotations
 
 import io
+import lzma
 import re
 import stat
 import struct
@@ -209,7 +210,7 @@ def member_chunks(
         raise UnsupportedArchive(f"{label}: encrypted (password-protected) archive") from exc
     except NotImplementedError as exc:
         raise UnsupportedArchive(f"{label}: unsupported compression ({exc})") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as exc:
         raise CorruptFile(f"{label}: damaged archive entry ({exc})") from None
 
 

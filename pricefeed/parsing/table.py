@@ -338,7 +338,8 @@ def _finish_header(header: Header, options: ParseOptions, letters: dict[str, int
         if f in letters:
             texts[f] = options.columns[f].strip().upper()
         else:
-            texts[f] = header.cells[header.columns[f]].strip()
+            # Shown to operators and stored as JSON, which cannot hold a NUL.
+            texts[f] = header.cells[header.columns[f]].strip().replace("\x00", "")
     # Columns left of the used range (letters before the sheet's first column) are
     # empty: point them past every row.
     header.columns = {f: (c if c >= 0 else ABSENT) for f, c in header.columns.items()}

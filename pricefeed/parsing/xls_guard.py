@@ -10,7 +10,7 @@ dense grid from its first to its last cell. Measured with python-calamine 0.9.1:
   record whose last row is before its first wraps around to 4 billion rows and aborts;
 * a shared-string table claiming 2 billion strings is reserved up front (48 GB);
 * a sheet position (BOUNDSHEET8) that points at another sheet's records reads them again
-  for every such sheet;
+  for every such sheet (and holds its grid again);
 * one FORMULA record whose tokens ask for 255 spaces two thousand times takes 4 s to
   render (each space is inserted at the front of the text): 6 hours for 50 MB of them.
 
@@ -21,17 +21,17 @@ BOUNDSHEET8 position up to its first EOF. Cell records place cells as calamine p
 them: NUMBER, RK, MULRK, LABEL, LABELSST, RSTRING, BOOLERR, FORMULA (and a STRING
 record at the last formula's cell, at A1 before any formula); BLANK and MULBLANK too,
 which calamine 0.9.1 skips but a reader that formats them would place. ROW records are
-not cells. A sheet whose cells span more than Limits.max_cells, sheets that span more in
-all, a DIMENSIONS claim over it (SheetTooLarge), a string table claiming more strings
-than its bytes can hold, sheets sharing records and formulas rendering more than
-FORMULA_SPACES spaces (WorkbookRefused) are refused. One pass over the records.
+not cells. Refused: a sheet whose cells span more than Limits.max_cells, sheets that
+span more in all, a DIMENSIONS claim over it (SheetTooLarge); a string table claiming
+more strings than its bytes can hold, sheets that share records (more than the stream
+read in all), a formula rendering more than FORMULA_SPACES spaces (WorkbookRefused).
+One pass over the records.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from itertools import pairwise
 
 from .cfb import CompoundFile
 from .errors import CorruptFile, SheetTooLarge, WorkbookRefused
@@ -82,12 +82,11 @@ class _Scan:
         self.limits = limits
 
     def run(self) -> None:
-        sheets, globals_end = self._globals()
+        sheets = self._globals()
         if sheets is None:
             return
-        extents = [(0, globals_end, "the workbook globals")]
         spans: dict[int, tuple[int, int, int]] = {}  # position -> (end, cells, formulas)
-        held = widest = 0
+        held = widest = read = 0
         for position, name in sheets:
             if position > self.size:
                 raise CorruptFile(
@@ -96,15 +95,15 @@ class _Scan:
             if position not in spans:
                 spans[position] = self._sheet(position, name)
             end, cells, formulas = spans[position]
-            extents.append((position, end, f"sheet '{name}'"))
             held += cells + formulas
             widest = max(widest, cells)
-        extents.sort()
-        for (_, end, first), (start, _, second) in pairwise(extents):
-            if start < end:
+            # Calamine reads each sheet's records from its position to its EOF: sheets
+            # that share records make it read them again, once per sheet.
+            read += end - position
+            if read > self.size:
                 raise WorkbookRefused(
-                    f"workbook: {second} starts inside {first} (sheets sharing records are "
-                    f"read again for each): refused"
+                    f"workbook: its sheets share records (sheet '{name}' is read from where "
+                    f"another one is): refused (the reader would read them once per sheet)"
                 )
         # Calamine holds every sheet's grid (and its formulas' grid) from the start, and
         # python-calamine copies the grid of the sheet that is read.
@@ -117,8 +116,9 @@ class _Scan:
                 f"(it would exhaust memory)"
             )
 
-    def _globals(self) -> tuple[list[tuple[int, str]] | None, int]:
-        """(sheets as (position, name), end of the globals); sheets None: encrypted."""
+    def _globals(self) -> list[tuple[int, str]] | None:
+        """The sheets as (position, name); None when calamine reads none (encrypted, or
+        the globals end in a cut-off record: it stops there with an error)."""
         buf, size = self.buf, self.size
         sheets: list[tuple[int, str]] = []
         sst: tuple[int, int] | None = None  # (strings claimed, bytes so far)
@@ -128,7 +128,7 @@ class _Scan:
             body = pos + 4
             pos = body + length
             if pos > size:
-                break  # truncated: calamine stops there with an error
+                return None
             if kind == CONTINUE:
                 if sst is not None:
                     sst = (sst[0], sst[1] + length)
@@ -141,12 +141,12 @@ class _Scan:
             elif kind == SST and length >= 8:
                 sst = (_I32(buf, body + 4)[0], length - 8)
             elif kind == FILEPASS and length >= 2 and _U16(buf, body)[0]:
-                return None, pos  # encrypted: calamine refuses it, reading no sheet
+                return None  # encrypted: calamine refuses it
             elif kind == EOF:
                 break
         if sst is not None:
             self._check_sst(*sst)
-        return sheets, min(pos, size)
+        return sheets
 
     def _check_sst(self, claimed: int, size: int) -> None:
         # Each string takes at least 3 bytes (length and flags).

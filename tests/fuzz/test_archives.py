@@ -66,7 +66,12 @@ def test_limits_only_refuse_never_change_what_is_expanded(archive, limits):
         return
     assert [(m.path, m.data) for m in members] == archive.members
     assert all(len(m.data) <= limits.max_file_bytes for m in members)
-    assert sum(len(m.data) for m in members) <= limits.max_total_inflated
+    total = sum(len(m.data) for m in members)
+    if archive.kind == "tar":
+        # Tar members are copies of the attachment's bytes, not inflations.
+        assert total <= len(archive.data)
+    else:
+        assert total <= limits.max_total_inflated
 
 
 @given(

@@ -5,7 +5,6 @@ list, a sink, a block sink) agree."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import event, example, given
 from hypothesis import strategies as st
 
@@ -89,15 +88,6 @@ def tables_with_a_nul(draw: st.DrawFn) -> bytes:
     return spec.data[:at] + "\x00".encode(codec) + spec.data[at:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, ExceptionGroup),  # one example fails, or several
-    reason="pricefeed/parsing (owner of parsing): detect_format refuses a NUL only in the "
-    "first 64 KiB of a file without a BOM; with a BOM (UTF-8 or UTF-16), or after the "
-    "first 64 KiB, NUL characters reach the rows, and PostgreSQL's COPY refuses them "
-    "(the import fails on the database instead of a row error or a ParseError). When "
-    "fixed, drop this mark.",
-)
 @given(tables_with_a_nul(), options)
 @example(b"\xef\xbb\xbfSKU;Price\nA\x00;1\n", ParseOptions())
 @example("SKU;Price\nA\x00;1\n".encode("utf-16"), ParseOptions())

@@ -7,6 +7,7 @@ import pytest
 from devkit.hostile_files import tar_gz_gnu_longname, tar_gz_pax_bomb, tar_header
 from pricefeed.parsing import (
     ArchiveRefused,
+    CorruptFile,
     Limits,
     Member,
     NestingTooDeep,
@@ -280,3 +281,18 @@ def test_ordinary_pax_and_gnu_tars_are_read():
             "prices.tar/Прайс опт.csv",
             "prices.tar/" + "p" * 150 + ".csv",
         ]
+
+
+def test_a_damaged_lzma_entry_is_a_corrupt_file_not_a_crash():
+    # Found by fuzz/run.py: zipfile's LZMA reader raises lzma.LZMAError, no OSError.
+    data = (
+        b"PK\x03\x04?\x00\x02\x00\x0e\x00\xc5k\x81]\x0e\xc5\xcb\xd7\x19\x00\x00\x00\x16\x00"
+        b"\x00\x00\x05\x00\x00\x000.csv\t\x04\x05\x00]\x00\x00\x80\x00\x01(\x12\xbc\xa07\xd8"
+        b"\x05\x03!\xff\xff\xfe\xdf\xe0\x00PK\x01\x02?\x03?\x00\x02\x00\x0e\x00\xc5k\x81]\x0e"
+        b"\xc5\xcb\xd7\x19\x00\x00\x00\x16\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+        b"\x00\x00\x80\x01\x00\x00\x00\x000.csvPK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x003\x00"
+        b"\x00\x00<\x00\x00\x00\x00\x00"
+    )
+
+    with pytest.raises(CorruptFile, match="damaged archive entry"):
+        expand(data, "attachment.zip", Limits())

@@ -248,7 +248,7 @@ class ImapSession:
 
         A message whose size (from ``sizes``) is over PIECE_BYTES is read in pieces of
         that many bytes into one buffer of its size: in one FETCH the client's buffers
-        hold about four copies of it, this way one and a piece. Reading stops once
+        held about four copies of it, this way 1.2. Reading stops once
         ``limit`` bytes (when given) are passed; the caller refuses what is too large."""
         uids = list(uids)
         sizes = sizes or {}
@@ -366,7 +366,10 @@ class ImapSession:
 
 
 # Messages over this size are fetched in pieces of this size (see ImapSession.bodies).
-PIECE_BYTES = 4 * 1024 * 1024
+# Smaller pieces cost round trips (25 for the largest message allowed by default) and
+# save memory: fetching a 22 MB message took 1.9x its size in pieces of 4 MiB, 1.2x in
+# pieces of 1 MiB (imaplib and imapclient copy each piece a few times).
+PIECE_BYTES = 1024 * 1024
 
 
 def batches(

@@ -13,6 +13,9 @@ SET_IDLE_IN_TRANSACTION_TIMEOUT = "SET idle_in_transaction_session_timeout = {mi
 # A stored raw message, read with binary results (the ORM's text transfer doubles it).
 RAW_MESSAGE = f"SELECT raw FROM {InboundMessage._meta.db_table} WHERE id = %s"
 
-# Stores a raw message bound as a binary parameter: the ORM binds on the client side,
-# where bytea travels as a hex literal inside the query text (~7x the message in memory).
+# Stores a raw message bound as a binary parameter, in pieces: the ORM binds on the
+# client side, where bytea travels as a hex literal inside the query text (~7x the
+# message in memory), and one binary parameter still costs twice its size in libpq's
+# output buffer.
 STORE_RAW_MESSAGE = f"UPDATE {InboundMessage._meta.db_table} SET raw = %b WHERE id = %s"
+APPEND_RAW_MESSAGE = f"UPDATE {InboundMessage._meta.db_table} SET raw = raw || %b WHERE id = %s"

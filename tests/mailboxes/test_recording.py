@@ -347,3 +347,13 @@ def test_headers_are_read_before_the_lease_and_checkpoint_rows_are_locked(
 
     # As deep as the test's own transaction: not inside the recording transaction.
     assert seen == [len(connection.atomic_blocks)]
+
+
+def test_a_raw_message_stored_in_pieces_is_stored_whole(lease, checkpoint, monkeypatch):
+    monkeypatch.setattr(recording, "RAW_PIECE_BYTES", 1000)
+    raw = price_mail(message_id="<pieces@supplier.ru>", attachments=[("p.xlsx", b"x" * 5500)])
+    assert len(raw) > 5 * recording.RAW_PIECE_BYTES
+
+    (created,) = record(lease, fetched(1, raw))
+
+    assert bytes(InboundMessage.objects.get(pk=created.pk).raw) == raw

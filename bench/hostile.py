@@ -44,6 +44,10 @@ from bench.benchdb import django_on, fresh_database  # noqa: E402
 BENCH_DB = f"pricefeed_bench_hostile_{os.getpid()}"
 MB = 10**6
 MIB = 2**20
+# The acceptance (Rig.run waits as long by default): what the cases are judged by.
+RECORDED_WITHIN = 30.0
+SETTLED_WITHIN = 120.0
+WORKERS_RSS_LIMIT = 2 * 10**9
 LISTENER_BASE = 100 * MB
 WORKER_TARGET = 300 * MB
 MILLION = 1_000_000
@@ -158,6 +162,8 @@ def run(url: str, args: argparse.Namespace) -> None:
 
 
 def print_cases(results: list) -> None:
+    from devkit import hostile
+
     header = (
         f"{'case':<18} {'hostile → terminal':>18}  {'state':<12} {'normal rec.':>11} "
         f"{'normal OK':>10} {'workers peak':>12} {'listener peak':>13}"
@@ -178,20 +184,13 @@ def print_cases(results: list) -> None:
         )
     print("\nreasons recorded for the hostile messages (and what went wrong):")
     for case, r in results:
-        notes = []
-        if not r.hostile.settled:
-            notes.append("not settled within 120 s")
-        elif not r.hostile.refused:
-            notes.append("settled but not refused")
-        if not r.normal.succeeded:
-            notes.append(f"normal price list: {r.normal}")
-        if not r.workers_alive:
-            notes.append("qcluster died")
-        if not r.listener_alive:
-            notes.append("listen_mail died")
-        elif not r.lease_held:
-            notes.append("listen_mail lost the lease")
-        notes += [f"{tree} killed at {rss / MIB:,.0f} MiB" for tree, rss in r.killed.items()]
+        notes = hostile.acceptance_problems(
+            case,
+            r,
+            recorded_within=RECORDED_WITHIN,
+            settled_within=SETTLED_WITHIN,
+            workers_rss_limit=WORKERS_RSS_LIMIT,
+        )
         reason = r.hostile.reason[:160] or "(none)"
         print(f"  {case.name}: {reason}" + (f"  [{'; '.join(notes)}]" if notes else ""))
 

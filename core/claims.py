@@ -187,26 +187,54 @@ class ClaimedWork:
     def fail(self, *, pk: object, worker: str, reason: str) -> bool:
         """A failure no retry can mend: running → failed at once, with an alert. False
         when the row is no longer ours."""
+        ours = self.model._default_manager.filter(pk=pk, status=self.running, claimed_by=worker)
+        return self._to_failed(
+            ours, pk, reason=reason, alert_text=f"{self.what.capitalize()} {pk}: {reason}"
+        )
+
+    def _to_failed(
+        self, ours: models.QuerySet, pk: Any, *, reason: str, alert_text: str, **fields: object
+    ) -> bool:
+        """``ours`` (the row, if still claimed as the caller knows it) → failed, the claim
+        cleared, ``reason`` kept; in the same transaction ``on_failed`` and the alert.
+        False when the row is no longer ours."""
         with transaction.atomic():
-            moved = self.model._default_manager.filter(
-                pk=pk, status=self.running, claimed_by=worker
-            ).update(
+            moved = ours.update(
                 status=self.failed,
                 last_error=reason[:5000],
                 finished_at=Now(),
                 claimed_by="",
                 claimed_at=None,
                 **{field: Now() for field in self.touch},
+                **fields,
             )
             if moved:
                 if self.on_failed is not None:
                     self.on_failed(pk)
-                alert(
-                    f"{self.what} failed",
-                    f"{self.what.capitalize()} {pk}: {reason}",
-                    **{self.id_key: pk},
-                )
+                alert(f"{self.what} failed", alert_text, **{self.id_key: pk})
         return bool(moved)
+
+    def _to_retry(
+        self, ours: models.QuerySet, *, delay: float, reason: str, **fields: object
+    ) -> bool:
+        """``ours`` → the retry state, due in ``delay`` seconds, the claim cleared and
+        ``reason`` kept. False when the row is no longer ours."""
+        return bool(
+            ours.update(
+                status=self.retry,
+                next_attempt_at=db_now_plus(delay),
+                last_error=reason[:5000],
+                claimed_by="",
+                claimed_at=None,
+                **{field: Now() for field in self.touch},
+                **fields,
+            )
+        )
+
+    def _label(self, pk: Any) -> str:
+        """``Price import #12 (a few words)`` for an alert."""
+        label = self.describe(pk)
+        return f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''}"
 
     def requeue(
         self,
@@ -256,29 +284,17 @@ class ClaimedWork:
             return None
         claim = {"claimed_by": worker} if worker else {}
         ours = self.model._default_manager.filter(pk=pk, status=self.running, **claim)
-        common = {
-            "last_error": text[:5000],
-            "claimed_by": "",
-            "claimed_at": None,
-            **{field: Now() for field in self.touch},
-        }
         policy = self.policy()
         if policy.exhausted(attempts):
-            with transaction.atomic():
-                moved = ours.update(status=self.failed, finished_at=Now(), **common)
-                if moved:
-                    if self.on_failed is not None:
-                        self.on_failed(pk)
-                    label = self.describe(pk)
-                    alert(
-                        f"{self.what} failed",
-                        f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''} failed "
-                        f"after {attempts} attempts: {text}",
-                        **{self.id_key: pk},
-                    )
-            return self.failed if moved else None
+            failed = self._to_failed(
+                ours,
+                pk,
+                reason=text,
+                alert_text=f"{self._label(pk)} failed after {attempts} attempts: {text}",
+            )
+            return self.failed if failed else None
         delay = policy.backoff.delay(attempts)
-        moved = ours.update(status=self.retry, next_attempt_at=db_now_plus(delay), **common)
+        moved = self._to_retry(ours, delay=delay, reason=text)
         if moved:
             logger.warning(
                 "%s will be retried %s=%s attempt=%s in=%.0fs: %s",
@@ -324,12 +340,7 @@ class ClaimedWork:
         attempts, before = row
         crashes = before + 1
         ours = claimed.filter(**{self.crashes_field: before})
-        common = {
-            self.crashes_field: crashes,
-            "claimed_by": "",
-            "claimed_at": None,
-            **{field: Now() for field in self.touch},
-        }
+        counted = {self.crashes_field: crashes}
         policy = self.policy()
         limit = crash_limit()
         if crashes >= limit or policy.exhausted(attempts):
@@ -339,27 +350,13 @@ class ClaimedWork:
                 else f"failed after {attempts} attempts, the last one ending with its worker"
             )
             reason = f"{reason}; last: {detail}"
-            with transaction.atomic():
-                moved = ours.update(
-                    status=self.failed, finished_at=Now(), last_error=reason[:5000], **common
-                )
-                if moved:
-                    if self.on_failed is not None:
-                        self.on_failed(pk)
-                    label = self.describe(pk)
-                    alert(
-                        f"{self.what} failed",
-                        f"{self.what.capitalize()} #{pk}{f' ({label})' if label else ''}: {reason}",
-                        **{self.id_key: pk},
-                    )
-            return self.failed if moved else None
+            failed = self._to_failed(
+                ours, pk, reason=reason, alert_text=f"{self._label(pk)}: {reason}", **counted
+            )
+            return self.failed if failed else None
         delay = policy.backoff.delay(1)  # the shortest step: a crash is not load
-        text = f"crash {crashes} of at most {limit}: {detail}"
-        moved = ours.update(
-            status=self.retry,
-            next_attempt_at=db_now_plus(delay),
-            last_error=text[:5000],
-            **common,
+        moved = self._to_retry(
+            ours, delay=delay, reason=f"crash {crashes} of at most {limit}: {detail}", **counted
         )
         if moved:
             logger.warning(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import signal
 import threading
 import time
@@ -609,6 +610,53 @@ class CaseResult:
             and self.normal.settled
             and not self.killed
         )
+
+
+def acceptance_problems(
+    case: Case,
+    result: CaseResult,
+    *,
+    recorded_within: float,
+    settled_within: float,
+    workers_rss_limit: int,
+) -> list[str]:
+    """Every way ``result`` misses issue #11's acceptance, in words (the test asserts
+    there are none; the bench prints them)."""
+    problems = []
+    if result.normal_recorded_after is None:
+        problems.append(
+            f"the normal price list was not recorded within {recorded_within:.0f} s "
+            f"(it is: {result.normal})"
+        )
+    if not result.normal.succeeded:
+        problems.append(
+            f"the normal price list's import did not succeed within {settled_within:.0f} s "
+            f"(it is: {result.normal})"
+        )
+    if result.hostile_settled_after is None or not result.hostile.refused:
+        problems.append(
+            f"the hostile message did not end REJECTED, IGNORED or with its import FAILED "
+            f"within {settled_within:.0f} s (it is: {result.hostile})"
+        )
+    elif not re.search(case.refusal, result.hostile.reason, re.IGNORECASE):
+        problems.append(
+            f"the hostile message's reason does not name what was refused "
+            f"(/{case.refusal}/): {result.hostile.reason[:500]!r}"
+        )
+    if not result.workers_alive:
+        problems.append("qcluster is no longer running")
+    if not result.listener_alive:
+        problems.append("listen_mail is no longer running")
+    elif not result.lease_held:
+        problems.append("listen_mail no longer holds the mailbox's lease")
+    for tree, rss in result.killed.items():
+        problems.append(f"the {tree} tree was killed at {rss / 2**20:,.0f} MiB of RSS")
+    if result.workers_peak >= workers_rss_limit:
+        problems.append(
+            f"the worker tree's RSS peaked at {result.workers_peak / 10**6:,.0f} MB "
+            f"(limit {workers_rss_limit / 10**9:.0f} GB)"
+        )
+    return problems
 
 
 class Rig:

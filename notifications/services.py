@@ -217,7 +217,7 @@ def render_outcome(price_import: PriceImport) -> tuple[str, str, str]:
 
 def build_email(notification: Notification, connection=None) -> EmailMultiAlternatives:
     """The mail for one notification, built the plain Django way (the reference that
-    OutcomeMail reproduces byte for byte, faster)."""
+    PreparedMail reproduces byte for byte, faster)."""
     subject, text, html = render_outcome(notification.price_import)
     email = EmailMultiAlternatives(
         subject=subject,
@@ -266,25 +266,6 @@ def render_digest(imports: list[PriceImport]) -> tuple[str, str, str]:
     )
 
 
-class DigestMail:
-    """The digest about several import outcomes of one message, rendered once; each
-    recipient's mail is made from it with its own To and Message-ID."""
-
-    def __init__(self, imports: list[PriceImport]) -> None:
-        self.subject, self.text, self.html = render_digest(imports)
-
-    def email(self, *, recipient: str, message_id: str, connection=None) -> EmailMultiAlternatives:
-        email = EmailMultiAlternatives(
-            subject=self.subject,
-            body=self.text,
-            to=[recipient],
-            connection=connection,
-            headers={"Message-ID": message_id},
-        )
-        email.attach_alternative(self.html, "text/html")
-        return email
-
-
 class _Serialised(Message):
     """What EmailMessage.message() returns for a mail serialised ahead: the bytes.
 
@@ -301,7 +282,7 @@ class _Serialised(Message):
 
 
 class _PrebuiltEmail(EmailMultiAlternatives):
-    """An EmailMultiAlternatives whose MIME bytes were made by OutcomeMail."""
+    """An EmailMultiAlternatives whose MIME bytes were made by PreparedMail."""
 
     def __init__(self, *, data: bytes, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -311,10 +292,10 @@ class _PrebuiltEmail(EmailMultiAlternatives):
         return _Serialised(self._data)
 
 
-class OutcomeMail:
-    """The mail about one import outcome, rendered and serialised once.
+class PreparedMail:
+    """A notification mail rendered and serialised once.
 
-    Every notification about the outcome gets the same bytes but for three header lines:
+    Every notification it delivers gets the same bytes but for three header lines:
     To (the recipient), Message-ID (from the notification id) and Date (now). They are
     produced with the functions Django's own message() uses, so a mail is what
     build_email() would make, byte for byte (but for the MIME boundary, which is shared),
@@ -324,8 +305,8 @@ class OutcomeMail:
     _TO = "recipient@placeholder.invalid"
     _ID = "<message-id@placeholder.invalid>"
 
-    def __init__(self, price_import: PriceImport) -> None:
-        self.subject, self.text, self.html = render_outcome(price_import)
+    def __init__(self, subject: str, text: str, html: str) -> None:
+        self.subject, self.text, self.html = subject, text, html
         template = EmailMultiAlternatives(
             subject=self.subject, body=self.text, to=[self._TO], headers={"Message-ID": self._ID}
         )
@@ -367,6 +348,18 @@ class OutcomeMail:
         )
         email.attach_alternative(self.html, "text/html")
         return email
+
+
+class OutcomeMail(PreparedMail):
+    """The mail about one import outcome."""
+
+    def __init__(self, price_import: PriceImport) -> None:
+        super().__init__(*render_outcome(price_import))
+
+
+def digest_mail(imports: list[PriceImport]) -> PreparedMail:
+    """The digest about several import outcomes of one message."""
+    return PreparedMail(*render_digest(imports))
 
 
 def _smtp_connections(mails: int) -> int:
@@ -448,7 +441,7 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     results: dict[uuid.UUID, BaseException | None] = {}
     domain = _message_id_domain()
     outcomes: dict[tuple[int, str], OutcomeMail] = {}
-    digests: dict[tuple[tuple[int, str], ...], DigestMail] = {}
+    digests: dict[tuple[tuple[int, str], ...], PreparedMail] = {}
     to_send: list[tuple[uuid.UUID, EmailMultiAlternatives]] = []
     # The notifications each event's mail delivers (those not yet SENT).
     covered: dict[uuid.UUID, list[Notification]] = {}
@@ -477,7 +470,7 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
             else:
                 digest_key = tuple((n.price_import_id, n.kind) for n in pending)
                 if digest_key not in digests:
-                    digests[digest_key] = DigestMail([imports[n.price_import_id] for n in pending])
+                    digests[digest_key] = digest_mail([imports[n.price_import_id] for n in pending])
                 message_id = _message_id(min(ids), domain)
                 email = digests[digest_key].email(
                     recipient=pending[0].recipient, message_id=message_id

@@ -17,11 +17,10 @@ each case a subtest; a case that leaves them unhealthy or busy gets fresh ones
 from __future__ import annotations
 
 import os
-import re
 
 import pytest
 
-from devkit.hostile import CASES, Case, CaseResult, Rig
+from devkit.hostile import CASES, Rig, acceptance_problems
 
 from .conftest import require_dovecot
 from .support import FAST_ENV, database_url
@@ -51,45 +50,6 @@ def rig(transactional_db, tmp_path):
         rig.close()
 
 
-def acceptance_problems(case: Case, result: CaseResult) -> list[str]:
-    """Every way ``result`` misses the issue's acceptance, in words."""
-    problems = []
-    if result.normal_recorded_after is None:
-        problems.append(
-            f"the normal price list was not recorded within {RECORDED_WITHIN:.0f} s "
-            f"(it is: {result.normal})"
-        )
-    if not result.normal.succeeded:
-        problems.append(
-            f"the normal price list's import did not succeed within {SETTLED_WITHIN:.0f} s "
-            f"(it is: {result.normal})"
-        )
-    if result.hostile_settled_after is None or not result.hostile.refused:
-        problems.append(
-            f"the hostile message did not end REJECTED, IGNORED or with its import FAILED "
-            f"within {SETTLED_WITHIN:.0f} s (it is: {result.hostile})"
-        )
-    elif not re.search(case.refusal, result.hostile.reason, re.IGNORECASE):
-        problems.append(
-            f"the hostile message's reason does not name what was refused "
-            f"(/{case.refusal}/): {result.hostile.reason[:500]!r}"
-        )
-    if not result.workers_alive:
-        problems.append("qcluster is no longer running")
-    if not result.listener_alive:
-        problems.append("listen_mail is no longer running")
-    elif not result.lease_held:
-        problems.append("listen_mail no longer holds the mailbox's lease")
-    for tree, rss in result.killed.items():
-        problems.append(f"the {tree} tree was killed at {rss / 2**20:,.0f} MiB of RSS")
-    if result.workers_peak >= WORKER_TREE_RSS_LIMIT:
-        problems.append(
-            f"the worker tree's RSS peaked at {result.workers_peak / 10**6:,.0f} MB "
-            f"(limit {WORKER_TREE_RSS_LIMIT / 10**9:.0f} GB)"
-        )
-    return problems
-
-
 # Each case waits at most SETTLED_WITHIN seconds (plus a reset), far above the seconds a
 # refused case takes; the whole test may take that long only while cases fail.
 @pytest.mark.timeout(len(TESTED) * (SETTLED_WITHIN + 60))
@@ -110,5 +70,11 @@ def test_each_hostile_mail_is_refused_with_its_reason_and_the_next_price_list_st
             finally:
                 if result is None or not result.clean:
                     rig.reset(case.name)
-            problems = acceptance_problems(case, result)
+            problems = acceptance_problems(
+                case,
+                result,
+                recorded_within=RECORDED_WITHIN,
+                settled_within=SETTLED_WITHIN,
+                workers_rss_limit=WORKER_TREE_RSS_LIMIT,
+            )
             assert not problems, f"{case.title}:\n- " + "\n- ".join(problems)

@@ -171,6 +171,11 @@ PRICEFEED_INSTANCE_ID = (
 # SECRET_KEY.
 PRICEFEED_ENCRYPTION_KEYS = [k for k in env.list("PRICEFEED_ENCRYPTION_KEYS", default=[]) if k]
 
+# Trusted senders: the authserv-ids of the receiving mail servers whose
+# Authentication-Results headers are believed (RFC 8601); any other such header is the
+# sender's own writing and ignored. Empty: no verdict is ever read.
+PRICEFEED_AUTHSERV_IDS = [i for i in env.list("PRICEFEED_AUTHSERV_IDS", default=[]) if i]
+
 # Input limits.
 PRICEFEED_MAX_MESSAGE_BYTES = env.int("PRICEFEED_MAX_MESSAGE_BYTES", default=25 * 1024 * 1024)
 # Files (attachments and archive members together) one message may bring.
@@ -210,6 +215,14 @@ PRICEFEED_IMAP_FETCH_BATCH = env.int("PRICEFEED_IMAP_FETCH_BATCH", default=100)
 PRICEFEED_IMAP_FETCH_BATCH_BYTES = env.int(
     "PRICEFEED_IMAP_FETCH_BATCH_BYTES", default=32 * 1024 * 1024
 )
+# Where mailboxes may point. Plain-text IMAP (no TLS) only when allowed; loopback,
+# private, link-local and other non-public addresses only when one of these networks
+# (CIDR, e.g. "10.20.0.0/16,127.0.0.1/32") holds them. Checked when a mailbox is saved
+# and on every connection (after DNS resolution, against the address connected to).
+PRICEFEED_IMAP_ALLOW_PLAIN = env.bool("PRICEFEED_IMAP_ALLOW_PLAIN", default=False)
+PRICEFEED_IMAP_ALLOWED_NETWORKS = [
+    n for n in env.list("PRICEFEED_IMAP_ALLOWED_NETWORKS", default=[]) if n
+]
 PRICEFEED_IMAP_BACKOFF_BASE = env.float("PRICEFEED_IMAP_BACKOFF_BASE", default=1.0)
 PRICEFEED_IMAP_BACKOFF_MAX = env.float("PRICEFEED_IMAP_BACKOFF_MAX", default=300.0)
 

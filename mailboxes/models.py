@@ -44,12 +44,18 @@ class Mailbox(models.Model):
     last_connected_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    # The last "Test connection" (run by a worker, not in the web request).
+    test_requested_at = models.DateTimeField(null=True, blank=True)
+    test_finished_at = models.DateTimeField(null=True, blank=True)
+    test_succeeded = models.BooleanField(null=True, blank=True)
+    test_result = models.TextField(blank=True)
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         verbose_name_plural = "mailboxes"
         ordering = ["name"]
+        permissions = [("test_mailbox", "Can test a mailbox's connection")]
 
     def __str__(self) -> str:
         return self.name
@@ -79,6 +85,9 @@ class MailboxLease(models.Model):
     # Set from admin ("force release"): the owner's next renewal fails, it stops
     # listening and frees the lease.
     release_requested = models.BooleanField(default=False)
+
+    class Meta:
+        permissions = [("release_mailboxlease", "Can force the release of a mailbox lease")]
 
     def __str__(self) -> str:
         return f"{self.mailbox} → {self.owner or 'free'} (token {self.token})"
@@ -170,6 +179,10 @@ class InboundMessage(models.Model):
 
     class Meta:
         ordering = ["-received_at", "-id"]
+        permissions = [
+            ("reprocess_inboundmessage", "Can reprocess inbound messages"),
+            ("fail_inboundmessage", "Can mark inbound messages failed"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["mailbox", "folder", "uidvalidity", "uid"], name="one_record_per_uid"

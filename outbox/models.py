@@ -39,6 +39,10 @@ class OutboxEvent(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        permissions = [
+            ("retry_outboxevent", "Can retry or requeue outbox events"),
+            ("fail_outboxevent", "Can give up outbox events"),
+        ]
         indexes = [
             # The claim query reads only NEW rows in (next_attempt_at, id) order; however
             # many SENT rows pile up, this index stays the size of the backlog.

@@ -16,6 +16,11 @@ class PriceListConfig(models.Model):
         SNAPSHOT = "snapshot", "Snapshot (the file is the whole price list)"
         DELTA = "delta", "Delta (the file holds changes only)"
 
+    class SenderAuth(models.TextChoices):
+        IGNORE = "ignore", "Ignore (match on the From address alone)"
+        RECORD = "record", "Record the receiving server's verdict"
+        REQUIRE = "require", "Require DMARC pass or an aligned DKIM pass"
+
     class NumberFormat(models.TextChoices):
         AUTO = "auto", "Detect (1 234,50 / 1,234.50 / 1234.5)"
         COMMA_DECIMAL = "comma", "Comma decimal (1 234,50)"
@@ -29,6 +34,13 @@ class PriceListConfig(models.Model):
     sender_pattern = models.CharField(max_length=500, blank=True)
     subject_pattern = models.CharField(max_length=500, blank=True)
     filename_pattern = models.CharField(max_length=500, blank=True)
+    sender_auth = models.CharField(
+        max_length=10,
+        choices=SenderAuth,
+        default=SenderAuth.RECORD,
+        help_text="What the receiving server's Authentication-Results (from "
+        "PRICEFEED_AUTHSERV_IDS) must say of the sender.",
+    )
     columns = models.JSONField(
         default=dict,
         blank=True,
@@ -108,6 +120,7 @@ class PriceImport(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [("rerun_priceimport", "Can run failed imports again")]
         constraints = [
             models.UniqueConstraint(
                 fields=["message", "config", "attachment_key"], name="one_import_per_attachment"

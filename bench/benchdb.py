@@ -24,12 +24,26 @@ def fresh_database(name: str, script: str) -> str:
 
 def django_on(url: str) -> None:
     """Points this process's Django at ``url`` and migrates it (call before any model
-    import)."""
+    import). The benchmarks' IMAP servers listen on loopback without TLS: this process,
+    and the ones it starts with its environment, are allowed to reach them."""
+    from devkit.servers import LOOPBACK_IMAP_ENV
+
     os.environ["DATABASE_URL"] = url
+    os.environ.update(LOOPBACK_IMAP_ENV)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    production_key()
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def production_key() -> None:
+    """The benchmarks run the production settings (DEBUG off), which require
+    PRICEFEED_ENCRYPTION_KEYS: unless given, a key of this run's own, inherited by every
+    process it starts."""
+    from cryptography.fernet import Fernet
+
+    os.environ.setdefault("PRICEFEED_ENCRYPTION_KEYS", Fernet.generate_key().decode())

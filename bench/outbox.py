@@ -71,6 +71,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.benchdb import production_key  # noqa: E402
+
 BENCH_DB = "pricefeed_bench_outbox"
 RAW_TABLE = "bench_raw_outbox"
 BATCH = 100
@@ -1063,6 +1065,7 @@ def main() -> None:
     _admin(admin_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
     _admin(admin_url, f"CREATE DATABASE {BENCH_DB}")
     tmp = Path(tempfile.mkdtemp(prefix="bench-outbox-"))
+    production_key()
     env = {
         **os.environ,
         "DATABASE_URL": bench_url,

@@ -46,6 +46,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.benchdb import production_key  # noqa: E402
+
 WORDS = (
     "Кабель ВВГ-нг медный Розетка Выключатель Лампа светодиодная Автомат Щит "
     "Провод ПВС белый чёрный 3х2,5 IP44 накладной скрытый двойной"
@@ -189,6 +191,7 @@ def prepare_database() -> str:
     with psycopg.connect(admin.replace("postgres://", "postgresql://"), autocommit=True) as c:
         c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
         c.execute(f"CREATE DATABASE {BENCH_DB}")
+    production_key()  # for this migrate and the children, which inherit it
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v0"],
         check=True,

@@ -27,7 +27,7 @@ def _secret_key() -> str:
 
     A generated key keeps the embedded single-instance setup working out of the box
     without a secret in the repository; several instances must share one SECRET_KEY
-    (or PRICEFEED_ENCRYPTION_KEYS), so production sets it explicitly.
+    (and PRICEFEED_ENCRYPTION_KEYS), so production sets it explicitly.
     """
     value = env.str("SECRET_KEY", default="")
     if value:
@@ -42,9 +42,39 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Earlier SECRET_KEYs, still accepted while they are rotated out: sessions, password
+# reset links and the stored secrets encrypted under a key derived from one (core.crypto).
+SECRET_KEY_FALLBACKS = [k for k in env.list("SECRET_KEY_FALLBACKS", default=[]) if k]
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- HTTPS --------------------------------------------------------------------------
+# With DEBUG off the admin is HTTPS only: plain HTTP is redirected, cookies are Secure,
+# browsers are told (HSTS) to use HTTPS for an hour, raised by the operator once HTTPS
+# is known to work. Each default can be overridden by the variable of the same name.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 3600)
+# includeSubDomains and preload bind every subdomain of the host (preload: for years,
+# through the browsers' built-in list), a decision about the operator's whole domain
+# that pricefeed cannot make: off unless set, and their check --deploy warnings
+# (security.W005, W021) silenced below.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# Behind a TLS-terminating proxy: "HTTP_X_FORWARDED_PROTO,https" (the header the proxy
+# sets, as Django names it, and the value meaning HTTPS). Only where the proxy always
+# sets that header itself: passed on from a client, it would let the client claim HTTPS.
+_proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header:
+    if len(_proxy_ssl_header) != 2 or not all(_proxy_ssl_header):
+        raise ValueError(
+            "SECURE_PROXY_SSL_HEADER must be <header>,<value>, e.g. "
+            f"HTTP_X_FORWARDED_PROTO,https, not {','.join(_proxy_ssl_header)!r}"
+        )
+    SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1])
+SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -60,6 +90,8 @@ INSTALLED_APPS = [
     "outbox",
     "pricefeed",
     "notifications",
+    # Who may do what in the admin: the role groups, django-q2's admin restricted.
+    "access",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -68,6 +100,8 @@ if importlib.util.find_spec("devkit") is not None:
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The admin's static files, from STATIC_ROOT, by the WSGI server itself.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -81,7 +115,9 @@ ROOT_URLCONF = "config.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # templates/, through the link config/templates, which is also where the wheel
+        # puts them (pip install . copies no file from outside the packages).
+        "DIRS": [Path(__file__).parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -146,7 +182,13 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Filled by `manage.py collectstatic` and served by WhiteNoise under hashed names (the
+# manifest maps them), compressed, cacheable for ever.
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default="") or VAR_DIR / "static")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 # --- Outgoing mail -----------------------------------------------------------------
 # Django's SMTP backend verifies certificates for STARTTLS/SSL; a timeout is always set.
@@ -161,6 +203,10 @@ ADMINS = [
     for addr in env.list("ADMINS", default=[])
     if addr.strip()
 ]
+# Error reports (the mails to ADMINS) mask the password of every scheme://user:pw@host
+# in settings and local variables, not only settings named like secrets (PRICEFEED_REDIS_URL
+# ends up in Q_CLUSTER["redis"]).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "core.reporting.UrlPasswordReporterFilter"
 
 # --- pricefeed ---------------------------------------------------------------------
 PRICEFEED_INSTANCE_ID = (

@@ -32,7 +32,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 from devkit.samples import supplier_email
-from devkit.servers import ImapAppender
+from devkit.servers import LOOPBACK_IMAP_ENV, ImapAppender
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.processes import ManagedProcess, wait_until
 
@@ -372,9 +372,9 @@ class RssSampler:
 
 # -- what became of a message --------------------------------------------------------------
 
-# Fields of the match report that repeat the message's own (hostile) input: a reason is
-# never looked for in them.
-_ECHOED = frozenset({"sender", "subject", "configs"})
+# Fields of the match report that repeat the message's own (hostile) input, or judge its
+# sender rather than refuse its content: a reason is never looked for in them.
+_ECHOED = frozenset({"sender", "subject", "configs", "sender_auth"})
 _ECHOED_ATTACHMENT = frozenset({"key", "filename", "content_type", "size", "sha256", "members"})
 
 
@@ -663,9 +663,10 @@ class Rig:
     """A private Dovecot with one user per case, a ``listen_mail`` and a ``qcluster``
     against this process's database, with one mailbox (and its configs) per case.
 
-    ``env`` is the environment of the two processes (DATABASE_URL included). A tree
-    whose RSS passes ``guard`` bytes during a case is SIGKILLed: the case has failed by
-    then, and the machine is shared.
+    ``env`` is the environment of the two processes (DATABASE_URL included; Dovecot's
+    loopback address and plain text are allowed on top of it). A tree whose RSS passes
+    ``guard`` bytes during a case is SIGKILLed: the case has failed by then, and the
+    machine is shared.
     """
 
     PASSWORD = "secret"
@@ -680,7 +681,7 @@ class Rig:
         sample_interval: float = 0.1,
     ) -> None:
         self.cases = {case.name: case for case in cases}
-        self.env = dict(env)
+        self.env = {**env, **LOOPBACK_IMAP_ENV}
         self.log_dir = log_dir
         self.guard = guard
         self.sample_interval = sample_interval

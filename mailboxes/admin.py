@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Now
 from django.http import HttpResponse
@@ -12,11 +13,8 @@ from django.utils.html import format_html, format_html_join
 
 from core.adminutils import annotated
 
-from . import leases, processing
-from .exceptions import ImapError
+from . import leases, processing, services
 from .forms import MailboxForm
-from .imap import check_connection
-from .listener import connection_settings
 from .models import (
     IN_FLIGHT,
     InboundMessage,
@@ -49,6 +47,19 @@ MESSAGE_COLUMNS: tuple[str, ...] = (
 )
 
 
+def without_password(fields) -> list:
+    """A fieldset's fields (names, or tuples of names on one line) but the password."""
+    kept: list = []
+    for field in fields:
+        if isinstance(field, list | tuple):
+            line = tuple(f for f in field if f != "password")
+            if line:
+                kept.append(line)
+        elif field != "password":
+            kept.append(field)
+    return kept
+
+
 class CheckpointInline(admin.TabularInline):
     model = MailboxCheckpoint
     extra = 0
@@ -71,6 +82,9 @@ class MailboxAdmin(admin.ModelAdmin):
         "last_connected_at",
         "last_error",
         "last_error_at",
+        "test_requested_at",
+        "test_finished_at",
+        "last_test",
         "created_at",
         "updated_at",
     ]
@@ -98,10 +112,25 @@ class MailboxAdmin(admin.ModelAdmin):
                 ]
             },
         ),
+        (
+            "Last connection test",
+            {"fields": [("test_requested_at", "test_finished_at"), "last_test"]},
+        ),
     ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("lease")
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        # A view-only page shows each field's stored value instead of the form's
+        # write-only input: the password, decrypted.
+        return [
+            (name, {**options, "fields": without_password(options["fields"])})
+            for name, options in fieldsets
+        ]
 
     @admin.display(description="server")
     def address(self, obj: Mailbox) -> str:
@@ -122,15 +151,35 @@ class MailboxAdmin(admin.ModelAdmin):
             return ""
         return format_html('<span style="color:#ba2121">{}</span>', obj.last_error[:120])
 
-    @admin.action(description="Test connection (login and select the folder)")
+    def has_test_permission(self, request) -> bool:
+        return request.user.has_perm("mailboxes.test_mailbox")
+
+    @admin.action(description="Test connection (login and select the folder)", permissions=["test"])
     def test_connection(self, request, queryset):
-        for mailbox in queryset:
-            try:
-                summary = check_connection(connection_settings(mailbox))
-            except ImapError as exc:
-                self.message_user(request, f"{mailbox.name}: {exc}", messages.ERROR)
-            else:
-                self.message_user(request, f"{mailbox.name}: {summary}", messages.SUCCESS)
+        ids = list(queryset.values_list("pk", flat=True))
+        queued = services.mailbox_tests_request(mailbox_ids=ids)
+        if queued:
+            self.message_user(
+                request,
+                f"{len(queued)} connection test(s) queued: a worker runs each, and the "
+                "mailbox's page shows the result under “Last connection test”.",
+                messages.SUCCESS,
+            )
+        if pending := len(ids) - len(queued):
+            self.message_user(
+                request,
+                f"{pending} skipped: a test asked for less than "
+                f"{services.pending_test_seconds():.0f} s ago has not finished yet.",
+                messages.WARNING,
+            )
+
+    @admin.display(description="result")
+    def last_test(self, obj: Mailbox) -> str:
+        if obj.test_requested_at is None:
+            return "never tested"
+        if obj.test_finished_at is None:
+            return "queued: waiting for a worker"
+        return f"{'✔' if obj.test_succeeded else '✘'} {obj.test_result}"
 
 
 @admin.register(InboundMessage)
@@ -246,10 +295,31 @@ class InboundMessageAdmin(admin.ModelAdmin):
                 for d in report.get("defects", []) + ([report["note"]] if "note" in report else [])
             ),
         )
+        # The sender's authentication verdict (mailboxes.authresults.SenderVerdict).
+        auth = report.get("sender_auth") or {}
+        if auth.get("authenticated"):
+            state = "✔ authenticated"
+        elif auth.get("checked", True):
+            state = "✘ not authenticated"
+        else:
+            state = "not checked"
+        found = (
+            format_html(
+                "<div>authserv-id {}: dmarc {}; dkim {}; spf {}</div>",
+                auth["authserv_id"],
+                auth.get("dmarc") or "none",
+                ", ".join(auth.get("dkim") or []) or "none",
+                auth.get("spf") or "none",
+            )
+            if auth.get("authserv_id")
+            else ""
+        )
+        sender = format_html("<p>Sender {}: {}</p>{}", state, auth.get("reason", ""), found)
         return format_html(
             "<table><tr><th>config</th><th>verdict</th><th>why</th></tr>{}</table>"
-            "<p>Attachments:</p><ul>{}</ul>{}",
+            "{}<p>Attachments:</p><ul>{}</ul>{}",
             rows,
+            sender if auth else "",
             attachments or "—",
             extra,
         )
@@ -266,11 +336,21 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
     def raw_view(self, request, pk: int):
         message = get_object_or_404(InboundMessage, pk=pk, raw__isnull=False)
+        if not self.has_view_permission(request, message):
+            raise PermissionDenied
         response = HttpResponse(bytes(message.raw or b""), content_type="message/rfc822")
         response["Content-Disposition"] = f'attachment; filename="message-{pk}.eml"'
         return response
 
-    @admin.action(description="Reprocess (match again and create missing imports)")
+    def has_reprocess_permission(self, request) -> bool:
+        return request.user.has_perm("mailboxes.reprocess_inboundmessage")
+
+    def has_fail_permission(self, request) -> bool:
+        return request.user.has_perm("mailboxes.fail_inboundmessage")
+
+    @admin.action(
+        description="Reprocess (match again and create missing imports)", permissions=["reprocess"]
+    )
     def reprocess(self, request, queryset):
         moved = processing.messages_requeue(message_ids=queryset.values_list("pk", flat=True))
         skipped = queryset.count() - moved
@@ -282,7 +362,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
 
-    @admin.action(description="Mark failed")
+    @admin.action(description="Mark failed", permissions=["fail"])
     def mark_failed(self, request, queryset):
         moved = processing.messages_mark_failed(
             message_ids=queryset.values_list("pk", flat=True),
@@ -343,7 +423,17 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
     def weight(self, obj: MailboxLease) -> int:
         return annotated(obj, "weight_now")
 
-    @admin.action(description="Force release (the owner stops; another instance takes over)")
+    def has_release_permission(self, request) -> bool:
+        return request.user.has_perm("mailboxes.release_mailboxlease")
+
+    def has_disable_permission(self, request) -> bool:
+        # Disabling is a change of the mailbox, not of its lease.
+        return request.user.has_perm("mailboxes.change_mailbox")
+
+    @admin.action(
+        description="Force release (the owner stops; another instance takes over)",
+        permissions=["release"],
+    )
     def force_release(self, request, queryset):
         asked = leases.leases_request_release(
             mailbox_ids=list(queryset.values_list("mailbox_id", flat=True))
@@ -355,7 +445,7 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
             messages.SUCCESS,
         )
 
-    @admin.action(description="Disable the mailbox (stop listening to it)")
+    @admin.action(description="Disable the mailbox (stop listening to it)", permissions=["disable"])
     def disable_mailbox(self, request, queryset):
         disabled = 0
         for mailbox in Mailbox.objects.filter(pk__in=queryset.values("mailbox_id"), enabled=True):

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class MailboxesConfig(AppConfig):
@@ -6,7 +7,7 @@ class MailboxesConfig(AppConfig):
     verbose_name = "Mailboxes and inbound mail"
 
     def ready(self) -> None:
-        from core import sweeps, workers
+        from core import crypto, sweeps, workers
 
         from . import processing, signals
 
@@ -14,3 +15,22 @@ class MailboxesConfig(AppConfig):
         sweeps.register("messages", processing.messages_sweep)
         # Messages are processed by django-q2 workers: a dead one's claims are reaped.
         workers.watch("messages", processing.MESSAGE_WORK)
+        checks.register(imap_allowed_networks, checks.Tags.security)
+        # Mailbox passwords are stored under these keys: every command refuses to start
+        # in production without valid ones.
+        checks.register(crypto.check_encryption_keys, checks.Tags.security)
+
+
+def imap_allowed_networks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Every command refuses to start with a PRICEFEED_IMAP_ALLOWED_NETWORKS entry that
+    is not a network (each connection would fail with it)."""
+    from django.conf import settings
+
+    from .addresses import parse_networks
+    from .exceptions import ImapSettingsError
+
+    try:
+        parse_networks(settings.PRICEFEED_IMAP_ALLOWED_NETWORKS)
+    except ImapSettingsError as exc:
+        return [checks.Error(str(exc), hint="e.g. 10.20.0.0/16,127.0.0.1", id="mailboxes.E001")]
+    return []

@@ -31,8 +31,26 @@ class CredentialsUnreadable(ImapError):
     """The stored password cannot be decrypted with the configured keys."""
 
 
+class CredentialsMissing(ImapError):
+    """No password is stored for the mailbox's server (it changed since one was entered)."""
+
+
 class ServerClosed(ImapError):
     """The server closed the connection."""
+
+
+class ImapSettingsError(ImapError):
+    """pricefeed's own IMAP settings prevent this connection; the message names the
+    setting."""
+
+
+class AddressNotAllowed(ImapSettingsError):
+    """The host is, or resolves to, an address outside the public internet that
+    PRICEFEED_IMAP_ALLOWED_NETWORKS does not hold."""
+
+
+class PlainNotAllowed(ImapSettingsError):
+    """Plain-text IMAP while PRICEFEED_IMAP_ALLOW_PLAIN is off."""
 
 
 class MessageRefused(MailboxesError):

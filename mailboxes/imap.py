@@ -3,6 +3,10 @@ mailbox, and an IDLE wait that survives imapclient 4.1's pitfalls.
 
 Nothing here touches the database. A session belongs to the thread that opened it.
 
+Connecting safely: the address and plain-text policy of ``mailboxes.addresses`` first,
+then a connection to exactly the addresses it checked (imaplib never looks the name up
+again), with certificate and host name verified against the name.
+
 Why the IDLE wait does not use ``IMAPClient.idle_check()``: it reads a non-blocking
 socket and loses the connection when a response line arrives split across TCP segments
 (mjs/imapclient#519); it never looks at responses already sitting in imaplib's read
@@ -23,18 +27,27 @@ import selectors
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import imapclient
 from django.conf import settings as django_settings
+from imapclient import imap4, tls
 from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 from imapclient.imapclient import SocketTimeout
 
 from core.crypto import UnreadableSecret
 from core.logs import first_line
 
-from .exceptions import CredentialsUnreadable, FolderMissing, ImapError, ServerClosed
+from .addresses import ConnectionPolicy, Resolved, connect
+from .exceptions import (
+    CredentialsMissing,
+    CredentialsUnreadable,
+    FolderMissing,
+    ImapError,
+    ImapSettingsError,
+    ServerClosed,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +82,9 @@ def describe_error(exc: BaseException, settings: ConnectionSettings | None = Non
     where = f"{settings.host}:{settings.port}" if settings else "the server"
     if isinstance(exc, LoginError):
         return f"authentication failed for user {settings.username if settings else ''!r}"
-    if isinstance(exc, FolderMissing | CredentialsUnreadable):
+    if isinstance(
+        exc, FolderMissing | CredentialsUnreadable | CredentialsMissing | ImapSettingsError
+    ):
         return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
         # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
@@ -148,18 +163,77 @@ def _tls_context(ca_file: str, _stamp: int) -> ssl.SSLContext:
         try:
             context.load_verify_locations(cafile=ca_file)
         except OSError as exc:  # missing, unreadable, or no PEM certificate in it
-            raise ImapError(
+            raise ImapSettingsError(
                 f"cannot load PRICEFEED_IMAP_CA_FILE {ca_file!r}: {exc.strerror or exc}"
             ) from exc
     return context
 
 
+class _PinnedPlain(imap4.IMAP4WithTimeout):
+    """imaplib's IMAP4 connected to addresses checked beforehand (no lookup of its own)."""
+
+    def __init__(
+        self, host: str, port: int, timeout: float | None, addresses: Sequence[Resolved]
+    ) -> None:
+        self._addresses = addresses
+        super().__init__(host, port, timeout)
+
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        return connect(self._addresses, timeout if timeout is not None else self._timeout)
+
+
+class _PinnedTLS(tls.IMAP4_TLS):
+    """Implicit TLS to addresses checked beforehand; the certificate is verified against
+    ``host``, the name (SNI and host name check), not the address connected to."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        context: ssl.SSLContext | None,
+        timeout: float | None,
+        addresses: Sequence[Resolved],
+    ) -> None:
+        self._addresses = addresses
+        super().__init__(host, port, context, timeout)
+
+    def _create_socket(self, timeout: float | None = None) -> socket.socket:
+        sock = connect(self._addresses, timeout if timeout is not None else self._timeout)
+        try:
+            return tls.wrap_socket(sock, self.ssl_context, self.host)
+        except BaseException:
+            sock.close()
+            raise
+
+
+class _PinnedClient(imapclient.IMAPClient):
+    """An IMAPClient whose connection goes to ``addresses`` (the ones the policy checked)
+    while ``host`` stays the name TLS verifies, STARTTLS included (imaplib wraps its
+    socket with ``server_hostname=self.host``)."""
+
+    def __init__(self, host: str, addresses: Sequence[Resolved], **kwargs: object) -> None:
+        self._addresses = addresses
+        super().__init__(host, **kwargs)
+
+    def _create_IMAP4(self):
+        timeout = getattr(self._timeout, "connect", None)
+        if self.ssl:
+            return _PinnedTLS(self.host, self.port, self.ssl_context, timeout, self._addresses)
+        return _PinnedPlain(self.host, self.port, timeout, self._addresses)
+
+
 class ImapSession:
-    """A logged-in IMAP connection with its folder selected read-only."""
+    """A logged-in IMAP connection with its folder selected read-only.
+
+    Every connection goes through the address policy (``mailboxes.addresses``): plain
+    text only when allowed, the host resolved once and every address it resolves to
+    checked, then connected to exactly those addresses.
+    """
 
     def __init__(self, settings: ConnectionSettings) -> None:
         self.settings = settings
         self._client: imapclient.IMAPClient | None = None
+        self.logged_in = False
 
     # -- connection ------------------------------------------------------------------
 
@@ -168,11 +242,29 @@ class ImapSession:
         s = self.settings
         if isinstance(s.password, UnreadableSecret):
             raise CredentialsUnreadable(f"{s.password.reason}; re-enter the mailbox password")
+        if not s.password:
+            raise CredentialsMissing(
+                "no password stored for this server (host, port, security or username "
+                "changed since it was entered); enter the mailbox password"
+            )
+        policy = ConnectionPolicy.current()
+        policy.check_security(s.security)
         context = tls_context() if s.security != "plain" else None
+        addresses = policy.addresses(s.host, s.port)
         timeout = SocketTimeout(connect=s.connect_timeout, read=s.timeout)
-        client = imapclient.IMAPClient(
-            s.host, port=s.port, ssl=s.security == "ssl", ssl_context=context, timeout=timeout
+        client = _PinnedClient(
+            s.host,
+            addresses,
+            port=s.port,
+            ssl=s.security == "ssl",
+            ssl_context=context,
+            timeout=timeout,
         )
+        if not isinstance(client._imap, _PinnedPlain | _PinnedTLS):
+            # imapclient no longer builds its connection in _create_IMAP4, so the
+            # address check did not hold: drop it before anything is sent.
+            client.shutdown()
+            raise ImapError("imapclient bypassed the address check; connection dropped")
         self._client = client
         try:
             _tune_socket(client.socket())
@@ -180,6 +272,7 @@ class ImapSession:
                 client.starttls(context)
                 _tune_socket(client.socket())
             client.login(s.username, s.password)
+            self.logged_in = True
             return self.select(s.folder)
         except BaseException:
             self.close()
@@ -392,18 +485,66 @@ def batches(
 def check_connection(settings: ConnectionSettings) -> str:
     """Connects, logs in and selects the folder; returns a one-line summary.
 
-    Raises ImapError with an operator-readable message on any problem.
+    Raises ImapError with an operator-readable message on any problem (describe_error:
+    as detailed as the listener's last error).
     """
     session = ImapSession(settings)
     try:
-        state = session.open()
-        capabilities = session.client.capabilities()
+        return _check(session)
     except Exception as exc:
         raise ImapError(describe_error(exc, settings)) from exc
     finally:
         session.close()
+
+
+def probe_connection(settings: ConnectionSettings) -> str:
+    """``check_connection`` for *Test connection*, whose result anyone who may edit a
+    mailbox reads: a failure before the login was accepted tells nothing about the peer
+    (``probe_error``)."""
+    session = ImapSession(settings)
+    try:
+        return _check(session)
+    except Exception as exc:
+        raise ImapError(probe_error(exc, settings, logged_in=session.logged_in)) from exc
+    finally:
+        session.close()
+
+
+def _check(session: ImapSession) -> str:
+    settings = session.settings
+    state = session.open()
+    capabilities = session.client.capabilities()
     idle = "IDLE supported" if b"IDLE" in capabilities else "IDLE NOT supported (polling)"
     return (
         f"connected to {settings.host}:{settings.port}, folder {settings.folder!r} has "
         f"{state.exists} message(s), UIDVALIDITY {state.uidvalidity}; {idle}"
+    )
+
+
+SECURITY_NAMES = {"ssl": "SSL/TLS", "starttls": "STARTTLS", "plain": "plain text"}
+
+
+def probe_error(exc: BaseException, settings: ConnectionSettings, *, logged_in: bool) -> str:
+    """One line about a failed connection test that says nothing about what answered
+    before the login was accepted: refused, timed out, unreachable, reset, no TLS, a
+    certificate not trusted, STARTTLS missing, any greeting or banner — all read "could
+    not connect to host:port ...", so the test is no port scanner and shows no banner.
+    pricefeed's own refusals (address, plain text, credentials, CA file), a host that
+    does not resolve, a refused login and a missing folder are specific; so is what
+    fails after the login was accepted."""
+    if isinstance(exc, ImapSettingsError | CredentialsUnreadable | CredentialsMissing):
+        return str(exc)
+    if isinstance(exc, socket.gaierror):  # our resolver's answer, not the peer's
+        return describe_error(exc, settings)
+    if isinstance(exc, LoginError):
+        return f"authentication failed for user {settings.username!r}"
+    if isinstance(exc, FolderMissing):
+        return f"logged in; folder {settings.folder!r} cannot be selected"
+    if logged_in:
+        return f"logged in, then: {describe_error(exc, settings)}"
+    security = SECURITY_NAMES.get(settings.security, settings.security)
+    return (
+        f"could not connect to {settings.host}:{settings.port} with {security} (no "
+        "connection, no answer, or no verified IMAP server there; check host, port, "
+        "security and the server's certificate)"
     )

@@ -22,8 +22,9 @@ from core.retry import imap_reconnect_backoff
 from . import leases, recording, services
 from .admission import Admission, unlimited
 from .exceptions import LeaseLost, UidValidityChanged
-from .imap import ConnectionSettings, ImapSession, batches, describe_error
+from .imap import ImapSession, batches, describe_error
 from .models import Mailbox
+from .services import connection_settings
 from .sync import DatabaseSlots, Waker
 
 logger = logging.getLogger(__name__)
@@ -33,19 +34,6 @@ POLL_WITHOUT_IDLE = 30.0
 # At the in-flight limit: how often to look again, and to keep the connection alive.
 ADMISSION_RECHECK = 0.5
 KEEPALIVE = 120.0
-
-
-def connection_settings(mailbox: Mailbox) -> ConnectionSettings:
-    return ConnectionSettings(
-        host=mailbox.host,
-        port=mailbox.port,
-        security=mailbox.security,
-        username=mailbox.username,
-        password=mailbox.password,
-        folder=mailbox.folder,
-        connect_timeout=settings.PRICEFEED_IMAP_CONNECT_TIMEOUT,
-        timeout=settings.PRICEFEED_IMAP_TIMEOUT,
-    )
 
 
 class MailboxListener(threading.Thread):

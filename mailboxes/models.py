@@ -57,8 +57,51 @@ class Mailbox(models.Model):
         ordering = ["name"]
         permissions = [("test_mailbox", "Can test a mailbox's connection")]
 
+    # Which server a password is sent to: changing any of them forgets a stored password.
+    SERVER_FIELDS = ("host", "port", "security", "username")
+
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        self._forget_password_of_another_server(kwargs)
+        super().save(*args, **kwargs)
+
+    def server_identity(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.SERVER_FIELDS)
+
+    def set_password(self, password: str) -> None:
+        """Sets the password entered for the server as configured now: a save that also
+        changes host, port, security or username keeps it (see ``save``)."""
+        self.password = password
+        self._password_server = self.server_identity()
+
+    def _forget_password_of_another_server(self, save_kwargs: dict) -> None:
+        """The stored password only ever goes to the server it was entered for: a save
+        that changes host, port, security or username and still carries the stored
+        password clears it (connections then ask for it: CredentialsMissing). A
+        different password, or one given with ``set_password`` after the change, is
+        kept. ``QuerySet.update`` is not guarded; nothing here uses it on these fields."""
+        if self._state.adding or self.pk is None:
+            return
+        if getattr(self, "_password_server", None) == self.server_identity():
+            return
+        update_fields = save_kwargs.get("update_fields")
+        guarded = {*self.SERVER_FIELDS, "password"}
+        if update_fields is not None and not guarded.intersection(update_fields):
+            return
+        stored = (
+            type(self)
+            .objects.filter(pk=self.pk)
+            .values_list(*self.SERVER_FIELDS, "password")
+            .first()
+        )
+        if stored is None or tuple(stored[:-1]) == self.server_identity():
+            return
+        if self.password == stored[-1]:
+            self.password = ""
+            if update_fields is not None:
+                save_kwargs["update_fields"] = {*update_fields, "password"}
 
     def connection_fingerprint(self) -> tuple:
         """The settings whose change requires a new IMAP connection."""

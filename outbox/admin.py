@@ -88,17 +88,23 @@ class OutboxEventAdmin(admin.ModelAdmin):
         if total - moved:
             self.message_user(request, f"{total - moved} skipped: {skipped}.", messages.WARNING)
 
-    @admin.action(description="Retry now (skip the backoff wait)")
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("outbox.retry_outboxevent")
+
+    def has_fail_permission(self, request) -> bool:
+        return request.user.has_perm("outbox.fail_outboxevent")
+
+    @admin.action(description="Retry now (skip the backoff wait)", permissions=["retry"])
     def retry_now(self, request, queryset):
         moved = services.events_retry_now(event_ids=queryset.values_list("id", flat=True))
         self._report(request, moved, queryset.count(), "due now", "not NEW")
 
-    @admin.action(description="Requeue failed events (attempts start over)")
+    @admin.action(description="Requeue failed events (attempts start over)", permissions=["retry"])
     def requeue(self, request, queryset):
         moved = services.events_requeue(event_ids=queryset.values_list("id", flat=True))
         self._report(request, moved, queryset.count(), "requeued", "not FAILED")
 
-    @admin.action(description="Mark failed (give up)")
+    @admin.action(description="Mark failed (give up)", permissions=["fail"])
     def mark_failed(self, request, queryset):
         moved = services.events_mark_failed(
             event_ids=queryset.values_list("id", flat=True),

@@ -31,10 +31,11 @@ class PriceListConfigAdmin(admin.ModelAdmin):
         "sender_pattern",
         "subject_pattern",
         "filename_pattern",
+        "sender_auth",
         "mode",
         "preview_link",
     ]
-    list_filter = ["enabled", "mailbox", "mode"]
+    list_filter = ["enabled", "mailbox", "sender_auth", "mode"]
     search_fields = ["name", "sender_pattern", "subject_pattern", "filename_pattern"]
     readonly_fields = ["preview_link"]
 
@@ -224,7 +225,10 @@ class PriceImportAdmin(admin.ModelAdmin):
         more = f" (first {len(obj.errors)} of {total})" if total > len(obj.errors) else ""
         return format_html("<table><tr><th>row</th><th>error{}</th></tr>{}</table>", more, rows)
 
-    @admin.action(description="Run failed imports again")
+    def has_rerun_permission(self, request) -> bool:
+        return request.user.has_perm("pricefeed.rerun_priceimport")
+
+    @admin.action(description="Run failed imports again", permissions=["rerun"])
     def rerun_failed(self, request, queryset):
         moved = lifecycle.price_imports_requeue(import_ids=queryset.values_list("pk", flat=True))
         self.message_user(request, f"{moved} import(s) queued again.", messages.SUCCESS)
@@ -273,6 +277,7 @@ class PriceListConfigInline(admin.StackedInline):
     fields = [
         ("name", "enabled"),
         ("sender_pattern", "subject_pattern", "filename_pattern"),
+        "sender_auth",
         ("sheet", "number_format", "mode"),
         "columns",
     ]

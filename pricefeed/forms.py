@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from .exceptions import PatternError
 from .limits import file_size_problem
@@ -20,6 +21,7 @@ class PriceListConfigForm(forms.ModelForm):
             "sender_pattern",
             "subject_pattern",
             "filename_pattern",
+            "sender_auth",
             "columns",
             "sheet",
             "number_format",
@@ -44,6 +46,16 @@ class PriceListConfigForm(forms.ModelForm):
 
     def clean_filename_pattern(self) -> str:
         return self._clean_pattern("filename_pattern")
+
+    def clean_sender_auth(self) -> str:
+        value = self.cleaned_data.get("sender_auth") or PriceListConfig.SenderAuth.RECORD
+        if value == PriceListConfig.SenderAuth.REQUIRE and not settings.PRICEFEED_AUTHSERV_IDS:
+            raise forms.ValidationError(
+                "No receiving server is trusted (PRICEFEED_AUTHSERV_IDS is empty), so no "
+                "sender can be authenticated and this config would never match. Set "
+                "PRICEFEED_AUTHSERV_IDS first, or choose “record”."
+            )
+        return value
 
     def clean_columns(self) -> dict:
         columns = self.cleaned_data.get("columns") or {}

@@ -1,10 +1,11 @@
 """Intake: what a recorded message means for the price lists of its mailbox.
 
 A worker claims the message (mailboxes.processing), reads its MIME structure, lists the
-files inside archive attachments, evaluates every enabled config of the mailbox
-(matching) and, in one transaction, finishes the message DONE (a config matched) or
-IGNORED with its match report, and creates one PENDING import per matched file. A
-message whose MIME structure is broken is REJECTED with the defects found.
+files inside archive attachments, judges the sender from the receiving server's
+Authentication-Results (mailboxes.authresults), evaluates every enabled config of the
+mailbox (matching) and, in one transaction, finishes the message DONE (a config
+matched) or IGNORED with its match report, and creates one PENDING import per matched
+file. A message whose MIME structure is broken is REJECTED with the defects found.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.budget import cpu_budget
-from mailboxes import mime
+from mailboxes import authresults, mime
 from mailboxes.exceptions import MessageRefused
 from mailboxes.mimebudget import mime_budget
 from mailboxes.models import InboundMessage
@@ -136,8 +137,9 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
 
 def _process(message_id: int, worker: str) -> str:
     mailbox_id = InboundMessage.objects.values_list("mailbox_id", flat=True).get(pk=message_id)
+    raw = message_raw(message_id)
     try:
-        parsed, attachments = _read(message_raw(message_id))
+        parsed, attachments = _read(raw)
     except MessageRefused as exc:
         return _reject(
             message_id=message_id,
@@ -152,6 +154,14 @@ def _process(message_id: int, worker: str) -> str:
             reason="malformed MIME: " + "; ".join(sorted(set(parsed.structural_defects))),
             report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
         )
+    # Judged at every processing, with the authserv-ids configured now: a message
+    # reprocessed after PRICEFEED_AUTHSERV_IDS changed is judged anew.
+    sender_auth = authresults.sender_verdict(
+        raw,
+        from_address=parsed.headers.from_address,
+        authserv_ids=settings.PRICEFEED_AUTHSERV_IDS,
+    )
+    del raw  # what matching needs of the body is in parsed.payloads
     configs = list(
         PriceListConfig.objects.filter(mailbox_id=mailbox_id, enabled=True).order_by("pk")
     )
@@ -159,9 +169,17 @@ def _process(message_id: int, worker: str) -> str:
         sender=parsed.headers.from_address,
         subject=parsed.headers.subject,
         attachments=tuple(attachments),
+        sender_auth=sender_auth,
     )
     rules = [
-        matching.Rule(c.pk, c.name, c.sender_pattern, c.subject_pattern, c.filename_pattern)
+        matching.Rule(
+            c.pk,
+            c.name,
+            c.sender_pattern,
+            c.subject_pattern,
+            c.filename_pattern,
+            sender_auth=c.sender_auth,
+        )
         for c in configs
     ]
     results = matching.evaluate_all(rules, envelope)

@@ -3,6 +3,13 @@
 Pure logic: no database, no I/O. Patterns are case-insensitive globs matched against the
 whole value (``*@supplier.ru``, ``прайс*``, ``price_*.xlsx``); a pattern starting with
 ``re:`` is a regular expression searched anywhere in the value. Empty matches anything.
+
+A config's ``sender_auth`` policy weighs the sender's authentication verdict the envelope
+carries (mailboxes.authresults): ``require`` matches only an authenticated sender (else
+the reason says why not), ``record`` matches as the patterns say and notes the verdict
+in a matching config's reasons (when there is one: with no authserv-id trusted nothing
+was read), ``ignore`` neither asks nor says. The report carries the
+verdict whatever the policies.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+
+from mailboxes.authresults import SenderVerdict
 
 from .exceptions import PatternError
 
@@ -89,6 +98,15 @@ class Envelope:
     sender: str
     subject: str
     attachments: tuple[Attachment, ...]
+    # What the receiving server's Authentication-Results say of the sender
+    # (mailboxes.authresults); None when nobody read them.
+    sender_auth: SenderVerdict | None = None
+
+
+# A config's sender_auth policy (PriceListConfig.SenderAuth): what the verdict must say.
+IGNORE = "ignore"  # nothing: the From address alone decides, and the reasons are silent
+RECORD = "record"  # nothing, but a matching config notes the verdict in its reasons
+REQUIRE = "require"  # an authenticated sender, or the config does not match
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,7 @@ class Rule:
     sender_pattern: str = ""
     subject_pattern: str = ""
     filename_pattern: str = ""
+    sender_auth: str = RECORD
 
 
 @dataclass
@@ -146,12 +165,25 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
     except PatternError as exc:
         result.reasons.append(f"config has an invalid pattern: {exc}")
         result.attachments = []
+    verdict = envelope.sender_auth
+    authenticated = verdict is not None and verdict.authenticated
+    if rule.sender_auth == REQUIRE and not authenticated:
+        result.reasons.append(f"sender not authenticated: {_why(verdict)}")
     result.matched = not result.reasons
     if not result.matched:
         result.attachments = []
-    else:
-        result.reasons.append(f"matched {len(result.attachments)} file(s)")
+        return result
+    result.reasons.append(f"matched {len(result.attachments)} file(s)")
+    if verdict is not None and verdict.checked and rule.sender_auth in (RECORD, REQUIRE):
+        if authenticated:
+            result.reasons.append(f"sender authenticated: {verdict.reason}")
+        else:
+            result.reasons.append(f"sender not authenticated (recorded only): {verdict.reason}")
     return result
+
+
+def _why(verdict: SenderVerdict | None) -> str:
+    return verdict.reason if verdict is not None else "the message's sender was not checked"
 
 
 def evaluate_all(rules: Iterable[Rule], envelope: Envelope) -> list[RuleResult]:
@@ -160,10 +192,13 @@ def evaluate_all(rules: Iterable[Rule], envelope: Envelope) -> list[RuleResult]:
 
 def report(envelope: Envelope, results: list[RuleResult], **extra: object) -> dict:
     """The match report stored on the message: what was seen and each config's verdict."""
-    return {
+    data = {
         "sender": envelope.sender,
         "subject": envelope.subject,
         "attachments": [asdict(a) for a in envelope.attachments],
         "configs": [asdict(r) for r in results],
         **extra,
     }
+    if envelope.sender_auth is not None:
+        data["sender_auth"] = envelope.sender_auth.as_dict()
+    return data

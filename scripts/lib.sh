@@ -101,6 +101,21 @@ ensure_dovecot() {
     fi
 }
 
+ensure_chromium() {
+    # Debian's Chromium for the browser test of the admin (tests/deploy); Playwright
+    # drives it and downloads no browser of its own.
+    command -v chromium >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing Chromium for the browser test of the admin ..."
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            chromium >/dev/null
+    else
+        say "note: Chromium is missing and cannot be installed without root;"
+        say "      the browser test of the admin will be skipped (apt-get install chromium)."
+    fi
+}
+
 pg_ready() { # host port
     command -v pg_isready >/dev/null || return 1
     pg_isready -q -h "$1" -p "$2" -t 3

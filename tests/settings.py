@@ -26,3 +26,15 @@ for _name, _value in TEST_ENVIRONMENT.items():
     os.environ.setdefault(_name, _value)
 
 from config.settings import *  # noqa: E402, F403
+from config.settings import STORAGES  # noqa: E402
+
+# The suite renders admin pages in-process with DEBUG off and never runs collectstatic:
+# production's manifest storage would refuse every {% static %} (no manifest), so static
+# URLs stay unhashed here; and WhiteNoise looks files up when asked instead of indexing
+# STATIC_ROOT as it starts (there is none; it would warn, an error under
+# filterwarnings). tests/deploy runs the production storage for real.
+STORAGES = {
+    **STORAGES,
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_AUTOREFRESH = True

@@ -23,6 +23,7 @@ from types import TracebackType
 from imapclient import IMAPClient
 
 __all__ = [
+    "LOOPBACK_IMAP_ENV",
     "DevServerError",
     "ImapAppender",
     "ServerResources",
@@ -35,6 +36,13 @@ __all__ = [
 ]
 
 LOCALHOST = "127.0.0.1"
+
+# What pricefeed's processes need to reach these servers: they listen on loopback and
+# speak plain text, which the settings refuse by default (mailboxes.addresses).
+LOOPBACK_IMAP_ENV = {
+    "PRICEFEED_IMAP_ALLOW_PLAIN": "true",
+    "PRICEFEED_IMAP_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
+}
 CONNECT_TIMEOUT = 10.0
 LOG_TAIL_LINES = 30
 

@@ -12,6 +12,7 @@ from devkit.servers import free_port
 from devkit.servers.pymap import PymapServer
 from mailboxes import leases, services
 from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.tasks import mailbox_test_connection
 from pricefeed import intake
 from tests.factories import create_config, create_mailbox, price_mail
 
@@ -263,17 +264,26 @@ def test_mailbox_add_page_renders(admin_client):
     assert admin_client.get(reverse("admin:mailboxes_mailbox_add")).status_code == 200
 
 
-def run_test_connection(admin_client, mailbox: Mailbox) -> list[str]:
-    response = admin_client.post(
-        reverse(MAILBOXES_URL), {"action": "test_connection", "_selected_action": [mailbox.pk]}
-    )
+@pytest.fixture
+def tests_run_inline(monkeypatch):
+    """A queued connection test runs at once, in this process, as a worker would."""
+    monkeypatch.setattr(services, "enqueue_connection_test", mailbox_test_connection)
+
+
+def run_test_connection(
+    admin_client, mailbox: Mailbox, capture_on_commit
+) -> tuple[list[str], Mailbox]:
+    with capture_on_commit(execute=True):
+        response = admin_client.post(
+            reverse(MAILBOXES_URL), {"action": "test_connection", "_selected_action": [mailbox.pk]}
+        )
     assert response.status_code == 302
-    return flashed(response)
+    return flashed(response), Mailbox.objects.get(pk=mailbox.pk)
 
 
 def plain_mailbox(host: str, port: int, password: str, **fields: object) -> Mailbox:
     return create_mailbox(
-        name="pymap",
+        name=fields.pop("name", "pymap"),
         host=host,
         port=port,
         security=fields.pop("security", Mailbox.Security.PLAIN),
@@ -283,13 +293,42 @@ def plain_mailbox(host: str, port: int, password: str, **fields: object) -> Mail
     )
 
 
-def test_test_connection_to_a_closed_port_says_the_connection_was_refused(admin_client):
-    port = free_port()
-    mailbox = plain_mailbox("127.0.0.1", port, "whatever")
+QUEUED = (
+    "1 connection test(s) queued: a worker runs each, and the mailbox's page shows the "
+    "result under “Last connection test”."
+)
 
-    (message,) = run_test_connection(admin_client, mailbox)
 
-    assert message == f"pymap: connection to 127.0.0.1:{port} refused (nothing listening?)"
+def test_test_connection_queues_the_test_and_says_where_its_result_appears(
+    admin_client, mailbox, monkeypatch, django_capture_on_commit_callbacks
+):
+    queued: list[int] = []
+    monkeypatch.setattr(services, "enqueue_connection_test", queued.append)
+
+    messages, mailbox = run_test_connection(
+        admin_client, mailbox, django_capture_on_commit_callbacks
+    )
+
+    assert messages == [QUEUED]
+    assert queued == [mailbox.pk]
+    assert mailbox.test_requested_at is not None
+    page = admin_client.get(reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk]))
+    assert "Last connection test" in page.content.decode()
+    assert "queued: waiting for a worker" in page.content.decode()
+
+
+def test_test_connection_of_a_pending_test_is_skipped(
+    admin_client, mailbox, monkeypatch, django_capture_on_commit_callbacks
+):
+    queued: list[int] = []
+    monkeypatch.setattr(services, "enqueue_connection_test", queued.append)
+    run_test_connection(admin_client, mailbox, django_capture_on_commit_callbacks)
+    admin_client.get(reverse(MAILBOXES_URL))  # shows (and so consumes) the first messages
+
+    messages, _ = run_test_connection(admin_client, mailbox, django_capture_on_commit_callbacks)
+
+    assert messages == ["1 skipped: a test asked for less than 300 s ago has not finished yet."]
+    assert queued == [mailbox.pk]
 
 
 @pytest.fixture(scope="module")
@@ -298,38 +337,64 @@ def pymap_server() -> Iterator[PymapServer]:
         yield server
 
 
+@pytest.mark.usefixtures("tests_run_inline")
+def test_test_connection_with_the_right_password_reports_the_folder_on_the_page(
+    admin_client, pymap_server, django_capture_on_commit_callbacks
+):
+    mailbox = plain_mailbox(pymap_server.host, pymap_server.port, pymap_server.password)
+
+    messages, mailbox = run_test_connection(
+        admin_client, mailbox, django_capture_on_commit_callbacks
+    )
+
+    assert messages == [QUEUED]
+    assert mailbox.test_succeeded is True
+    assert mailbox.test_finished_at is not None
+    assert mailbox.test_result.startswith(
+        f"connected to {pymap_server.host}:{pymap_server.port}, folder 'INBOX' has "
+    )
+    assert mailbox.test_result.endswith("; IDLE supported")
+    page = admin_client.get(reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk]))
+    assert f"✔ {mailbox.test_result}".replace("'", "&#x27;") in page.content.decode()
+
+
+@pytest.mark.usefixtures("tests_run_inline")
 def test_test_connection_with_a_wrong_password_says_authentication_failed(
-    admin_client, pymap_server
+    admin_client, pymap_server, django_capture_on_commit_callbacks
 ):
     mailbox = plain_mailbox(pymap_server.host, pymap_server.port, "wrong-password")
 
-    (message,) = run_test_connection(admin_client, mailbox)
+    _, mailbox = run_test_connection(admin_client, mailbox, django_capture_on_commit_callbacks)
 
-    assert message == "pymap: authentication failed for user 'pricefeed'"
-    assert "wrong-password" not in message
-
-
-def test_test_connection_with_the_right_password_reports_the_folder(admin_client, pymap_server):
-    mailbox = plain_mailbox(pymap_server.host, pymap_server.port, pymap_server.password)
-
-    (message,) = run_test_connection(admin_client, mailbox)
-
-    assert message.startswith(f"pymap: connected to {pymap_server.host}:{pymap_server.port}")
-    assert "folder 'INBOX'" in message
-    assert "IDLE supported" in message
+    assert mailbox.test_succeeded is False
+    assert mailbox.test_result == "authentication failed for user 'pricefeed'"
 
 
-def test_test_connection_with_tls_to_a_plain_server_says_the_handshake_failed(
-    admin_client, pymap_server
+@pytest.mark.usefixtures("tests_run_inline")
+def test_test_connection_failures_before_login_read_alike(
+    admin_client, pymap_server, django_capture_on_commit_callbacks
 ):
-    mailbox = plain_mailbox(
+    """A closed port and a TLS handshake with a plain-text server: one message."""
+    closed = plain_mailbox("127.0.0.1", free_port(), "whatever", security=Mailbox.Security.SSL)
+    tls_to_plain = plain_mailbox(
         pymap_server.host,
         pymap_server.port,
         pymap_server.password,
         security=Mailbox.Security.SSL,
+        name="tls to plain",
     )
 
-    (message,) = run_test_connection(admin_client, mailbox)
+    results = []
+    for mailbox in (closed, tls_to_plain):
+        _, mailbox = run_test_connection(admin_client, mailbox, django_capture_on_commit_callbacks)
+        assert mailbox.test_succeeded is False
+        results.append(mailbox.test_result.replace(str(mailbox.port), "PORT"))
 
-    assert message.startswith(f"pymap: TLS handshake with {pymap_server.host}:")
-    assert message.endswith("check the security setting")
+    assert (
+        results
+        == [
+            "could not connect to 127.0.0.1:PORT with SSL/TLS (no connection, no answer, or no "
+            "verified IMAP server there; check host, port, security and the server's certificate)"
+        ]
+        * 2
+    )

@@ -1,21 +1,27 @@
-"""mailboxes.imap: its pure parts, and a connection check against a closed port."""
+"""mailboxes.imap: its pure parts, the policy every connection goes through, and
+connection checks against a closed port and a recording server."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import ssl
 
 import pytest
-from imapclient.exceptions import LoginError
+from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
 
 from devkit.servers import free_port
+from mailboxes.exceptions import AddressNotAllowed, FolderMissing, ServerClosed
 from mailboxes.imap import (
     ConnectionSettings,
     ImapError,
     batches,
     check_connection,
     describe_error,
+    probe_connection,
+    probe_error,
 )
+from tests.recorder import RecordingServer
 
 SECRET = "hunter2-Пароль"
 SETTINGS = ConnectionSettings(
@@ -157,6 +163,130 @@ def test_check_connection_to_a_closed_port_raises_an_operator_message():
 
     with pytest.raises(ImapError, match=r"^connection to 127\.0\.0\.1:\d+ refused"):
         check_connection(closed)
+
+
+# -- the policy on every connection, and probe_error ------------------------------------------
+
+
+@pytest.fixture
+def production_policy(settings):
+    settings.PRICEFEED_IMAP_ALLOW_PLAIN = False
+    settings.PRICEFEED_IMAP_ALLOWED_NETWORKS = []
+    return settings
+
+
+def test_plain_text_connection_is_refused_before_connecting(production_policy):
+    with RecordingServer() as server:
+        plain = dataclasses.replace(SETTINGS, host="8.8.8.8", port=server.port, security="plain")
+
+        with pytest.raises(ImapError) as info:
+            check_connection(plain)
+
+    assert str(info.value) == (
+        "plain-text IMAP (no TLS) is not allowed (PRICEFEED_IMAP_ALLOW_PLAIN is off); "
+        "choose SSL/TLS or STARTTLS"
+    )
+
+
+@pytest.mark.parametrize("check", [check_connection, probe_connection])
+def test_a_loopback_server_is_refused_without_a_connection_attempt(production_policy, check):
+    with RecordingServer() as server:
+        target = dataclasses.replace(SETTINGS, host="127.0.0.1", port=server.port)
+
+        with pytest.raises(ImapError) as info:
+            check(target)
+
+    assert str(info.value) == (
+        "127.0.0.1 is not a public address (loopback); IMAP connections to it need "
+        "PRICEFEED_IMAP_ALLOWED_NETWORKS to hold it"
+    )
+    assert server.connections == 0
+
+
+def test_an_empty_password_is_never_sent():
+    with RecordingServer() as server:
+        target = dataclasses.replace(
+            SETTINGS, host="127.0.0.1", port=server.port, security="plain", password=""
+        )
+
+        with pytest.raises(ImapError) as info:
+            probe_connection(target)
+
+    assert str(info.value).startswith("no password stored for this server")
+    assert server.connections == 0
+
+
+def test_a_session_connects_to_the_address_checked_without_a_lookup_of_its_own(monkeypatch):
+    """DNS rebinding: imapclient and imaplib never resolve the name again; the name
+    answered a loopback address (allowed here) first and a private one afterwards."""
+    lookups: list[str] = []
+    real = socket.getaddrinfo
+
+    def rebinding(host, *args, **kwargs):
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "10.255.255.1", *args, **kwargs)
+
+    with RecordingServer() as server:
+        target = dataclasses.replace(
+            SETTINGS,
+            host="imap.rebinding.example",
+            port=server.port,
+            security="plain",
+            password="ascii-only",  # imaplib cannot send SECRET (no UTF8=ACCEPT here)
+        )
+        monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+
+        with pytest.raises(ImapError) as info:
+            probe_connection(target)
+        monkeypatch.undo()
+
+    assert str(info.value) == "authentication failed for user 'buyer'"
+    assert lookups == ["imap.rebinding.example"]
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ConnectionRefusedError(111, "Connection refused"),
+        TimeoutError("timed out"),
+        OSError(113, "No route to host"),
+        ConnectionResetError(104, "Connection reset by peer"),
+        ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"),
+        ssl.SSLCertVerificationError(1, "certificate verify failed"),
+        CapabilityError("Server does not support STARTTLS"),
+        IMAPClientError("unexpected response: b'SSH-2.0-OpenSSH_9.2 banner'"),
+        ServerClosed("* BYE internal banner"),
+    ],
+)
+def test_probe_errors_before_login_read_alike_without_the_peers_words(exc):
+    message = probe_error(exc, SETTINGS, logged_in=False)
+
+    assert message == (
+        "could not connect to imap.supplier.example:993 with SSL/TLS (no connection, no "
+        "answer, or no verified IMAP server there; check host, port, security and the "
+        "server's certificate)"
+    )
+
+
+def test_probe_errors_of_login_folder_and_lookup_are_specific():
+    lookup = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    assert probe_error(LoginError("[AUTH] no such user"), SETTINGS, logged_in=False) == (
+        "authentication failed for user 'buyer'"
+    )
+    assert probe_error(FolderMissing("x: server text"), SETTINGS, logged_in=True) == (
+        "logged in; folder 'INBOX' cannot be selected"
+    )
+    assert probe_error(lookup, SETTINGS, logged_in=False) == (
+        "host 'imap.supplier.example' not found (Name or service not known)"
+    )
+
+
+def test_listener_errors_name_the_refused_setting():
+    exc = AddressNotAllowed("10.0.0.1 is not a public address (private); ...")
+
+    assert describe_error(exc, SETTINGS) == str(exc)
 
 
 # -- ConnectionSettings -----------------------------------------------------------------------

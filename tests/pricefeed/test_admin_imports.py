@@ -388,6 +388,7 @@ def config_post(config: PriceListConfig, **overrides: str) -> dict:
         "sender_pattern": config.sender_pattern,
         "subject_pattern": "",
         "filename_pattern": config.filename_pattern,
+        "sender_auth": config.sender_auth,
         "columns": "{}",
         "sheet": "",
         "number_format": PriceListConfig.NumberFormat.AUTO,

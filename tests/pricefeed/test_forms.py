@@ -21,6 +21,7 @@ def form(mailbox: Mailbox, **overrides: object) -> PriceListConfigForm:
         "sender_pattern": "*@supplier.ru",
         "subject_pattern": "re:прайс|price",
         "filename_pattern": "прайс_*.xlsx",
+        "sender_auth": PriceListConfig.SenderAuth.RECORD,
         "columns": json.dumps({"sku": "Артикул", "price": "C"}, ensure_ascii=False),
         "sheet": "",
         "number_format": PriceListConfig.NumberFormat.AUTO,
@@ -107,3 +108,30 @@ def test_sheet_number_zero_is_rejected(mailbox):
 
     assert not f.is_valid()
     assert f.errors["sheet"] == ["Sheet numbers start at 1."]
+
+
+def test_require_without_trusted_authserv_ids_is_refused_as_it_could_never_match(mailbox, settings):
+    settings.PRICEFEED_AUTHSERV_IDS = []
+
+    f = form(mailbox, sender_auth=PriceListConfig.SenderAuth.REQUIRE)
+
+    assert not f.is_valid()
+    (error,) = f.errors["sender_auth"]
+    assert "PRICEFEED_AUTHSERV_IDS is empty" in error
+    assert "would never match" in error
+
+
+def test_require_with_a_trusted_authserv_id_is_accepted(mailbox, settings):
+    settings.PRICEFEED_AUTHSERV_IDS = ["mx.buyer.example"]
+
+    f = form(mailbox, sender_auth=PriceListConfig.SenderAuth.REQUIRE)
+
+    assert f.is_valid(), f.errors
+    assert f.save().sender_auth == PriceListConfig.SenderAuth.REQUIRE
+
+
+@pytest.mark.parametrize("policy", ["ignore", "record"])
+def test_ignore_and_record_need_no_trusted_authserv_id(mailbox, settings, policy):
+    settings.PRICEFEED_AUTHSERV_IDS = []
+
+    assert form(mailbox, sender_auth=policy).is_valid()

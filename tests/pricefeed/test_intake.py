@@ -374,3 +374,107 @@ def test_a_message_with_as_many_files_as_allowed_is_processed(configs, make_mess
 
     assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
     assert PriceImport.objects.filter(message=message).count() == 3
+
+
+# -- trusted senders ---------------------------------------------------------------------
+
+MX = "mx.buyer.example"
+
+
+def received(raw: bytes, *authentication_results: str) -> bytes:
+    """``raw`` as the receiving server stores it: its Authentication-Results on top."""
+    added = "".join(f"Authentication-Results: {value}\r\n" for value in authentication_results)
+    return added.encode() + raw
+
+
+@pytest.fixture
+def strict(mailbox, settings):
+    settings.PRICEFEED_AUTHSERV_IDS = [MX]
+    return create_config(
+        mailbox,
+        name="Опт",
+        sender_pattern="*@supplier.ru",
+        filename_pattern="прайс_*.xlsx",
+        sender_auth=PriceListConfig.SenderAuth.REQUIRE,
+    )
+
+
+def test_require_imports_from_a_sender_the_receiving_server_authenticated(strict, make_message):
+    raw = received(price_mail(), f"{MX}; dmarc=pass (p=reject) header.from=supplier.ru")
+    message = make_message(raw)
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
+
+    message.refresh_from_db()
+    assert PriceImport.objects.filter(message=message, config=strict).count() == 1
+    (opt,) = message.match_report["configs"]
+    assert opt["reasons"] == [
+        "matched 1 file(s)",
+        f"sender authenticated: dmarc=pass for supplier.ru (Authentication-Results from {MX})",
+    ]
+    verdict = message.match_report["sender_auth"]
+    assert (verdict["authenticated"], verdict["authserv_id"], verdict["dmarc"]) == (
+        True,
+        MX,
+        "pass header.from=supplier.ru",
+    )
+
+
+FAILED_DMARC = f"dmarc=fail header.from=supplier.ru, dkim=none (Authentication-Results from {MX})"
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        ([f"{MX}; dmarc=fail (p=none) header.from=supplier.ru; spf=fail"], FAILED_DMARC),
+        ([], f"no Authentication-Results from {MX}"),
+        (
+            [
+                "evil.example; dmarc=pass header.from=supplier.ru",
+                f"{MX}; dmarc=fail header.from=supplier.ru",
+            ],
+            FAILED_DMARC,
+        ),
+    ],
+    ids=["dmarc-fail", "no-field-from-our-server", "forged-above"],
+)
+def test_require_ignores_a_spoofed_sender_and_says_why(strict, make_message, fields, why):
+    message = make_message(received(price_mail(), *fields))
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.IGNORED
+
+    message.refresh_from_db()
+    assert not PriceImport.objects.exists()
+    (opt,) = message.match_report["configs"]
+    assert not opt["matched"]
+    assert opt["reasons"] == [f"sender not authenticated: {why}"]
+    assert message.match_report["sender_auth"]["authenticated"] is False
+
+
+def test_record_imports_an_unauthenticated_sender_and_notes_the_verdict(
+    mailbox, make_message, settings
+):
+    settings.PRICEFEED_AUTHSERV_IDS = [MX]
+    config = create_config(mailbox, name="Опт", sender_pattern="*@supplier.ru")
+    assert config.sender_auth == PriceListConfig.SenderAuth.RECORD  # the default
+    message = make_message(received(price_mail(), f"{MX}; dmarc=fail header.from=supplier.ru"))
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
+
+    message.refresh_from_db()
+    assert PriceImport.objects.filter(message=message).count() == 1
+    (opt,) = message.match_report["configs"]
+    assert opt["reasons"][1].startswith("sender not authenticated (recorded only): dmarc=fail")
+
+
+def test_a_reprocessed_message_is_judged_with_the_authserv_ids_configured_now(
+    strict, make_message, settings, enqueued
+):
+    message = make_message(received(price_mail(), "mx2.buyer.example; dmarc=pass"))
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.IGNORED
+
+    settings.PRICEFEED_AUTHSERV_IDS = [MX, "mx2.buyer.example"]
+    processing.messages_requeue(message_ids=[message.pk])
+
+    assert intake.message_process(message_id=message.pk, worker="w2") == Status.DONE
+    assert PriceImport.objects.filter(message=message).count() == 1

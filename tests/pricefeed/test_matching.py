@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from mailboxes.authresults import SenderVerdict
 from pricefeed.matching import (
+    IGNORE,
+    RECORD,
+    REQUIRE,
     Attachment,
     Envelope,
     PatternError,
@@ -17,6 +22,7 @@ from pricefeed.matching import (
     pattern_matches,
     report,
 )
+from pricefeed.models import PriceListConfig
 
 
 def matches(pattern: str, value: str) -> bool:
@@ -244,3 +250,152 @@ def test_report_without_configs_has_an_empty_config_list():
 
     assert data["configs"] == []
     json.dumps(data)
+
+
+# -- sender_auth ------------------------------------------------------------------------------
+
+PASSED = SenderVerdict(
+    authenticated=True,
+    reason="dmarc=pass for supplier.ru (Authentication-Results from mx.buyer.example)",
+    authserv_id="mx.buyer.example",
+    from_domain="supplier.ru",
+    dmarc="pass header.from=supplier.ru",
+    aligned_domain="supplier.ru",
+)
+FAILED = SenderVerdict(
+    authenticated=False,
+    reason="dmarc=fail, dkim=none (Authentication-Results from mx.buyer.example)",
+    authserv_id="mx.buyer.example",
+    from_domain="supplier.ru",
+    dmarc="fail",
+)
+UNCHECKED = SenderVerdict(
+    authenticated=False,
+    reason="no authserv-id is trusted (PRICEFEED_AUTHSERV_IDS is empty)",
+    checked=False,
+)
+
+
+def with_verdict(verdict: SenderVerdict | None, **fields) -> Envelope:
+    return dataclasses.replace(envelope(**fields), sender_auth=verdict)
+
+
+def test_the_policies_are_the_configs_choices():
+    assert {c.value for c in PriceListConfig.SenderAuth} == {IGNORE, RECORD, REQUIRE}
+    assert Rule(1, "r").sender_auth == PriceListConfig._meta.get_field("sender_auth").default
+
+
+def test_require_matches_an_authenticated_sender_and_says_so():
+    result = evaluate(Rule(1, "r", "*@supplier.ru", sender_auth=REQUIRE), with_verdict(PASSED))
+
+    assert result.matched
+    assert result.attachments == ["part2"]
+    assert result.reasons == ["matched 1 file(s)", f"sender authenticated: {PASSED.reason}"]
+
+
+def test_require_does_not_match_an_unauthenticated_sender_and_says_why():
+    result = evaluate(Rule(1, "r", "*@supplier.ru", sender_auth=REQUIRE), with_verdict(FAILED))
+
+    assert not result.matched
+    assert result.attachments == []
+    assert result.reasons == [
+        "sender not authenticated: dmarc=fail, dkim=none "
+        "(Authentication-Results from mx.buyer.example)"
+    ]
+
+
+def test_require_gives_its_reason_beside_the_others():
+    rule = Rule(1, "r", "*@supplier.ru", sender_auth=REQUIRE)
+
+    result = evaluate(rule, with_verdict(FAILED, sender="x@other.ru"))
+
+    assert [r.split(" ")[0:2] for r in result.reasons] == [
+        ["sender", "'x@other.ru'"],
+        ["sender", "not"],
+    ]
+
+
+def test_require_without_any_verdict_does_not_match():
+    result = evaluate(Rule(1, "r", sender_auth=REQUIRE), with_verdict(None))
+
+    assert not result.matched
+    assert result.reasons == ["sender not authenticated: the message's sender was not checked"]
+
+
+def test_require_with_no_trusted_authserv_id_does_not_match():
+    result = evaluate(Rule(1, "r", sender_auth=REQUIRE), with_verdict(UNCHECKED))
+
+    assert not result.matched
+    assert result.reasons == [f"sender not authenticated: {UNCHECKED.reason}"]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "note"),
+    [
+        (PASSED, f"sender authenticated: {PASSED.reason}"),
+        (FAILED, f"sender not authenticated (recorded only): {FAILED.reason}"),
+    ],
+)
+def test_record_matches_as_before_and_notes_the_verdict(verdict, note):
+    result = evaluate(Rule(1, "r", "*@supplier.ru", sender_auth=RECORD), with_verdict(verdict))
+
+    assert result.matched
+    assert result.attachments == ["part2"]
+    assert result.reasons == ["matched 1 file(s)", note]
+
+
+def test_record_notes_nothing_when_nothing_was_checked():
+    for verdict in (UNCHECKED, None):
+        result = evaluate(Rule(1, "r", sender_auth=RECORD), with_verdict(verdict))
+
+        assert result.matched
+        assert result.reasons == ["matched 1 file(s)"]
+
+
+def test_record_adds_no_note_to_a_config_that_does_not_match():
+    rule = Rule(1, "r", "*@other.ru", sender_auth=RECORD)
+
+    result = evaluate(rule, with_verdict(FAILED))
+
+    assert result.reasons == ["sender 'prices@supplier.ru' does not match '*@other.ru'"]
+
+
+@pytest.mark.parametrize("verdict", [PASSED, FAILED, UNCHECKED, None])
+def test_ignore_matches_as_before_and_says_nothing(verdict):
+    result = evaluate(Rule(1, "r", "*@supplier.ru", sender_auth=IGNORE), with_verdict(verdict))
+
+    assert result.matched
+    assert result.reasons == ["matched 1 file(s)"]
+
+
+def test_one_message_matches_the_ignoring_config_and_not_the_requiring_one():
+    rules = [
+        Rule(1, "strict", sender_auth=REQUIRE),
+        Rule(2, "lenient", sender_auth=IGNORE),
+    ]
+
+    results = evaluate_all(rules, with_verdict(FAILED))
+
+    assert [(r.name, r.matched) for r in results] == [("strict", False), ("lenient", True)]
+
+
+def test_report_carries_the_verdict():
+    env = with_verdict(FAILED)
+
+    data = json.loads(json.dumps(report(env, evaluate_all([Rule(1, "r")], env))))
+
+    assert data["sender_auth"] == {
+        "authenticated": False,
+        "reason": FAILED.reason,
+        "checked": True,
+        "authserv_id": "mx.buyer.example",
+        "from_domain": "supplier.ru",
+        "dmarc": "fail",
+        "dkim": [],
+        "spf": "",
+        "aligned_domain": "",
+    }
+
+
+def test_report_without_a_verdict_has_no_sender_auth():
+    assert "sender_auth" not in report(envelope(), [])

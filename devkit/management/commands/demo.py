@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
 
 from devkit.samples import DEMO_CONFIGS, demo_stream
-from devkit.servers import ImapAppender, free_port
+from devkit.servers import LOOPBACK_IMAP_ENV, ImapAppender, free_port
 from devkit.servers.pymap import PymapServer
 from mailboxes.models import InboundMessage, Mailbox
 from notifications.models import Notification, Subscription
@@ -68,6 +68,8 @@ class Command(BaseCommand):
             )
             self._demo_mailbox(imap.port, password)
             env = {
+                # pymap listens on 127.0.0.1 without TLS: allowed for these processes only.
+                **LOOPBACK_IMAP_ENV,
                 "EMAIL_URL": f"smtp://127.0.0.1:{smtp_port}",
                 "ADMINS": "Operator <ops@localhost>",
                 "PRICEFEED_SWEEP_INTERVAL": "5",

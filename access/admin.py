@@ -1,0 +1,72 @@
+"""django-q2's admin, where it runs functions, for superusers only.
+
+A schedule names any importable function with any arguments and the workers run it;
+*Resubmit* runs a finished task's function again; editing a queued task's lock hands it
+to a worker again. So these are superusers' whatever permissions a group holds; the
+rest of django-q2's pages (results, the queue) answer to the ordinary view permissions.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import Model
+from django_q import admin as q_admin
+from django_q.models import Failure, OrmQ, Schedule, Success
+
+
+def superuser(request) -> bool:
+    return request.user.is_active and request.user.is_superuser
+
+
+class ScheduleAdmin(q_admin.ScheduleAdmin):
+    def has_module_permission(self, request) -> bool:
+        return superuser(request)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return superuser(request)
+
+    def has_add_permission(self, request) -> bool:
+        return superuser(request)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return superuser(request)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return superuser(request)
+
+
+@admin.action(description=q_admin.resubmit_task.short_description, permissions=["superuser"])
+def resubmit_task(modeladmin, request, queryset) -> None:
+    q_admin.resubmit_task(modeladmin, request, queryset)
+
+
+class TaskAdmin(q_admin.TaskAdmin):
+    actions = [resubmit_task]
+
+    def has_superuser_permission(self, request) -> bool:
+        return superuser(request)
+
+
+class FailAdmin(q_admin.FailAdmin):
+    actions = [resubmit_task]
+
+    def has_superuser_permission(self, request) -> bool:
+        return superuser(request)
+
+
+class QueueAdmin(q_admin.QueueAdmin):
+    def has_change_permission(self, request, obj=None) -> bool:
+        return superuser(request)
+
+
+def replace(model: type[Model], model_admin: type[admin.ModelAdmin]) -> None:
+    # django-q2 registers the queue only for its ORM broker.
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+        admin.site.register(model, model_admin)
+
+
+replace(Schedule, ScheduleAdmin)
+replace(Success, TaskAdmin)
+replace(Failure, FailAdmin)
+replace(OrmQ, QueueAdmin)

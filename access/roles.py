@@ -1,0 +1,124 @@
+"""The role groups and the permissions each holds: the one place that says who may do
+what in the admin.
+
+Each role holds everything of the one before it:
+
+- **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
+  downloads their raw ``.eml``), configs (and previews files against them), imports and
+  their items, subscriptions, notifications, outbox events, and django-q2's task results
+  and queue. It changes nothing.
+- **operator** also runs every action (test a connection, force a lease's release,
+  reprocess or mark failed a message, run failed imports again, retry, requeue or give
+  up an outbox event) and adds, changes and deletes price-list configs and
+  subscriptions.
+- **administrator** also adds, changes and deletes mailboxes (their servers and
+  passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
+  leases (deleting a mailbox deletes its lease, and the admin asks for that permission
+  too; a lease deleted alone is made again, free, and its owner stops listening), and
+  deletes received messages with what they made (their imports and those imports'
+  notifications).
+
+No role writes the other rows only the machinery owns: checkpoints (deleting one makes
+the listener fetch the folder again), heartbeats (``listen_mail`` prunes them), price
+items (they go with their import) and outbox events (*Mark failed* gives one up and
+keeps the record). django-q2's schedules, and whatever runs or re-runs a task, are
+superusers' alone whatever a group holds (``access/admin.py``).
+
+Migration ``0001_roles`` makes the groups. A change here reaches existing databases
+through a new migration that runs ``roles_apply`` again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+
+VIEWER = "viewer"
+OPERATOR = "operator"
+ADMINISTRATOR = "administrator"
+
+# Permissions as User.has_perm names them: "<app_label>.<codename>".
+VIEW = frozenset(
+    {
+        "mailboxes.view_mailbox",
+        "mailboxes.view_mailboxcheckpoint",
+        "mailboxes.view_mailboxlease",
+        "mailboxes.view_instanceheartbeat",
+        "mailboxes.view_inboundmessage",
+        "pricefeed.view_pricelistconfig",
+        "pricefeed.view_priceimport",
+        "pricefeed.view_priceitem",
+        "outbox.view_outboxevent",
+        "notifications.view_subscription",
+        "notifications.view_notification",
+        # django-q2: successful and failed tasks, and the queue (the ORM broker's).
+        "django_q.view_success",
+        "django_q.view_failure",
+        "django_q.view_ormq",
+    }
+)
+# The admin actions' own permissions (each action's has_<name>_permission).
+ACT = frozenset(
+    {
+        "mailboxes.test_mailbox",
+        "mailboxes.release_mailboxlease",
+        "mailboxes.reprocess_inboundmessage",
+        "mailboxes.fail_inboundmessage",
+        "pricefeed.rerun_priceimport",
+        "outbox.retry_outboxevent",
+        "outbox.fail_outboxevent",
+    }
+)
+# Which supplier mail becomes which import, and who hears of it.
+CONFIGURE = frozenset(
+    {
+        "pricefeed.add_pricelistconfig",
+        "pricefeed.change_pricelistconfig",
+        "pricefeed.delete_pricelistconfig",
+        "notifications.add_subscription",
+        "notifications.change_subscription",
+        "notifications.delete_subscription",
+    }
+)
+# Where mail is read from (host, account, password), and clearing out what arrived.
+MANAGE = frozenset(
+    {
+        "mailboxes.add_mailbox",
+        "mailboxes.change_mailbox",
+        "mailboxes.delete_mailbox",
+        "mailboxes.delete_mailboxlease",
+        "mailboxes.delete_inboundmessage",
+        "pricefeed.delete_priceimport",
+        "notifications.delete_notification",
+    }
+)
+
+ROLES: dict[str, frozenset[str]] = {
+    VIEWER: VIEW,
+    OPERATOR: VIEW | ACT | CONFIGURE,
+    ADMINISTRATOR: VIEW | ACT | CONFIGURE | MANAGE,
+}
+
+
+def roles_apply(*, apps: Any, using: str) -> None:
+    """Makes a group of each role (or takes the one of that name) and gives it exactly
+    the role's permissions, with the models of ``apps`` (a migration's).
+
+    A permission whose model a later migration creates does not exist yet: it is left
+    out here and given by the migration that runs this again after that one.
+    """
+    group_model = apps.get_model("auth", "Group")
+    permission_model = apps.get_model("auth", "Permission")
+    for name, permissions in ROLES.items():
+        wanted = Q()
+        for permission in permissions:
+            app_label, codename = permission.split(".")
+            wanted |= Q(content_type__app_label=app_label, codename=codename)
+        group, _ = group_model.objects.using(using).get_or_create(name=name)
+        group.permissions.set(permission_model.objects.using(using).filter(wanted))
+
+
+def roles_remove(*, apps: Any, using: str) -> None:
+    """Deletes the roles' groups (their members lose what the groups gave them)."""
+    apps.get_model("auth", "Group").objects.using(using).filter(name__in=ROLES).delete()

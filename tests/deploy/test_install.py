@@ -1,0 +1,127 @@
+"""The production path of README's "Running it for real": `pip install .` (not editable)
+into a fresh venv, the documented environment file and nothing else, DEBUG off;
+django-admin and gunicorn as the units in deploy/systemd run them, from a directory
+outside any source tree."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import subprocess
+
+import pytest
+from cryptography.fernet import Fernet
+
+from .support import ROOT, Gunicorn, documented_environment, run, unit_command
+
+pytestmark = pytest.mark.integration
+
+HOST = "127.0.0.1"
+# gunicorn listens on plain HTTP here, as behind the TLS proxy of the walk-through; the
+# requests carry the header that proxy sets (SECURE_PROXY_SSL_HEADER of pricefeed.env).
+VIA_PROXY = {"X-Forwarded-Proto": "https"}
+
+
+def production_environment(tmp_path, database_url: str = "", **values: str) -> dict[str, str]:
+    """deploy/pricefeed.env with fresh secrets, this host and a state directory."""
+    return documented_environment(
+        SECRET_KEY=secrets.token_urlsafe(50),
+        PRICEFEED_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
+        ALLOWED_HOSTS=HOST,
+        CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
+        PRICEFEED_VAR_DIR=str(tmp_path / "var"),
+        # Nothing here connects to it unless a test gives one of its own.
+        DATABASE_URL=database_url or "postgres://pricefeed:unused@127.0.0.1:1/pricefeed",
+        EMAIL_URL="smtp+tls://pricefeed%40example.com:unused@smtp.example.com:587",
+        **values,
+    )
+
+
+def python_in(installed, code: str, env, cwd):
+    return run([str(installed.bin / "python"), "-c", code], env, cwd)
+
+
+def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off(
+    installed, deploy_database, tmp_path
+):
+    env = production_environment(tmp_path, deploy_database)
+    assert "DEBUG" not in env  # off by default
+    cwd = tmp_path / "run"
+    cwd.mkdir()
+    django_admin = str(installed.bin / "django-admin")
+    located = python_in(installed, "import config; print(config.__file__)", env, cwd)
+    assert located.stdout.startswith(str(installed.venv)), located.stdout
+
+    run([django_admin, "migrate", "--noinput"], env, cwd)
+    run([django_admin, "collectstatic", "--noinput"], env, cwd)
+
+    def command(bind: str) -> list[str]:
+        return unit_command("pricefeed-web.service", "ExecStart", installed.venv, bind=bind)
+
+    with Gunicorn(command, env, cwd) as server:
+        plain = server.get("/admin/login/")
+        login = server.get("/admin/login/", VIA_PROXY)
+        stylesheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', login.text)
+        sheets = {href: server.get(href, VIA_PROXY) for href in stylesheets}
+    # Plain HTTP is sent to HTTPS; through the proxy the page comes, HTTPS-only.
+    assert plain.status == 301
+    assert plain.headers["Location"] == f"https://{server.url.removeprefix('http://')}/admin/login/"
+    assert login.status == 200, login.text
+    assert "Log in" in login.text
+    assert login.headers["Strict-Transport-Security"] == "max-age=3600"
+    assert "; Secure" in login.headers["Set-Cookie"]
+    # The admin's stylesheets, under the hashed names of the manifest, served.
+    base = [href for href in stylesheets if "/admin/css/base." in href]
+    assert base and re.fullmatch(r"/static/admin/css/base\.[0-9a-f]{12}\.css", base[0]), stylesheets
+    for href, sheet in sheets.items():
+        assert sheet.status == 200, href
+        assert sheet.headers["Content-Type"].startswith("text/css"), href
+        assert sheet.body, href
+    assert b"body" in sheets[base[0]].body
+    assert server.returncode == 0, server.log()[-3000:]
+
+
+def test_installed_package_has_every_template_of_the_source_tree(installed, tmp_path):
+    names = sorted(
+        str(path.relative_to(templates))
+        for templates in [ROOT / "templates", *ROOT.glob("*/templates")]
+        if templates.parts[-2] not in {"devkit", "tests"}
+        for path in templates.rglob("*")
+        if path.is_file()
+    )
+    assert names  # the notification mails at least
+    env = production_environment(tmp_path)
+    code = (
+        "import sys, django; django.setup()\n"
+        "from django.template.loader import get_template\n"
+        "for name in sys.argv[1:]: get_template(name)\n"
+    )
+    cwd = tmp_path
+    run([str(installed.bin / "python"), "-c", code, *names], env, cwd)
+
+
+def test_check_deploy_with_the_documented_environment_prints_no_warning(installed, tmp_path):
+    env = production_environment(tmp_path)
+    check = unit_command("pricefeed-web.service", "ExecStartPre", installed.venv)
+
+    result = run(check, env, tmp_path)
+
+    assert "check --deploy" in " ".join(check)
+    assert result.stdout.strip() == "System check identified no issues (2 silenced).", (
+        result.stdout + result.stderr
+    )
+    assert result.stderr == ""
+
+
+def test_check_deploy_without_encryption_keys_fails_saying_how_to_make_one(installed, tmp_path):
+    env = production_environment(tmp_path)
+    del env["PRICEFEED_ENCRYPTION_KEYS"]
+    check = unit_command("pricefeed-web.service", "ExecStartPre", installed.venv)
+
+    result = subprocess.run(
+        check, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "(core.E001) PRICEFEED_ENCRYPTION_KEYS is not set" in result.stderr
+    assert "Fernet.generate_key()" in result.stderr

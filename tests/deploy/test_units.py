@@ -1,0 +1,86 @@
+"""deploy/: the systemd units, the environment file and the Procfile say what the code
+does (commands that exist, stop timeouts above the grace the code takes, every variable
+read by the settings and listed in .env.example)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from django.conf import settings
+from django.core.management import get_commands
+
+from .support import ENV_FILE, ROOT, UNIT_VENV, UNITS, unit_setting
+
+SERVICES = sorted(path.name for path in UNITS.glob("*.service"))
+DJANGO_ADMIN = f"{UNIT_VENV}/bin/django-admin"
+
+
+def test_there_is_a_unit_for_the_web_server_and_each_long_running_command():
+    commands = {tuple(shlex.split(unit_setting(unit, "ExecStart"))[:2]) for unit in SERVICES}
+
+    assert commands == {
+        (f"{UNIT_VENV}/bin/gunicorn", "config.wsgi"),
+        (DJANGO_ADMIN, "listen_mail"),
+        (DJANGO_ADMIN, "qcluster"),
+        (DJANGO_ADMIN, "dispatch_outbox"),
+    }
+    for program, command in commands:
+        if program == DJANGO_ADMIN:
+            assert command in get_commands()
+
+
+@pytest.mark.parametrize("unit", SERVICES)
+def test_each_unit_runs_unprivileged_from_the_environment_file_and_hardened(unit):
+    assert unit_setting(unit, "User") == "pricefeed"
+    assert unit_setting(unit, "EnvironmentFile") == "/etc/pricefeed/pricefeed.env"
+    assert unit_setting(unit, "NoNewPrivileges") == "yes"
+    assert unit_setting(unit, "ProtectSystem") == "strict"
+    assert unit_setting(unit, "CapabilityBoundingSet") == ""
+    # SIGTERM to the main process, then SIGKILL to every process of the unit.
+    assert unit_setting(unit, "KillMode") == "mixed"
+
+
+def test_the_workers_get_time_to_finish_a_task_and_then_all_of_them_are_killed():
+    # django-q2 may deadlock in its SIGTERM handler (django-q2#346): the unit's kill
+    # must reach every process of its cgroup, after a task's longest run.
+    assert unit_setting("pricefeed-workers.service", "KillMode") == "mixed"
+    stop = int(unit_setting("pricefeed-workers.service", "TimeoutStopSec"))
+    assert stop > settings.Q_CLUSTER["timeout"]
+
+
+def test_the_listener_gets_its_shutdown_grace_before_it_is_killed():
+    stop = int(unit_setting("pricefeed-listener.service", "TimeoutStopSec"))
+    assert stop > settings.PRICEFEED_SHUTDOWN_GRACE + 5
+
+
+def test_the_web_unit_refuses_to_start_on_a_failing_deploy_check():
+    assert unit_setting("pricefeed-web.service", "ExecStartPre") == f"{DJANGO_ADMIN} check --deploy"
+
+
+def test_every_variable_of_the_environment_file_is_read_and_listed_in_env_example():
+    names = re.findall(r"(?m)^([A-Z_]+)=", ENV_FILE.read_text())
+    read = (ROOT / "config" / "settings.py").read_text()
+    listed = re.findall(r"(?m)^#? ?([A-Z_]+)=", (ROOT / ".env.example").read_text())
+
+    assert "DJANGO_SETTINGS_MODULE" in names
+    for name in set(names) - {"DJANGO_SETTINGS_MODULE"}:
+        assert f'"{name}"' in read, name
+        assert name in listed, name
+
+
+def test_the_procfile_runs_the_same_four_processes():
+    processes = dict(
+        line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line
+    )
+
+    commands = sorted(" ".join(shlex.split(command)[:2]) for command in processes.values())
+    assert commands == [
+        "gunicorn config.wsgi",
+        "python manage.py",
+        "python manage.py",
+        "python manage.py",
+    ]
+    managed = sorted(shlex.split(c)[2] for c in processes.values() if "manage.py" in c)
+    assert managed == ["dispatch_outbox", "listen_mail", "qcluster"]

@@ -1,0 +1,92 @@
+"""Trusted senders end to end: Dovecot → listen_mail → qcluster → dispatch_outbox, with
+PRICEFEED_AUTHSERV_IDS naming the receiving server and a config that requires an
+authenticated sender. Only the message the receiving server's own
+Authentication-Results vouch for is imported and answered."""
+
+from __future__ import annotations
+
+from mailboxes.models import InboundMessage
+from notifications.models import Notification, Subscription
+from pricefeed.models import PriceImport, PriceListConfig
+
+from .support import price_email, wait_until
+
+Status = InboundMessage.Status
+MX = "mx.buyer.test"
+ENV = {"PRICEFEED_AUTHSERV_IDS": MX}
+
+
+def received(subject: str, *authentication_results: str) -> bytes:
+    """A message from sales@acme.test as the receiving server stored it: its
+    Authentication-Results fields on top, in the order given (topmost first)."""
+    added = "".join(f"Authentication-Results: {value}\n" for value in authentication_results)
+    return added.encode() + price_email(sender="Sales <sales@acme.test>", subject=subject)
+
+
+def test_only_the_sender_the_receiving_server_authenticated_is_imported_and_answered(
+    dovecot, make_mailbox, make_config, manage
+):
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox, sender_auth=PriceListConfig.SenderAuth.REQUIRE)
+    Subscription.objects.create(reply_to_sender=True)
+    listener = manage("listen_mail", env=ENV)
+    manage("qcluster", env=ENV)
+    manage("dispatch_outbox", env=ENV)
+
+    dovecot.append(
+        received(
+            "genuine",
+            f"{MX};\n\tdkim=pass header.d=acme.test header.s=mail;\n"
+            "\tdmarc=pass (p=reject dis=none) header.from=acme.test",
+        )
+    )
+    dovecot.append(
+        received("spoofed", f"{MX}; spf=fail; dmarc=fail (p=none) header.from=acme.test")
+    )
+    dovecot.append(received("unchecked", "mx.acme.test; dmarc=pass header.from=acme.test"))
+    dovecot.append(
+        received(
+            "forged above",
+            "evil.test; dmarc=pass header.from=acme.test",
+            f"{MX}; dmarc=fail header.from=acme.test",
+        )
+    )
+
+    def settled() -> bool:
+        return (
+            InboundMessage.objects.filter(status__in=[Status.DONE, Status.IGNORED]).count() == 4
+            and PriceImport.objects.filter(status=PriceImport.Status.SUCCEEDED).exists()
+            and Notification.objects.exists()
+        )
+
+    wait_until(settled, 60, "four messages settled, one import announced", on_timeout=listener.log)
+    by_subject = {m.subject: m for m in InboundMessage.objects.all()}
+
+    genuine = by_subject["genuine"]
+    assert genuine.status == Status.DONE
+    (price_import,) = PriceImport.objects.all()
+    assert price_import.message_id == genuine.pk
+    (config,) = genuine.match_report["configs"]
+    assert config["reasons"] == [
+        "matched 1 file(s)",
+        f"sender authenticated: dmarc=pass for acme.test (Authentication-Results from {MX})",
+    ]
+
+    why = {
+        "spoofed": "dmarc=fail header.from=acme.test, dkim=none"
+        f" (Authentication-Results from {MX})",
+        "unchecked": f"no Authentication-Results from {MX}",
+        "forged above": "dmarc=fail header.from=acme.test, dkim=none"
+        f" (Authentication-Results from {MX})",
+    }
+    for subject, reason in why.items():
+        message = by_subject[subject]
+        assert message.status == Status.IGNORED, subject
+        (config,) = message.match_report["configs"]
+        assert config["reasons"] == [f"sender not authenticated: {reason}"], subject
+        assert message.match_report["sender_auth"]["authenticated"] is False
+
+    # Nothing was imported from the spoofed ones, so their From address hears nothing.
+    (notification,) = Notification.objects.select_related("price_import")
+    assert notification.recipient == "sales@acme.test"
+    assert notification.price_import.message_id == genuine.pk

@@ -366,6 +366,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "imapclient": {"level": "WARNING"},
-        "django_q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},
+        # django-q2 logs as "django-q" (its Q_CLUSTER log_level applies only when no
+        # handler is configured, and the root's is).
+        "django-q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},
     },
 }

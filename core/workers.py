@@ -17,6 +17,7 @@ one pid namespace (a container's or pod's own host name does).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import resource
@@ -24,6 +25,7 @@ import socket
 from pathlib import Path
 
 from django.conf import settings
+from django.core import checks
 from django.db import connection
 
 from core import sweeps
@@ -32,6 +34,23 @@ from core.claims import ClaimedWork
 logger = logging.getLogger(__name__)
 
 _watched: dict[str, ClaimedWork] = {}
+
+
+def check_broker(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """A system check: the Redis broker needs the ``redis`` package, which only the
+    ``redis`` extra installs. Without it every command stops here, with what to install,
+    rather than ``qcluster`` dying on an import while every other process runs on."""
+    if "redis" not in settings.Q_CLUSTER or importlib.util.find_spec("redis") is not None:
+        return []
+    return [
+        checks.Error(
+            "PRICEFEED_REDIS_URL is set, but the redis package (django-q2's Redis broker "
+            "client) is not installed.",
+            hint="pip install 'pricefeed[redis]' (or pip install redis), or unset "
+            "PRICEFEED_REDIS_URL to use the database as the broker.",
+            id="core.E003",
+        )
+    ]
 
 
 def host() -> str:

@@ -19,6 +19,8 @@ class MailboxesConfig(AppConfig):
         # Mailbox passwords are stored under these keys: every command refuses to start
         # in production without valid ones.
         checks.register(crypto.check_encryption_keys, checks.Tags.security)
+        # The broker every process hands work to: its client library must be there.
+        checks.register(workers.check_broker)
 
 
 def imap_allowed_networks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:

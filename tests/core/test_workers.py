@@ -199,3 +199,22 @@ def test_a_worker_starting_caps_its_memory_so_a_runaway_allocation_is_a_memory_e
 def test_no_memory_limit_when_the_setting_is_zero(settings):
     settings.PRICEFEED_WORKER_MEMORY_LIMIT = 0
     assert workers.apply_memory_limit() is None
+
+
+def test_the_redis_broker_without_its_client_library_is_a_check_error(settings, monkeypatch):
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://:secret@127.0.0.1:6379/0"}
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed: import fails
+
+    (error,) = workers.check_broker()
+
+    assert error.id == "core.E003"
+    assert "redis package" in error.msg
+    assert "pricefeed[redis]" in error.hint
+    assert "secret" not in error.msg + error.hint
+
+
+def test_the_database_broker_needs_no_redis(settings, monkeypatch):
+    settings.Q_CLUSTER = {k: v for k, v in settings.Q_CLUSTER.items() if k != "redis"}
+    monkeypatch.setitem(sys.modules, "redis", None)
+
+    assert workers.check_broker() == []

@@ -92,6 +92,8 @@ INSTALLED_APPS = [
     "notifications",
     # Who may do what in the admin: the role groups, django-q2's admin restricted.
     "access",
+    # The probes /healthz and /readyz, and manage.py pricefeed_status.
+    "monitoring",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -99,6 +101,9 @@ if importlib.util.find_spec("devkit") is not None:
     INSTALLED_APPS.append("devkit")
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before the HTTPS redirect and host validation below
+    # (orchestrators probe over plain HTTP with the pod's address as Host).
+    "monitoring.middleware.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # The admin's static files, from STATIC_ROOT, by the WSGI server itself.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -257,6 +262,10 @@ PRICEFEED_IMAP_TIMEOUT = env.float("PRICEFEED_IMAP_TIMEOUT", default=60.0)
 # PEM file of extra CA(s) trusted for IMAP TLS, besides the system store; "" = none.
 PRICEFEED_IMAP_CA_FILE = env.str("PRICEFEED_IMAP_CA_FILE", default="")
 PRICEFEED_IMAP_IDLE_REFRESH = env.float("PRICEFEED_IMAP_IDLE_REFRESH", default=300.0)
+# While idling, each mailbox leaves IDLE this often to search for new mail itself: the
+# bound on latency where the server's IDLE polls (Cyrus without idled, Courier without
+# FAM: 60 s) or says nothing. 0 = IDLE alone. 20 s costs 100 mailboxes 5 checks a second.
+PRICEFEED_IMAP_CHECK_INTERVAL = env.float("PRICEFEED_IMAP_CHECK_INTERVAL", default=20.0)
 PRICEFEED_IMAP_FETCH_BATCH = env.int("PRICEFEED_IMAP_FETCH_BATCH", default=100)
 PRICEFEED_IMAP_FETCH_BATCH_BYTES = env.int(
     "PRICEFEED_IMAP_FETCH_BATCH_BYTES", default=32 * 1024 * 1024

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Subquery, Sum
+from django.db.models import Count, OuterRef, Subquery, Sum
 from django.db.models.functions import Now
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -13,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from core.adminutils import annotated
 
-from . import leases, processing, services
+from . import leases, processing, selectors, services
 from .forms import MailboxForm
 from .models import (
     IN_FLIGHT,
@@ -387,30 +386,21 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
     actions = ["force_release", "disable_mailbox"]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("mailbox")
-            .annotate(
-                left=ExpressionWrapper(F("expires_at") - Now(), DurationField()),
-                weight_now=weight_expression("mailbox"),
-            )
-        )
+        return selectors.leases_annotate(
+            super().get_queryset(request).select_related("mailbox")
+        ).annotate(weight_now=weight_expression("mailbox"))
 
     def has_add_permission(self, request):
         return False
 
     @admin.display(description="state")
     def state(self, obj: MailboxLease) -> str:
-        if not obj.mailbox.enabled:
-            return "mailbox disabled"
-        if (
-            not obj.owner
-            or annotated(obj, "left") is None
-            or annotated(obj, "left").total_seconds() <= 0
-        ):
-            return "free"
-        return "release requested" if obj.release_requested else "held"
+        return selectors.lease_state(
+            enabled=obj.mailbox.enabled,
+            owner=obj.owner,
+            left=annotated(obj, "left"),
+            release_requested=obj.release_requested,
+        )
 
     @admin.display(description="expires in", ordering="expires_at")
     def expires_in(self, obj: MailboxLease) -> str:
@@ -474,23 +464,17 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
         held = MailboxLease.objects.filter(
             owner=OuterRef("instance_id"), expires_at__gt=Now(), mailbox__enabled=True
         ).values("owner")
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                ago=ExpressionWrapper(Now() - F("last_seen"), DurationField()),
-                n_leases=Subquery(held.annotate(n=Count("pk")).values("n")),
-                weight=Subquery(held.annotate(w=Sum(weight_expression("mailbox"))).values("w")),
-                backlog=Subquery(
-                    InboundMessage.objects.filter(
-                        mailbox__lease__owner=OuterRef("instance_id"), status__in=IN_FLIGHT
-                    )
-                    .order_by()
-                    .values("mailbox__lease__owner")
-                    .annotate(n=Count("pk"))
-                    .values("n")
-                ),
-            )
+        return selectors.instances_annotate(super().get_queryset(request)).annotate(
+            weight=Subquery(held.annotate(w=Sum(weight_expression("mailbox"))).values("w")),
+            backlog=Subquery(
+                InboundMessage.objects.filter(
+                    mailbox__lease__owner=OuterRef("instance_id"), status__in=IN_FLIGHT
+                )
+                .order_by()
+                .values("mailbox__lease__owner")
+                .annotate(n=Count("pk"))
+                .values("n")
+            ),
         )
 
     def has_add_permission(self, request):
@@ -498,11 +482,10 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
 
     @admin.display(description="state")
     def liveness(self, obj: InstanceHeartbeat) -> str:
-        if obj.stopping:
-            return "stopped"
-        if annotated(obj, "ago").total_seconds() > settings.PRICEFEED_LEASE_TTL:
-            return format_html('<span style="color:#ba2121">{}</span>', "dead")
-        return "live"
+        state = selectors.instance_state(stopping=obj.stopping, seen_ago=annotated(obj, "ago"))
+        if state == "dead":
+            return format_html('<span style="color:#ba2121">{}</span>', state)
+        return state
 
     @admin.display(description="last seen", ordering="last_seen")
     def last_seen_ago(self, obj: InstanceHeartbeat) -> str:

@@ -33,8 +33,14 @@ from dataclasses import dataclass
 import imapclient
 from django.conf import settings as django_settings
 from imapclient import imap4, tls
-from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
+from imapclient.exceptions import (
+    CapabilityError,
+    IMAPClientAbortError,
+    IMAPClientError,
+    LoginError,
+)
 from imapclient.imapclient import SocketTimeout
+from imapclient.response_parser import parse_fetch_response
 
 from core.crypto import UnreadableSecret
 from core.logs import first_line
@@ -291,6 +297,49 @@ class ImapSession:
             uidnext=int(info[b"UIDNEXT"]) if b"UIDNEXT" in info else None,
         )
 
+    def newest_uid(self, state: FolderState) -> tuple[int, str]:
+        """The UID at or below which every message of the selected folder lies now (0
+        for an empty folder), and where it came from: UIDNEXT − 1 from the SELECT; where
+        the server sent none (Courier), from ``STATUS <folder> (UIDNEXT)``; where that
+        fails too, the UID of the last message (``UID FETCH * (UID)``: one message's
+        answer, where ``UID SEARCH ALL`` would list the whole folder). Raises ImapError
+        when none of them tells."""
+        if state.uidnext is not None:
+            return state.uidnext - 1, "UIDNEXT of the SELECT"
+        folder = self.settings.folder
+        try:
+            status = self.client.folder_status(folder, ["UIDNEXT"])
+        except IMAPClientAbortError:
+            raise  # the connection is gone: the listener reconnects
+        except IMAPClientError as exc:
+            status_error = first_line(exc)
+        else:
+            uidnext = status.get(b"UIDNEXT")
+            if isinstance(uidnext, int) and uidnext > 0:
+                return uidnext - 1, "STATUS (UIDNEXT)"
+            status_error = f"no UIDNEXT in the answer: {status!r}"
+        if not state.exists:
+            return 0, "an empty folder"
+        try:
+            # Through imaplib: IMAPClient.fetch() turns the message set into ints.
+            typ, data = self.client._imap.uid("FETCH", "*", "(UID)")
+            found = parse_fetch_response([d for d in data if d], False, True) if typ == "OK" else {}
+        except IMAPClientAbortError:
+            raise
+        except IMAPClientError as exc:
+            fetch_error = first_line(exc)
+        else:
+            # Keyed by UID (the parser's uid_is_key); unsolicited FETCHes of other
+            # messages may come along, none with a UID above the last message's.
+            uids = [uid for uid in found if isinstance(uid, int)]
+            if uids:
+                return max(uids), "UID FETCH *"
+            fetch_error = "no message in the answer" if typ == "OK" else f"{typ} {data!r}"
+        raise ImapError(
+            f"cannot tell the newest UID of folder {folder!r}: no UIDNEXT on SELECT, "
+            f"STATUS failed ({status_error}), UID FETCH * failed ({fetch_error})"
+        )
+
     @property
     def client(self) -> imapclient.IMAPClient:
         if self._client is None:
@@ -393,11 +442,13 @@ class ImapSession:
     ) -> list:
         """IDLEs until the server says something, ``timeout`` passes, ``wake_fd``
         becomes readable or ``keep_going()`` (asked every second) turns false; returns
-        the untagged responses seen (a hint only)."""
+        the untagged responses seen (a hint only: empty when the wait ended by itself):
+        raw lines for those that came before the server's continuation, parsed ones
+        after."""
         client = self.client
         imap = client._imap
         tag = imap._command("IDLE")
-        early = False
+        early: list = []
         while True:
             # Untagged data may legally come before the continuation; a tagged answer
             # here means the server refused IDLE.
@@ -407,7 +458,7 @@ class ImapSession:
                 raise ImapError(f"IDLE refused: {typ} {data}")
             if resp is None:
                 break
-            early = True
+            early.append(resp)
         client._idle_tag = tag
         try:
             if not early and not self._buffered():
@@ -429,7 +480,7 @@ class ImapSession:
         # imaplib keeps every untagged response it has ever seen; drop them, the
         # catch-up that follows reads the truth from the server.
         untagged.clear()
-        return responses
+        return [*early, *responses]
 
     def _buffered(self) -> bool:
         """True when a response is already waiting in imaplib's read buffer."""

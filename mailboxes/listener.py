@@ -22,18 +22,48 @@ from core.retry import imap_reconnect_backoff
 from . import leases, recording, services
 from .admission import Admission, unlimited
 from .exceptions import LeaseLost, UidValidityChanged
-from .imap import ImapSession, batches, describe_error
+from .imap import FolderState, ImapSession, batches, describe_error
 from .models import Mailbox
 from .services import connection_settings
 from .sync import DatabaseSlots, Waker
 
 logger = logging.getLogger(__name__)
 
-# Servers without IDLE are polled this often.
+# Servers without IDLE are polled this often when PRICEFEED_IMAP_CHECK_INTERVAL is 0
+# (otherwise every check interval).
 POLL_WITHOUT_IDLE = 30.0
+# Mail found this many times in a row by a search after an IDLE that announced nothing
+# is logged (once per connection): by chance it happens to a server that pushes too,
+# when mail lands in the moment before a check.
+SILENT_IDLE_HINT = 3
 # At the in-flight limit: how often to look again, and to keep the connection alive.
 ADMISSION_RECHECK = 0.5
 KEEPALIVE = 120.0
+
+
+def idle_timeout(refresh: float, check: float, since_select: float) -> float:
+    """How long the next IDLE may last: until the folder's refresh is due
+    (``refresh`` seconds after its SELECT, ``since_select`` ago), and with a check
+    interval (``check`` > 0) no longer than that, so that a search of our own runs at
+    least every ``check`` seconds whatever the server's IDLE says."""
+    if check <= 0:
+        return refresh  # IDLE alone, re-issued every refresh as it always was
+    return max(0.0, min(check, refresh - since_select))
+
+
+# A connection that stayed up this long forgives the failures before it: the next
+# problem starts the reconnect backoff over. A shorter one does not, so a server that
+# accepts the login and then fails every time is retried ever more slowly, not each second.
+STABLE_CONNECTION = 60.0
+
+
+def failures_counted(failures: int, connected_for: float | None) -> int:
+    """The reconnect failures the next backoff counts from: ``failures`` so far, or none
+    when the last connection (``connected_for`` seconds; None: it never opened) was
+    stable."""
+    if connected_for is not None and connected_for >= STABLE_CONNECTION:
+        return 0
+    return failures
 
 
 class MailboxListener(threading.Thread):
@@ -97,17 +127,18 @@ class MailboxListener(threading.Thread):
             while not self.stopping.is_set():
                 self._check_lease()
                 session = ImapSession(self.conn)
+                opened_at: float | None = None
                 try:
                     state = session.open()
+                    opened_at = time.monotonic()
                     if failures:
                         self.log.info(
                             "reconnected after %s failure(s)",
                             failures,
                         )
-                    failures, last_error = 0, ""
                     with self.db():
                         services.mailbox_report_connected(mailbox_id=self.mailbox_id)
-                    self._listen(session, state.uidvalidity, state.uidnext)
+                    self._listen(session, state)
                 except UidValidityChanged as exc:
                     # Not a failure: reconnect at once, the new SELECT resets the checkpoint.
                     self.log.warning("%s: reselecting", exc)
@@ -136,7 +167,10 @@ class MailboxListener(threading.Thread):
                             extra={"action": "listener_stopped"},
                         )
                         return
-                    failures += 1
+                    connected_for = None if opened_at is None else time.monotonic() - opened_at
+                    failures = failures_counted(failures, connected_for) + 1
+                    if failures == 1:
+                        last_error = ""  # a new episode: its first problem is an ERROR
                     error = describe_error(exc, self.conn)
                     delay = backoff.delay(failures)
                     # One clear line per distinct problem; repeats are quieter.
@@ -174,10 +208,9 @@ class MailboxListener(threading.Thread):
             self.waker.close()
             connection.close()
 
-    def _listen(self, session: ImapSession, uidvalidity: int, uidnext: int | None) -> None:
-        start_uid = 0
-        if self.backfill == Mailbox.Backfill.NEW and uidnext:
-            start_uid = uidnext - 1
+    def _listen(self, session: ImapSession, state: FolderState) -> None:
+        uidvalidity = state.uidvalidity
+        start_uid = self._start_uid(session, state)
         with self.db():
             last_uid = recording.checkpoint_sync(
                 lease=self.lease,
@@ -187,18 +220,43 @@ class MailboxListener(threading.Thread):
             )
         has_idle = b"IDLE" in session.client.capabilities()
         refresh = settings.PRICEFEED_IMAP_IDLE_REFRESH
+        check = settings.PRICEFEED_IMAP_CHECK_INTERVAL
         selected_at = time.monotonic()
+        announced = True  # the last IDLE ended on something the server said
+        silent = 0  # IDLEs in a row that said nothing of mail our own search then found
+        told = False
         while not self.stopping.is_set():
-            last_uid = self._catch_up(session, uidvalidity, last_uid)
+            found = self._catch_up(session, uidvalidity, last_uid)
+            if found != last_uid:
+                silent = 0 if announced else silent + 1
+                if silent == SILENT_IDLE_HINT and not told:
+                    # Once per connection: the operator's hint that the server's IDLE
+                    # polls or says nothing (docs/operations.md, "IMAP servers").
+                    told = True
+                    self.log.info(
+                        "new mail found by our own search %s times in a row, never "
+                        "announced in IDLE: the server's IDLE may poll; "
+                        "PRICEFEED_IMAP_CHECK_INTERVAL bounds the wait",
+                        silent,
+                        extra={"action": "idle_silent"},
+                    )
+            last_uid = found
             if self.stopping.is_set():
                 return
             self._check_lease()
             if has_idle:
-                # Re-issued well before the server's 29-minute limit (RFC 2177).
-                session.idle_wait(refresh, self.waker.read_fd, keep_going=self.lease_valid)
+                # Re-issued well before the server's 29-minute limit (RFC 2177), and left
+                # every check interval for a search of our own, whatever the server's IDLE
+                # does (Cyrus without idled and Courier without FAM poll once a minute).
+                responses = session.idle_wait(
+                    idle_timeout(refresh, check, time.monotonic() - selected_at),
+                    self.waker.read_fd,
+                    keep_going=self.lease_valid,
+                )
+                announced = bool(responses)
                 self.waker.drain()
             else:
-                self._sleep(POLL_WITHOUT_IDLE)
+                self._sleep(check if check > 0 else POLL_WITHOUT_IDLE)
                 session.noop()
             self._check_lease()
             if time.monotonic() - selected_at >= refresh:
@@ -209,6 +267,26 @@ class MailboxListener(threading.Thread):
                     raise UidValidityChanged(
                         f"UIDVALIDITY changed from {uidvalidity} to {state.uidvalidity}"
                     )
+
+    def _start_uid(self, session: ImapSession, state: FolderState) -> int:
+        """Where the folder's checkpoint starts if it has none yet: 0 (the whole folder is
+        read), or for ``backfill = new`` the newest UID in the folder now. Asked of the
+        server only when needed: a server whose SELECT gives no UIDNEXT costs a STATUS."""
+        if self.backfill != Mailbox.Backfill.NEW:
+            return 0
+        if state.uidnext is None:
+            with self.db():
+                if recording.checkpoint_exists(mailbox_id=self.mailbox_id, folder=self.conn.folder):
+                    return 0  # not used: the checkpoint is there
+        newest, source = session.newest_uid(state)
+        if state.uidnext is None:
+            self.log.info(
+                "no UIDNEXT on SELECT: backfill new starts after uid %s (from %s)",
+                newest,
+                source,
+                extra={"action": "uidnext_fallback"},
+            )
+        return newest
 
     def _catch_up(self, session: ImapSession, uidvalidity: int, last_uid: int) -> int:
         """Records every message above ``last_uid`` until a search finds nothing new.

@@ -32,6 +32,12 @@ logger = logging.getLogger(__name__)
 Status = InboundMessage.Status
 
 
+def checkpoint_exists(*, mailbox_id: int, folder: str) -> bool:
+    """True when the folder has a checkpoint (under any UIDVALIDITY): ``checkpoint_sync``
+    will not need a start UID for it."""
+    return MailboxCheckpoint.objects.filter(mailbox_id=mailbox_id, folder=folder).exists()
+
+
 def checkpoint_sync(*, lease: Lease, folder: str, uidvalidity: int, start_uid: int) -> int:
     """Returns the last recorded UID for the folder under ``uidvalidity``.
 

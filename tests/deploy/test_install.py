@@ -5,6 +5,7 @@ outside any source tree."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import subprocess
@@ -78,6 +79,45 @@ def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off
         assert sheet.headers["Content-Type"].startswith("text/css"), href
         assert sheet.body, href
     assert b"body" in sheets[base[0]].body
+    assert server.returncode == 0, server.log()[-3000:]
+
+
+def test_installed_package_answers_probes_over_plain_http_on_any_host_and_reports_status(
+    installed, deploy_database, tmp_path
+):
+    env = production_environment(tmp_path, deploy_database)
+    cwd = tmp_path / "run"
+    cwd.mkdir()
+    django_admin = str(installed.bin / "django-admin")
+    # As kubelet probes: plain HTTP, the pod's address as Host (not in ALLOWED_HOSTS).
+    pod = {"Host": "10.42.0.17:8000"}
+
+    def command(bind: str) -> list[str]:
+        return unit_command("pricefeed-web.service", "ExecStart", installed.venv, bind=bind)
+
+    with Gunicorn(command, env, cwd) as server:
+        before_migrate = server.get("/readyz", pod)
+        run([django_admin, "migrate", "--noinput"], env, cwd)
+        healthz = server.get("/healthz", pod)
+        readyz = server.get("/readyz", pod)
+        admin = server.get("/admin/login/", pod)
+    status = run([django_admin, "pricefeed_status", "--json"], env, cwd)
+
+    assert before_migrate.status == 503, before_migrate.text
+    assert json.loads(before_migrate.body)["failed"] == ["migrations"]
+    assert (healthz.status, healthz.text) == (200, "ok\n")
+    assert "no-store" in healthz.headers["Cache-Control"]
+    assert readyz.status == 200, readyz.text
+    assert json.loads(readyz.body) == {
+        "status": "ok",
+        "checks": {"database": "ok", "migrations": "ok", "broker": "ok"},
+    }
+    assert readyz.headers["Set-Cookie"] is None
+    # Anything else from that host is refused (DisallowedHost).
+    assert admin.status == 400
+    report = json.loads(status.stdout)
+    assert (report["exit_code"], report["problems"], report["instances"]) == (0, [], [])
+    assert report["messages"]["by_status"]["RECEIVED"] == 0
     assert server.returncode == 0, server.log()[-3000:]
 
 

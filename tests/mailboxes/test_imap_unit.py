@@ -8,13 +8,20 @@ import socket
 import ssl
 
 import pytest
-from imapclient.exceptions import CapabilityError, IMAPClientError, LoginError
+from imapclient.exceptions import (
+    CapabilityError,
+    IMAPClientAbortError,
+    IMAPClientError,
+    LoginError,
+)
 
 from devkit.servers import free_port
 from mailboxes.exceptions import AddressNotAllowed, FolderMissing, ServerClosed
 from mailboxes.imap import (
     ConnectionSettings,
+    FolderState,
     ImapError,
+    ImapSession,
     batches,
     check_connection,
     describe_error,
@@ -303,3 +310,86 @@ def test_connection_settings_repr_never_contains_the_password():
 
 def test_connection_settings_inside_a_container_repr_hides_the_password():
     assert SECRET not in repr({"settings": [SETTINGS]})
+
+
+# -- the newest UID, for backfill = new ---------------------------------------------------
+
+
+class FakeServer:
+    """Stands in for IMAPClient (and its imaplib connection) in ImapSession.newest_uid:
+    each answer is a value, or an exception to raise; every command asked is noted."""
+
+    def __init__(self, *, status=None, fetch=("OK", [])) -> None:
+        self.status_answer = status
+        self.fetch_answer = fetch
+        self.asked: list[str] = []
+        self._imap = self
+
+    def folder_status(self, folder, what):
+        self.asked.append(f"STATUS {folder} ({' '.join(what)})")
+        if isinstance(self.status_answer, Exception):
+            raise self.status_answer
+        return self.status_answer
+
+    def uid(self, command, *args):
+        self.asked.append(f"UID {command} {' '.join(args)}")
+        if isinstance(self.fetch_answer, Exception):
+            raise self.fetch_answer
+        return self.fetch_answer
+
+
+def newest(server: FakeServer, *, uidnext=None, exists=3):
+    session = ImapSession(dataclasses.replace(SETTINGS, folder="Prices"))
+    session._client = server  # type: ignore[assignment]
+    return session.newest_uid(FolderState(uidvalidity=7, exists=exists, uidnext=uidnext))
+
+
+def test_newest_uid_comes_from_the_uidnext_of_the_select_without_a_command():
+    server = FakeServer()
+    assert newest(server, uidnext=240) == (239, "UIDNEXT of the SELECT")
+    assert server.asked == []
+
+
+def test_without_uidnext_on_select_the_newest_uid_comes_from_status():
+    server = FakeServer(status={b"UIDNEXT": 240})
+    assert newest(server) == (239, "STATUS (UIDNEXT)")
+    assert server.asked == ["STATUS Prices (UIDNEXT)"]
+
+
+@pytest.mark.parametrize(
+    "status",
+    [IMAPClientError("STATUS command error: BAD [b'Unknown command']"), {b"MESSAGES": 3}],
+    ids=["refused", "without UIDNEXT"],
+)
+def test_when_status_does_not_tell_the_uid_of_the_last_message_does(status):
+    # Unsolicited FETCHes may come along (without a UID they are keyed by sequence).
+    server = FakeServer(status=status, fetch=("OK", [b"1 (FLAGS (\\Seen))", b"3 (UID 236)"]))
+    assert newest(server) == (236, "UID FETCH *")
+    assert server.asked == ["STATUS Prices (UIDNEXT)", "UID FETCH * (UID)"]
+
+
+def test_an_empty_folder_needs_no_fetch_when_status_fails():
+    server = FakeServer(status=IMAPClientError("STATUS command error: NO"))
+    assert newest(server, exists=0) == (0, "an empty folder")
+    assert server.asked == ["STATUS Prices (UIDNEXT)"]
+
+
+@pytest.mark.parametrize(
+    "fetch", [("NO", [b"no such message"]), ("OK", [None]), IMAPClientError("FETCH: BAD")]
+)
+def test_a_folder_whose_newest_uid_nobody_tells_is_an_error_naming_each_try(fetch):
+    server = FakeServer(status=IMAPClientError("STATUS command error: BAD"), fetch=fetch)
+    with pytest.raises(ImapError) as info:
+        newest(server)
+    message = str(info.value)
+    assert message.startswith(
+        "cannot tell the newest UID of folder 'Prices': no UIDNEXT on SELECT, STATUS failed "
+        "(STATUS command error: BAD), UID FETCH * failed ("
+    )
+
+
+def test_a_lost_connection_is_not_taken_for_a_refusal():
+    server = FakeServer(status=IMAPClientAbortError("socket error: EOF"))
+    with pytest.raises(IMAPClientAbortError):
+        newest(server)
+    assert server.asked == ["STATUS Prices (UIDNEXT)"]

@@ -19,12 +19,14 @@ Each role holds everything of the one before it:
   notifications).
 
 No role writes the other rows only the machinery owns: checkpoints (deleting one makes
-the listener fetch the folder again), heartbeats (``listen_mail`` prunes them), price
-items (they go with their import) and outbox events (*Mark failed* gives one up and
-keeps the record). django-q2's schedules, and whatever runs or re-runs a task, are
-superusers' alone whatever a group holds (``access/admin.py``).
+the listener fetch the folder again), heartbeats (``listen_mail`` prunes them; each
+process prunes the process heartbeats), price items (they go with their import) and
+outbox events (*Mark failed* gives one up and keeps the record). django-q2's schedules,
+and whatever runs or re-runs a task, are superusers' alone whatever a group holds
+(``access/admin.py``).
 
-Migration ``0001_roles`` makes the groups. A change here reaches existing databases
+Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, with
+fleet's model). A change here reaches existing databases
 through a new migration that runs ``roles_apply`` again.
 """
 
@@ -46,6 +48,7 @@ VIEW = frozenset(
         "mailboxes.view_mailboxlease",
         "mailboxes.view_instanceheartbeat",
         "mailboxes.view_inboundmessage",
+        "fleet.view_processheartbeat",
         "pricefeed.view_pricelistconfig",
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",

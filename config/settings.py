@@ -83,6 +83,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Every long-running process's heartbeat and broker; before django_q, as its
+    # qcluster command wraps django-q2's (the first app with a command name wins).
+    "fleet",
     "django_q",
     # pricefeed's apps, lowest layer first (each may import only those above it here):
     # an app's admin may extend the admin of an app it builds on.
@@ -349,6 +352,12 @@ if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
 else:
     Q_CLUSTER["orm"] = "default"
+
+# --- Metrics ------------------------------------------------------------------------
+# /metrics (monitoring.metrics) asks for "Authorization: Bearer <token>" when set; with
+# DEBUG off it is refused (403) until set. PROMETHEUS_MULTIPROC_DIR, the directory the
+# processes write their event metrics to, is read by prometheus_client itself.
+PRICEFEED_METRICS_TOKEN = env.str("PRICEFEED_METRICS_TOKEN", default="")
 
 # --- Logging ------------------------------------------------------------------------
 # LOG_FORMAT=text: one escaped line per record with its context as key=value;

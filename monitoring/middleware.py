@@ -1,13 +1,17 @@
-"""The probes /healthz and /readyz, answered before any other middleware runs.
+"""The probes /healthz and /readyz, and /metrics, answered before any other middleware
+runs.
 
 Orchestrators probe over plain HTTP with whatever Host they have (kubelet sends the
 pod's IP, a load balancer its own idea), without a session or a CSRF token. Behind the
 rest of the stack such a request would be redirected to HTTPS (``SECURE_SSL_REDIRECT``)
 or refused as a host not in ``ALLOWED_HOSTS`` (``CommonMiddleware`` validates the host
 of every request), so ``ProbeMiddleware`` sits first in ``MIDDLEWARE`` and answers
-exactly these two paths itself: nothing after it runs for them, nothing about the
-request is read but its path and method, and the answers say no more than check names
-and ok or failed. Every other request passes through untouched.
+exactly these paths itself: nothing after it runs for them, nothing about the request
+is read but its path and method (and for /metrics its ``Authorization`` header), and the
+probes' answers say no more than check names and ok or failed. Prometheus scrapes the
+same way (by address, over HTTP), so /metrics is answered here too, behind its own token
+(monitoring.metrics.authorization) instead of the host check. Every other request passes
+through untouched.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import add_never_cache_headers
 
+from . import metrics as metrics_
 from . import probes
 
 
@@ -60,9 +65,27 @@ def readyz(request: HttpRequest) -> ProbeResponse:
     return _answer(request, 503 if failed else 200, body, "application/json")
 
 
-PROBES: dict[str, Callable[[HttpRequest], ProbeResponse]] = {
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Every Prometheus series (monitoring.metrics): 200 in the text exposition format;
+    401 or 403 when the token is missing or wrong (checked before any query)."""
+    if request.method not in ("GET", "HEAD"):
+        return _answer(request, 405, "", "text/plain")
+    refused = metrics_.refusal(request)
+    if refused is not None:
+        add_never_cache_headers(refused)
+        return refused
+    body, content_type = metrics_.exposition()
+    response = ProbeResponse(
+        body if request.method == "GET" else b"", status=200, content_type=content_type
+    )
+    add_never_cache_headers(response)
+    return response
+
+
+PROBES: dict[str, Callable[[HttpRequest], HttpResponse]] = {
     "/healthz": healthz,
     "/readyz": readyz,
+    "/metrics": metrics,
 }
 
 

@@ -8,11 +8,13 @@ them side by side and decides the exit status. All ages are on the database's cl
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from django.utils import timezone
 
 from core.backlog import WorkSummary
+from fleet import selectors as fleet_selectors
+from fleet.selectors import ProcessView
 from mailboxes import selectors as mailboxes_selectors
 from mailboxes.selectors import InstanceView, LeaseView
 from notifications import selectors as notifications_selectors
@@ -25,6 +27,7 @@ from pricefeed import selectors as pricefeed_selectors
 EXIT_OK = 0
 EXIT_STUCK = 4  # messages, imports or outbox events stuck (see core.backlog.WorkSummary)
 EXIT_UNLISTENED = 8  # an enabled mailbox has no live listen_mail holding its lease
+EXIT_BROKERS = 16  # the live processes use different django-q2 brokers
 
 WORK_TITLES = {
     "messages": "inbound messages",
@@ -42,6 +45,17 @@ class StatusReport:
     outbox: WorkSummary
     notifications: dict[str, int]
     unlistened: list[str]  # names of enabled mailboxes without a live listener
+    # listen_mail, qcluster and dispatch_outbox processes with the broker each uses
+    processes: list[ProcessView] = field(default_factory=list)
+
+    @property
+    def brokers(self) -> dict[str, list[str]]:
+        """Each broker the live processes use, with those processes."""
+        found: dict[str, list[str]] = {}
+        for process in self.processes:
+            if process.live:
+                found.setdefault(process.broker, []).append(f"{process.kind} {process.process_id}")
+        return found
 
     def work(self) -> dict[str, WorkSummary]:
         return {"messages": self.messages, "imports": self.imports, "outbox": self.outbox}
@@ -53,6 +67,8 @@ class StatusReport:
             code |= EXIT_STUCK
         if self.unlistened:
             code |= EXIT_UNLISTENED
+        if len(self.brokers) > 1:
+            code |= EXIT_BROKERS
         return code
 
     def problems(self) -> list[str]:
@@ -63,7 +79,14 @@ class StatusReport:
             for name, summary in self.work().items()
             if summary.stuck
         ]
-        return found + [f"mailbox {name!r} has no live listener" for name in self.unlistened]
+        found += [f"mailbox {name!r} has no live listener" for name in self.unlistened]
+        if len(self.brokers) > 1:
+            used = "; ".join(f"{b}: {', '.join(p)}" for b, p in self.brokers.items())
+            found.append(
+                f"live processes use different brokers ({used}): set PRICEFEED_REDIS_URL "
+                "the same on every process"
+            )
+        return found
 
     def as_dict(self) -> dict:
         return {
@@ -77,6 +100,7 @@ class StatusReport:
                 "failed": self.notifications.get("FAILED", 0),
             },
             "unlistened_mailboxes": self.unlistened,
+            "processes": [asdict(p) for p in self.processes],
             "problems": self.problems(),
             "exit_code": self.exit_code,
         }
@@ -86,6 +110,14 @@ class StatusReport:
         lines += _table(
             ["instance", "state", "last seen", "leases"],
             [[i.instance_id, i.state, _ago(i.seen_ago), str(i.leases)] for i in self.instances],
+        )
+        lines += ["", "processes"]
+        lines += _table(
+            ["process", "kind", "broker", "state"],
+            [
+                [p.process_id, p.kind, p.broker, "live" if p.live else "gone"]
+                for p in self.processes
+            ],
         )
         lines += ["", "leases"]
         lines += _table(
@@ -114,6 +146,7 @@ def status_report() -> StatusReport:
         outbox=outbox_selectors.events_summary(),
         notifications=notifications_selectors.notifications_by_status(),
         unlistened=mailboxes_selectors.mailboxes_unlistened(),
+        processes=fleet_selectors.processes_overview(),
     )
 
 

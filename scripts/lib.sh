@@ -101,6 +101,22 @@ ensure_dovecot() {
     fi
 }
 
+ensure_redis() {
+    # redis-server for the tests that run the pipeline on the Redis broker (each starts a
+    # private one: its own port and directory, no persistence).
+    command -v redis-server >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing redis-server for the Redis broker tests ..."
+        # The package tries to start the system service; we only need the binary.
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            redis-server >/dev/null
+    else
+        say "note: redis-server is missing and cannot be installed without root;"
+        say "      the Redis broker tests will be skipped (apt-get install redis-server)."
+    fi
+}
+
 ensure_chromium() {
     # Debian's Chromium for the browser test of the admin (tests/deploy); Playwright
     # drives it and downloads no browser of its own.

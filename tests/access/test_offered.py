@@ -28,6 +28,7 @@ OFFERED: dict[str, dict[str, set[str]]] = {
         ADMINISTRATOR: {"force_release", "disable_mailbox", DELETE},
     },
     "mailboxes_instanceheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
+    "fleet_processheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
     "pricefeed_pricelistconfig": {OPERATOR: {DELETE}, ADMINISTRATOR: {DELETE}},
     "pricefeed_priceimport": {
         OPERATOR: {"rerun_failed"},

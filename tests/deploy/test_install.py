@@ -21,6 +21,7 @@ HOST = "127.0.0.1"
 # gunicorn listens on plain HTTP here, as behind the TLS proxy of the walk-through; the
 # requests carry the header that proxy sets (SECURE_PROXY_SSL_HEADER of pricefeed.env).
 VIA_PROXY = {"X-Forwarded-Proto": "https"}
+METRICS_TOKEN = secrets.token_urlsafe(32)
 
 
 def production_environment(tmp_path, database_url: str = "", **values: str) -> dict[str, str]:
@@ -30,6 +31,7 @@ def production_environment(tmp_path, database_url: str = "", **values: str) -> d
         PRICEFEED_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
         ALLOWED_HOSTS=HOST,
         CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
+        PRICEFEED_METRICS_TOKEN=METRICS_TOKEN,
         PRICEFEED_VAR_DIR=str(tmp_path / "var"),
         # Nothing here connects to it unless a test gives one of its own.
         DATABASE_URL=database_url or "postgres://pricefeed:unused@127.0.0.1:1/pricefeed",
@@ -82,7 +84,7 @@ def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off
     assert server.returncode == 0, server.log()[-3000:]
 
 
-def test_installed_package_answers_probes_over_plain_http_on_any_host_and_reports_status(
+def test_installed_package_answers_probes_and_metrics_over_plain_http_on_any_host(
     installed, deploy_database, tmp_path
 ):
     env = production_environment(tmp_path, deploy_database)
@@ -101,6 +103,9 @@ def test_installed_package_answers_probes_over_plain_http_on_any_host_and_report
         healthz = server.get("/healthz", pod)
         readyz = server.get("/readyz", pod)
         admin = server.get("/admin/login/", pod)
+        # As Prometheus scrapes: the same, with the token.
+        scraped = server.get("/metrics", {**pod, "Authorization": f"Bearer {METRICS_TOKEN}"})
+        tokenless = server.get("/metrics", pod)
     status = run([django_admin, "pricefeed_status", "--json"], env, cwd)
 
     assert before_migrate.status == 503, before_migrate.text
@@ -115,6 +120,12 @@ def test_installed_package_answers_probes_over_plain_http_on_any_host_and_report
     assert readyz.headers["Set-Cookie"] is None
     # Anything else from that host is refused (DisallowedHost).
     assert admin.status == 400
+    assert scraped.status == 200, scraped.text
+    assert "pricefeed_state_up 1.0" in scraped.text
+    assert 'pricefeed_messages{status="RECEIVED"} 0.0' in scraped.text
+    assert "pricefeed_import_rows_stored_total 0.0" in scraped.text
+    assert tokenless.status == 401
+    assert "pricefeed_" not in tokenless.text
     report = json.loads(status.stdout)
     assert (report["exit_code"], report["problems"], report["instances"]) == (0, [], [])
     assert report["messages"]["by_status"]["RECEIVED"] == 0

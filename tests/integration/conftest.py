@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import pytest
 
-from devkit.servers import ImapAppender
+from devkit.servers import ImapAppender, free_port
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.pymap import PymapServer
+from devkit.servers.redis import RedisServer
 from mailboxes.models import Mailbox
 from pricefeed.models import PriceListConfig
 from tests.factories import create_config, create_mailbox
 
-from .support import FAST_ENV, ManagedProcess, database_url
+from .support import FAST_ENV, ManagedProcess, database_url, wait_until
 
 pytestmark = pytest.mark.integration
 
 REQUIRE_DOVECOT = os.environ.get("PRICEFEED_REQUIRE_DOVECOT") == "1"
+REQUIRE_REDIS = os.environ.get("PRICEFEED_REQUIRE_REDIS") == "1"
 
 
 @dataclass
@@ -138,3 +143,64 @@ def manage(transactional_db, tmp_path):
             process.kill()
         else:
             process.stop()
+
+
+@pytest.fixture
+def smtp_server(tmp_path):
+    """Starts the scriptable SMTP sink in its own process; returns (port, maildir)."""
+    started = []
+
+    def start(*args: str):
+        port = free_port()
+        path = tmp_path / f"received-{port}"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "devkit.servers.smtp",
+                "--port",
+                str(port),
+                "--maildir",
+                str(path),
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(process)
+
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        wait_until(listening, 10, "SMTP server listening")
+        return port, path
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture
+def smtp_sink(smtp_server):
+    return smtp_server()
+
+
+@pytest.fixture
+def redis_server():
+    """A private redis-server (own port and directory, no persistence), stopped after the
+    test. Skipped where redis-server is not installed; a failure under CI's
+    PRICEFEED_REQUIRE_REDIS=1."""
+    if not RedisServer.available():
+        if REQUIRE_REDIS:
+            pytest.fail("redis-server is required (PRICEFEED_REQUIRE_REDIS=1) but not installed")
+        pytest.skip("redis-server not installed: apt-get install redis-server")
+    server = RedisServer()
+    try:
+        yield server.start()
+    finally:
+        server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mailbox as mbox
 import re
 import socket
 import threading
@@ -22,6 +23,7 @@ __all__ = [
     "database_url",
     "mailbox_line",
     "price_email",
+    "received",
     "wait_until",
 ]
 
@@ -216,3 +218,10 @@ class WriteAudit:
             f"SELECT at, writer, tbl, mailbox_id, uid, owner, token, live"
             f" FROM {self.TABLE} ORDER BY id"
         )
+
+
+def received(path: Path) -> list[mbox.MaildirMessage]:
+    """The mails the SMTP sink (``smtp_server``) stored in ``path``."""
+    if not path.exists():
+        return []
+    return list(mbox.Maildir(str(path), create=False))

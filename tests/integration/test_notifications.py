@@ -2,70 +2,11 @@
 
 from __future__ import annotations
 
-import mailbox as mbox
-import socket
-import subprocess
-import sys
-
-import pytest
-
-from devkit.servers import free_port
 from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceImport
 
-from .support import price_email, wait_until
-
-
-@pytest.fixture
-def smtp_server(tmp_path):
-    """Starts the scriptable SMTP sink in its own process; returns (port, maildir)."""
-    started = []
-
-    def start(*args: str):
-        port = free_port()
-        path = tmp_path / f"received-{port}"
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "devkit.servers.smtp",
-                "--port",
-                str(port),
-                "--maildir",
-                str(path),
-                *args,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        started.append(process)
-
-        def listening() -> bool:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            except OSError:
-                return False
-            return True
-
-        wait_until(listening, 10, "SMTP server listening")
-        return port, path
-
-    yield start
-    for process in started:
-        process.terminate()
-        process.wait(10)
-
-
-@pytest.fixture
-def smtp_sink(smtp_server):
-    return smtp_server()
-
-
-def received(path):
-    if not path.exists():
-        return []
-    return list(mbox.Maildir(str(path), create=False))
+from .support import price_email, received, wait_until
 
 
 def test_an_imported_price_list_is_announced_once_to_each_subscriber(

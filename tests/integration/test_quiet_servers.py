@@ -66,7 +66,12 @@ def test_a_silent_idle_still_records_new_mail_within_the_check_interval(
     dovecot, quiet, make_mailbox, make_config, manage
 ):
     listener = _listen_until_idle(manage, make_mailbox, make_config, dovecot, quiet, CHECK_INTERVAL)
-    for i in range(3):
+    hint = mailbox_line("prices", "never announced in IDLE")
+    # The operator is told why mail is late once three searches in a row found what IDLE
+    # did not say. An IDLE that ends on something the server said (a race at the edges of
+    # IDLE on a busy machine: once in a CI run, the hint did not come after three) starts
+    # the count over: so messages keep coming, each found by a check, until it is there.
+    for i in range(8):
         # Each check re-enters IDLE, and the next message is found the same way.
         idles = quiet.idles
         wait_until(lambda n=idles: quiet.idles > n and quiet.idling, 30, "IDLE again")
@@ -77,9 +82,10 @@ def test_a_silent_idle_still_records_new_mail_within_the_check_interval(
             f"message {i} recorded by the periodic check",
             on_timeout=listener.log,
         )
+        if i >= 2 and listener.count(hint):
+            break
     assert quiet.connections == 1  # found by checks, not by reconnecting
-    # The operator is told why mail is late.
-    listener.wait_for_log(mailbox_line("prices", "never announced in IDLE"))
+    listener.wait_for_log(hint, timeout=CHECK_INTERVAL + MARGIN)
 
 
 def test_without_the_check_a_silent_idle_leaves_new_mail_waiting(

@@ -11,6 +11,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.backends.signals import connection_created
 
+from fleet.heartbeat import ProcessHeartbeat
+from fleet.models import ProcessKind
 from mailboxes.leases import listener_session_setup
 from mailboxes.supervisor import Supervisor
 
@@ -67,10 +69,17 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+        instance_id = options["instance_id"] or settings.PRICEFEED_INSTANCE_ID
         supervisor = Supervisor(
-            instance_id=options["instance_id"] or settings.PRICEFEED_INSTANCE_ID,
+            instance_id=instance_id,
             stop=stop,
             only=set(options["mailboxes"]) if options["mailboxes"] else None,
             status_file=options["status_file"] or settings.PRICEFEED_LISTENER_STATUS_FILE,
         )
-        supervisor.run()
+        # The broker this instance hands messages to: refused when the live processes
+        # use another one (fleet.ProcessHeartbeat; InstanceHeartbeat is the leases').
+        heartbeat = ProcessHeartbeat(
+            process_id=f"listen_mail:{instance_id}", kind=ProcessKind.LISTEN_MAIL
+        )
+        with heartbeat.running():
+            supervisor.run()

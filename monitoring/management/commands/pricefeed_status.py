@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from core.reporting import mask_url_passwords
-from monitoring.status import EXIT_STUCK, EXIT_UNLISTENED, status_report
+from monitoring.status import EXIT_BROKERS, EXIT_STUCK, EXIT_UNLISTENED, status_report
 
 
 class Command(BaseCommand):
@@ -15,7 +15,8 @@ class Command(BaseCommand):
         "How pricefeed stands: listen_mail instances and leases; inbound messages, price "
         "imports and outbox events by status with the stuck, failed and oldest due; failed "
         f"notifications. Exit status 0 when all is well, +{EXIT_STUCK} when work is stuck, "
-        f"+{EXIT_UNLISTENED} when an enabled mailbox has no live listener; 1 when the "
+        f"+{EXIT_UNLISTENED} when an enabled mailbox has no live listener, +{EXIT_BROKERS} "
+        "when live processes use different django-q2 brokers; 1 when the "
         "status cannot be read."
     )
 

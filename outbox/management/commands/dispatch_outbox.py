@@ -6,6 +6,8 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from fleet.heartbeat import ProcessHeartbeat
+from fleet.models import ProcessKind
 from outbox.dispatcher import Dispatcher
 
 
@@ -20,6 +22,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        dispatcher_id = options["dispatcher_id"] or f"outbox:{settings.PRICEFEED_INSTANCE_ID}"
+        # Refused when the live processes hand work to another broker.
+        heartbeat = ProcessHeartbeat(process_id=dispatcher_id, kind=ProcessKind.DISPATCH_OUTBOX)
         stop = threading.Event()
 
         def on_signal(signum, _frame):
@@ -28,7 +33,5 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        Dispatcher(
-            dispatcher_id=options["dispatcher_id"] or f"outbox:{settings.PRICEFEED_INSTANCE_ID}",
-            stop=stop,
-        ).run()
+        with heartbeat.running():
+            Dispatcher(dispatcher_id=dispatcher_id, stop=stop).run()

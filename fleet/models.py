@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class ProcessKind(models.TextChoices):
+    LISTEN_MAIL = "listen_mail", "listen_mail"
+    QCLUSTER = "qcluster", "qcluster"
+    DISPATCH_OUTBOX = "dispatch_outbox", "dispatch_outbox"
+
+
+class ProcessHeartbeat(models.Model):
+    """A running long-lived process of any kind and the django-q2 broker it uses.
+
+    Separate from ``mailboxes.InstanceHeartbeat``, whose live rows are the
+    ``listen_mail`` instances that share the mailboxes' leases."""
+
+    Kind = ProcessKind
+
+    process_id = models.CharField(max_length=255, unique=True)
+    kind = models.CharField(max_length=32, choices=ProcessKind.choices)
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    # core.brokers.fingerprint(): "orm:default", "redis:host:6379/0"; never a password.
+    broker = models.CharField(max_length=255)
+    started_at = models.DateTimeField(db_default=Now())
+    last_seen = models.DateTimeField(db_default=Now())
+    stopped = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["kind", "process_id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.process_id}"

@@ -67,10 +67,7 @@ def work_summary(
     found = active.aggregate(
         backlog=Count("pk", filter=waiting),
         due=Count("pk", filter=due),
-        stuck_running=Count(
-            "pk",
-            filter=Q(status=work.running, claimed_at__lt=db_now_minus(claim_timeout)),
-        ),
+        stuck_running=Count("pk", filter=work.claim_expired(claim_timeout=claim_timeout)),
         stuck_waiting=Count("pk", filter=waiting & Q(due_since__lt=db_now_minus(overdue_after))),
         oldest_due_at=Min("due_since", filter=due),
         oldest_due_age=Max("due_for", filter=due),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import DataError, models, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Now
 
 from core.alerts import alert
@@ -308,11 +308,16 @@ class ClaimedWork:
             )
         return self.retry if moved else None
 
+    def claim_expired(self, *, claim_timeout: float) -> Q:
+        """Rows claimed longer than ``claim_timeout`` ago: the worker died or hangs (the
+        sweep retries them; ``core.backlog`` counts them as stuck)."""
+        return Q(status=self.running, claimed_at__lt=db_now_minus(claim_timeout))
+
     def expire_claims(self, *, claim_timeout: float) -> int:
         """Retries claims older than ``claim_timeout``: the worker died or hung."""
         expired = list(
             self.model._default_manager.filter(
-                status=self.running, claimed_at__lt=db_now_minus(claim_timeout)
+                self.claim_expired(claim_timeout=claim_timeout)
             ).values_list("pk", "claimed_by")
         )
         for pk, worker in expired:

@@ -232,7 +232,7 @@ class QuietImapProxy:
                 (upstream, client, imap_filter.from_server),
             ):
                 threading.Thread(
-                    target=_pump, args=(source, sink, forward), name="imap-proxy", daemon=True
+                    target=pump, args=(source, sink, forward), name="imap-proxy", daemon=True
                 ).start()
 
     def close(self) -> None:
@@ -240,7 +240,7 @@ class QuietImapProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
-            _shut(s)
+            shut(s)
             s.close()
 
     def __enter__(self) -> QuietImapProxy:
@@ -255,7 +255,9 @@ class QuietImapProxy:
         self.close()
 
 
-def _pump(source: socket.socket, sink: socket.socket, forward: Callable[[bytes], bytes]) -> None:
+def pump(source: socket.socket, sink: socket.socket, forward: Callable[[bytes], bytes]) -> None:
+    """Copies ``source`` to ``sink`` through ``forward`` until either end closes; then
+    shuts both down (the other direction's pump ends too)."""
     try:
         while data := source.recv(65536):
             if out := forward(data):
@@ -264,10 +266,11 @@ def _pump(source: socket.socket, sink: socket.socket, forward: Callable[[bytes],
         pass
     finally:
         for s in (source, sink):
-            _shut(s)
+            shut(s)
 
 
-def _shut(s: socket.socket) -> None:
+def shut(s: socket.socket) -> None:
+    """Shuts a socket down both ways, whatever state it is in."""
     try:
         s.shutdown(socket.SHUT_RDWR)
     except OSError:

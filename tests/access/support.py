@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
@@ -11,6 +12,8 @@ from access.roles import ADMINISTRATOR, OPERATOR, VIEWER
 ROLES = (VIEWER, OPERATOR, ADMINISTRATOR, None)
 # Each role holds everything of the one before it.
 RANK = {None: 0, VIEWER: 1, OPERATOR: 2, ADMINISTRATOR: 3}
+# A test run once per role.
+each_role = pytest.mark.parametrize("role", ROLES, ids=lambda role: role or "no group")
 
 
 def at_least(role: str | None, least: str) -> bool:

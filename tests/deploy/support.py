@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
-
 from devkit.servers import free_port
+from tests.integration.support import database_server_url
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -63,17 +62,6 @@ def unit_command(unit: str, key: str, venv: Path, *, bind: str | None = None) ->
     if bind is not None:
         argv[argv.index("--bind") + 1] = bind
     return argv
-
-
-def database_server_url(name: str) -> str:
-    """A URL of database ``name`` on the test suite's PostgreSQL server."""
-    db = settings.DATABASES["default"]
-    auth = db["USER"] or ""
-    if db.get("PASSWORD"):
-        auth += f":{db['PASSWORD']}"
-    host = db["HOST"] or "localhost"
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{auth}@{host}{port}/{name}"
 
 
 def recreate_database(name: str) -> str:

@@ -4,7 +4,6 @@ files collected and served by WhiteNoise): its JavaScript loads and works."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,12 +14,12 @@ from mailboxes.models import Mailbox
 from pricefeed.models import PriceListConfig
 from tests.factories import create_mailbox
 from tests.integration.support import database_url
+from tests.requirements import require_chromium
 
 from .support import ROOT, Gunicorn, run, unit_command
 
 pytestmark = pytest.mark.integration
 
-REQUIRE_CHROMIUM = os.environ.get("PRICEFEED_REQUIRE_CHROMIUM") == "1"
 # Debian's Chromium (Playwright downloads no browser here).
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -34,19 +33,8 @@ CHROMIUM_ARGS = [
 PASSWORD = "browser-test-password-42"
 
 
-def chromium() -> str:
-    """The Chromium binary; skips the test where it is not installed, fails instead under
-    CI's PRICEFEED_REQUIRE_CHROMIUM=1, where a missing Chromium is a broken setup."""
-    path = shutil.which("chromium")
-    if path is None:
-        if REQUIRE_CHROMIUM:
-            pytest.fail("Chromium is required (PRICEFEED_REQUIRE_CHROMIUM=1) but not installed")
-        pytest.skip("Chromium not installed: apt-get install chromium (./scripts/test does)")
-    return path
-
-
 def test_adding_a_config_inline_with_the_admins_javascript_saves_it(transactional_db, tmp_path):
-    browser = chromium()
+    browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
     env = {

@@ -15,6 +15,7 @@ from devkit.servers import append_message
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.imapproxy import ImapFilter, ImapFramer, QuietImapProxy
 from devkit.servers.processes import wait_until
+from tests.requirements import require_dovecot
 
 USER = "pricefeed"
 PASSWORD = "secret"
@@ -163,13 +164,10 @@ def test_status_commands_are_renamed_and_nothing_else_is():
 
 # -- the proxy in front of Dovecot -----------------------------------------------------
 
-needs_dovecot = pytest.mark.skipif(
-    not DovecotServer.available(), reason="dovecot and doveadm are not installed"
-)
-
 
 @pytest.fixture
 def dovecot_server() -> Iterator[DovecotServer]:
+    require_dovecot()
     with DovecotServer() as server:
         yield server
 
@@ -187,7 +185,6 @@ def message(subject: str) -> bytes:
     ).encode()
 
 
-@needs_dovecot
 def test_through_the_proxy_an_idling_client_hears_nothing_of_new_mail(dovecot_server):
     append = (dovecot_server.host, dovecot_server.port, USER, PASSWORD)
     with QuietImapProxy(append[:2], hide_idle_news=True) as proxy, client_of(proxy) as client:
@@ -203,7 +200,6 @@ def test_through_the_proxy_an_idling_client_hears_nothing_of_new_mail(dovecot_se
         assert client.search(["ALL"]) == [uid]
 
 
-@needs_dovecot
 def test_through_the_proxy_select_has_no_uidnext_and_status_can_be_refused(dovecot_server):
     target = (dovecot_server.host, dovecot_server.port)
     append_message(*target, USER, PASSWORD, message("old"))

@@ -17,13 +17,13 @@ from devkit.servers.redis import RedisServer
 from mailboxes.models import Mailbox
 from pricefeed.models import PriceListConfig
 from tests.factories import create_config, create_mailbox
+from tests.requirements import require_dovecot, require_redis
 
 from .support import FAST_ENV, ManagedProcess, database_url, wait_until
 
 pytestmark = pytest.mark.integration
 
 REQUIRE_DOVECOT = os.environ.get("PRICEFEED_REQUIRE_DOVECOT") == "1"
-REQUIRE_REDIS = os.environ.get("PRICEFEED_REQUIRE_REDIS") == "1"
 
 
 @dataclass
@@ -53,15 +53,6 @@ class ImapServer:
         if self._appender is not None:
             self._appender.close()
             self._appender = None
-
-
-def require_dovecot() -> None:
-    """Skips the test where Dovecot is not installed; fails instead under CI's
-    PRICEFEED_REQUIRE_DOVECOT=1, where a missing Dovecot is a broken setup."""
-    if not DovecotServer.available():
-        if REQUIRE_DOVECOT:
-            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
-        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
 
 
 def _dovecot() -> DovecotServer:
@@ -193,12 +184,8 @@ def smtp_sink(smtp_server):
 @pytest.fixture
 def redis_server():
     """A private redis-server (own port and directory, no persistence), stopped after the
-    test. Skipped where redis-server is not installed; a failure under CI's
-    PRICEFEED_REQUIRE_REDIS=1."""
-    if not RedisServer.available():
-        if REQUIRE_REDIS:
-            pytest.fail("redis-server is required (PRICEFEED_REQUIRE_REDIS=1) but not installed")
-        pytest.skip("redis-server not installed: apt-get install redis-server")
+    test (tests/requirements.py: skipped or failed where it is not installed)."""
+    require_redis()
     server = RedisServer()
     try:
         yield server.start()

@@ -12,6 +12,7 @@ from pathlib import Path
 from django.db import connection
 
 from devkit.samples import supplier_email
+from devkit.servers.imapproxy import pump, shut
 from devkit.servers.processes import ManagedProcess, wait_until
 
 __all__ = [
@@ -46,15 +47,20 @@ FAST_ENV = {
 }
 
 
-def database_url() -> str:
-    """The URL of the test database this pytest process uses, for child processes."""
+def database_server_url(name: str) -> str:
+    """A URL of database ``name`` on the test suite's PostgreSQL server."""
     s = connection.settings_dict
     auth = s["USER"] or ""
     if s.get("PASSWORD"):
         auth += f":{s['PASSWORD']}"
     host = s["HOST"] or "localhost"
     port = f":{s['PORT']}" if s.get("PORT") else ""
-    return f"postgres://{auth}@{host}{port}/{s['NAME']}"
+    return f"postgres://{auth}@{host}{port}/{name}"
+
+
+def database_url() -> str:
+    """The URL of the test database this pytest process uses, for child processes."""
+    return database_server_url(connection.settings_dict["NAME"])
 
 
 def mailbox_line(mailbox: str, text: str = "") -> str:
@@ -104,18 +110,7 @@ class TcpProxy:
             with self._lock:
                 self.pairs.append((client, upstream))
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                _shut(s)
+                threading.Thread(target=pump, args=(a, b, bytes), daemon=True).start()
 
     def cut(self) -> None:
         self.open = False
@@ -123,7 +118,7 @@ class TcpProxy:
             pairs, self.pairs = self.pairs, []
         for pair in pairs:
             for s in pair:
-                _shut(s)
+                shut(s)
                 s.close()
 
     def restore(self) -> None:
@@ -136,13 +131,6 @@ class TcpProxy:
             for pair in self.pairs:
                 for s in pair:
                     s.close()
-
-
-def _shut(s: socket.socket) -> None:
-    try:
-        s.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 class WriteAudit:

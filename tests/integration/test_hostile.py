@@ -21,8 +21,8 @@ import os
 import pytest
 
 from devkit.hostile import CASES, Rig, acceptance_problems
+from tests.requirements import require_dovecot
 
-from .conftest import require_dovecot
 from .support import FAST_ENV, database_url
 
 pytestmark = pytest.mark.integration

@@ -21,8 +21,9 @@ from devkit.servers.dovecot import DovecotServer
 from devkit.servers.listeners import ListenerProcess, OverlapSampler
 from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
 from tests.factories import create_mailbox, price_mail
+from tests.requirements import require_dovecot
 
-from .conftest import REQUIRE_DOVECOT, require_dovecot
+from .conftest import REQUIRE_DOVECOT
 from .support import FAST_ENV, TcpProxy, WriteAudit, database_url, mailbox_line, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

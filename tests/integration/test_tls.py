@@ -14,8 +14,9 @@ from devkit.servers import LOCALHOST, free_port
 from devkit.servers.dovecot import DEFAULT_TLS_NAMES, DovecotServer
 from mailboxes.imap import ConnectionSettings, ImapError, check_connection
 from mailboxes.models import InboundMessage, Mailbox
+from tests.requirements import require_dovecot
 
-from .conftest import REQUIRE_DOVECOT, ImapServer
+from .conftest import ImapServer
 from .support import mailbox_line, price_email, wait_until
 
 pytestmark = pytest.mark.integration
@@ -23,19 +24,11 @@ pytestmark = pytest.mark.integration
 NOT_TRUSTED = "not trusted: unable to get local issuer certificate"
 
 
-def _require_dovecot() -> None:
-    """Skips (or fails, with PRICEFEED_REQUIRE_DOVECOT=1) when Dovecot is not installed."""
-    if not DovecotServer.available():
-        if REQUIRE_DOVECOT:
-            pytest.fail("Dovecot is required (PRICEFEED_REQUIRE_DOVECOT=1) but not installed")
-        pytest.skip("Dovecot not installed: apt-get install dovecot-imapd (./scripts/test does)")
-
-
 @pytest.fixture
 def start_tls_dovecot():
     """Returns a function starting a Dovecot with STARTTLS and imaps whose certificate
     names ``tls_names``; every server started is removed after the test."""
-    _require_dovecot()
+    require_dovecot()
     started: list[ImapServer] = []
 
     def start(tls_names: Sequence[str] = DEFAULT_TLS_NAMES) -> ImapServer:

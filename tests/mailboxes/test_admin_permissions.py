@@ -12,7 +12,7 @@ from mailboxes import leases
 from mailboxes.models import InboundMessage, Mailbox, MailboxLease
 from notifications.models import Notification
 from pricefeed.models import PriceItem
-from tests.access.support import ROLES, at_least, logged_in, offered, run_action
+from tests.access.support import at_least, each_role, logged_in, offered, run_action
 from tests.factories import MAILBOX, ROWS, receive, run_all
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_queue")]
@@ -21,8 +21,6 @@ Status = InboundMessage.Status
 MESSAGES = reverse("admin:mailboxes_inboundmessage_changelist")
 MAILBOXES = reverse("admin:mailboxes_mailbox_changelist")
 LEASES = reverse("admin:mailboxes_mailboxlease_changelist")
-
-each_role = pytest.mark.parametrize("role", ROLES, ids=lambda role: role or "no group")
 
 
 @pytest.fixture

@@ -14,14 +14,12 @@ from access.roles import OPERATOR
 from outbox import services
 from outbox.handlers import NOOP
 from outbox.models import OutboxEvent
-from tests.access.support import ROLES, at_least, logged_in, offered, run_action
+from tests.access.support import at_least, each_role, logged_in, offered, run_action
 
 pytestmark = pytest.mark.django_db
 
 Status = OutboxEvent.Status
 EVENTS = reverse("admin:outbox_outboxevent_changelist")
-
-each_role = pytest.mark.parametrize("role", ROLES, ids=lambda role: role or "no group")
 
 
 @pytest.fixture

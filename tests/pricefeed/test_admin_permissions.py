@@ -10,7 +10,7 @@ from django.urls import reverse
 from access.roles import OPERATOR, VIEWER
 from devkit.samples import price_list_csv
 from pricefeed.models import PriceImport
-from tests.access.support import ROLES, at_least, logged_in, offered, run_action
+from tests.access.support import at_least, each_role, logged_in, offered, run_action
 from tests.factories import ROWS, receive, run_all
 from tests.pricefeed.test_admin_imports import config_post
 
@@ -18,8 +18,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_queue")]
 
 Status = PriceImport.Status
 IMPORTS = reverse("admin:pricefeed_priceimport_changelist")
-
-each_role = pytest.mark.parametrize("role", ROLES, ids=lambda role: role or "no group")
 
 
 @pytest.fixture

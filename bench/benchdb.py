@@ -22,6 +22,17 @@ def fresh_database(name: str, script: str) -> str:
     return base.rsplit("/", 1)[0] + "/" + name
 
 
+def drop_database(name: str) -> None:
+    """Drops database ``name`` (made by ``fresh_database``) from the same server."""
+    import psycopg
+
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    if base.rsplit("/", 1)[-1] == name:  # django_on pointed DATABASE_URL at it
+        base = base.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def django_on(url: str) -> None:
     """Points this process's Django at ``url`` and migrates it (call before any model
     import). The benchmarks' IMAP servers listen on loopback without TLS: this process,

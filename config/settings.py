@@ -352,12 +352,22 @@ if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
 else:
     Q_CLUSTER["orm"] = "default"
+    # django-q2's database queue, its workers woken by NOTIFY on PostgreSQL rather than
+    # at their next poll (core/taskqueue.py); off: django-q2's own broker, which polls
+    # (for a connection pooler that does not pass LISTEN/NOTIFY).
+    if env.bool("PRICEFEED_Q_WAKE", default=True):
+        Q_CLUSTER["broker_class"] = "core.taskqueue.WakingORM"
 
 # --- Metrics ------------------------------------------------------------------------
 # /metrics (monitoring.metrics) asks for "Authorization: Bearer <token>" when set; with
 # DEBUG off it is refused (403) until set. PROMETHEUS_MULTIPROC_DIR, the directory the
 # processes write their event metrics to, is read by prometheus_client itself.
 PRICEFEED_METRICS_TOKEN = env.str("PRICEFEED_METRICS_TOKEN", default="")
+# The metrics port of listen_mail and of dispatch_outbox (core.metrics_server), for hosts
+# without the web process: what /metrics answers, behind the same token; 0 or empty = off.
+PRICEFEED_METRICS_ADDRESS = env.str("PRICEFEED_METRICS_ADDRESS", default="127.0.0.1")
+PRICEFEED_LISTENER_METRICS_PORT = int(env.str("PRICEFEED_LISTENER_METRICS_PORT", default="") or 0)
+PRICEFEED_OUTBOX_METRICS_PORT = int(env.str("PRICEFEED_OUTBOX_METRICS_PORT", default="") or 0)
 
 # --- Logging ------------------------------------------------------------------------
 # LOG_FORMAT=text: one escaped line per record with its context as key=value;

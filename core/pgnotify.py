@@ -11,7 +11,7 @@ import threading
 import time
 
 import psycopg
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from core import sql
 from core.db import postgresql
@@ -38,10 +38,11 @@ class NotifyListener:
     # After a failure, connecting again is tried at most this often (seconds).
     RETRY = 5.0
 
-    def __init__(self, *channels: str) -> None:
+    def __init__(self, *channels: str, using: str = DEFAULT_DB_ALIAS) -> None:
         self.channels = channels
+        self.database = connections[using]
         self.conn: psycopg.Connection | None = None
-        self.enabled = postgresql()
+        self.enabled = postgresql(self.database)
         self._next_try = 0.0
         self._failing = False
         self._connect()
@@ -49,7 +50,7 @@ class NotifyListener:
     def _connect(self) -> None:
         if not self.enabled or self.conn is not None or time.monotonic() < self._next_try:
             return
-        params = connection.get_connection_params()
+        params = self.database.get_connection_params()
         params.pop("cursor_factory", None)
         params.pop("context", None)
         try:

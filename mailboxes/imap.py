@@ -29,6 +29,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import imapclient
 from django.conf import settings as django_settings
@@ -271,6 +272,9 @@ class ImapSession:
             # address check did not hold: drop it before anything is sent.
             client.shutdown()
             raise ImapError("imapclient bypassed the address check; connection dropped")
+        # INTERNALDATE as the server wrote it, with its offset (imapclient otherwise
+        # turns it into a naive local time).
+        client.normalise_times = False
         self._client = client
         try:
             _tune_socket(client.socket())
@@ -377,11 +381,20 @@ class ImapSession:
         return sorted(uid for uid in found if uid > last_uid)
 
     def sizes(self, uids: Iterable[int]) -> dict[int, int]:
+        return {uid: size for uid, (size, _date) in self.sizes_and_dates(uids).items()}
+
+    def sizes_and_dates(self, uids: Iterable[int]) -> dict[int, tuple[int, datetime | None]]:
+        """``RFC822.SIZE`` and ``INTERNALDATE`` (when the server got the message, on its
+        clock; None when it sent none, or one that cannot be read) in one FETCH."""
         uids = list(uids)
         if not uids:
             return {}
-        data = self.client.fetch(uids, ["RFC822.SIZE"])
-        return {uid: int(item[b"RFC822.SIZE"]) for uid, item in data.items() if uid in uids}
+        data = self.client.fetch(uids, ["RFC822.SIZE", "INTERNALDATE"])
+        return {
+            uid: (int(item[b"RFC822.SIZE"]), _aware(item.get(b"INTERNALDATE")))
+            for uid, item in data.items()
+            if uid in uids
+        }
 
     def bodies(
         self, uids: Iterable[int], sizes: dict[int, int] | None = None, *, limit: int = 0
@@ -514,6 +527,13 @@ class ImapSession:
 # save memory: fetching a 22 MB message took 1.9x its size in pieces of 4 MiB, 1.2x in
 # pieces of 1 MiB (imaplib and imapclient copy each piece a few times).
 PIECE_BYTES = 1024 * 1024
+
+
+def _aware(value: object) -> datetime | None:
+    """An INTERNALDATE as imapclient parsed it, when it is a time with its offset."""
+    if isinstance(value, datetime) and value.utcoffset() is not None:
+        return value
+    return None
 
 
 def batches(

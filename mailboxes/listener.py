@@ -15,6 +15,7 @@ import time
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from core import metrics
 from core.faults import crash_point
 from core.logs import ContextLogger, first_line
 from core.retry import imap_reconnect_backoff
@@ -131,7 +132,9 @@ class MailboxListener(threading.Thread):
                 try:
                     state = session.open()
                     opened_at = time.monotonic()
+                    metrics.IMAP_CONNECTIONS.labels(mailbox=self.mailbox_name).inc()
                     if failures:
+                        metrics.IMAP_RECONNECTS.labels(mailbox=self.mailbox_name).inc()
                         self.log.info(
                             "reconnected after %s failure(s)",
                             failures,
@@ -167,6 +170,7 @@ class MailboxListener(threading.Thread):
                             extra={"action": "listener_stopped"},
                         )
                         return
+                    metrics.IMAP_CONNECTION_FAILURES.labels(mailbox=self.mailbox_name).inc()
                     connected_for = None if opened_at is None else time.monotonic() - opened_at
                     failures = failures_counted(failures, connected_for) + 1
                     if failures == 1:
@@ -348,7 +352,10 @@ class MailboxListener(threading.Thread):
         self, session: ImapSession, uidvalidity: int, chunk: list[int], last_uid: int
     ) -> int:
         limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
-        sizes = session.sizes(chunk)
+        # INTERNALDATE rides along with the sizes: when the server got each message, for
+        # pricefeed_message_arrival_to_recorded_seconds (core.metrics).
+        arrivals = session.sizes_and_dates(chunk)
+        sizes = {uid: size for uid, (size, _date) in arrivals.items()}
         for batch in batches(
             chunk,
             sizes,
@@ -362,11 +369,21 @@ class MailboxListener(threading.Thread):
             bodies = session.bodies(small, sizes, limit=limit)
             headers = session.headers(large)
             fetched = [
-                recording.Fetched(uid=uid, size=sizes.get(uid, 0), raw=bodies[uid])
+                recording.Fetched(
+                    uid=uid,
+                    size=sizes.get(uid, 0),
+                    raw=bodies[uid],
+                    internal_date=arrivals[uid][1] if uid in arrivals else None,
+                )
                 for uid in small
                 if uid in bodies
             ] + [
-                recording.Fetched(uid=uid, size=sizes.get(uid, 0), header=headers.get(uid, b""))
+                recording.Fetched(
+                    uid=uid,
+                    size=sizes.get(uid, 0),
+                    header=headers.get(uid, b""),
+                    internal_date=arrivals[uid][1] if uid in arrivals else None,
+                )
                 for uid in large
             ]
             # A UID that vanished between SEARCH and FETCH (expunged) is skipped.

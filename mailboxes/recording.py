@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
+from core import metrics
 from core.db import postgresql
 from core.faults import crash_point
 
@@ -79,6 +81,8 @@ class Fetched:
     size: int
     raw: bytes | None = None
     header: bytes | None = None
+    # When the server got the message (its INTERNALDATE, on its clock), when it said.
+    internal_date: datetime | None = None
 
 
 def dedup_key(
@@ -234,6 +238,15 @@ def messages_record(
             checkpoint.save(update_fields=["last_uid", "updated_at"])
         crash_point("record_before_commit")
         to_process = [r.pk for r in created if r.status == Status.RECEIVED]
+        arrived = {item.uid: item.internal_date for item, _record in fresh}
+
+        def committed() -> None:
+            # Counted once the records are durable, before anything else after commit.
+            for record in created:
+                metrics.MESSAGES_RECORDED.labels(status=record.status).inc()
+                metrics.observe_arrival(arrived.get(record.uid))
+
+        transaction.on_commit(committed)
 
         def after_commit() -> None:
             crash_point("record_before_enqueue")

@@ -3,8 +3,18 @@ from django.apps import AppConfig
 
 class MonitoringConfig(AppConfig):
     """What orchestrators and operators ask of a running pricefeed: the probes /healthz
-    and /readyz (middleware.py, probes.py) and ``manage.py pricefeed_status``
-    (status.py). No models; reads every app through that app's selectors."""
+    and /readyz (middleware.py, probes.py), /metrics (metrics.py) and
+    ``manage.py pricefeed_status`` (status.py). No models; reads every app through that
+    app's selectors."""
 
     name = "monitoring"
     verbose_name = "Monitoring"
+
+    def ready(self) -> None:
+        # The metrics port of listen_mail and dispatch_outbox (core.metrics_server)
+        # answers what /metrics does, state gauges included; core cannot import them.
+        from core import metrics as core_metrics
+
+        from . import metrics
+
+        core_metrics.set_exposition(metrics.exposition)

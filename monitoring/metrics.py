@@ -9,19 +9,19 @@ Two kinds, in one answer:
   With ``PROMETHEUS_MULTIPROC_DIR`` set they are read from the files every process of
   the deployment writes there; without it, from this process only.
 
-The token (``PRICEFEED_METRICS_TOKEN``) is checked by ``metrics_view`` before anything is
-queried.
+The token (``PRICEFEED_METRICS_TOKEN``) is checked (``refusal``) before anything is
+queried. The same answer is served on the metrics port of ``listen_mail`` and
+``dispatch_outbox`` (core.metrics_server) once ``MonitoringConfig.ready`` has handed
+``exposition`` to core.metrics.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 from collections import Counter
 from collections.abc import Iterable
 
-from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
@@ -134,7 +134,8 @@ def _state_families(report: status.StatusReport) -> Iterable[GaugeMetricFamily]:
     held = GaugeMetricFamily(
         "pricefeed_leases_held",
         "Unexpired leases on enabled mailboxes held by each listen_mail instance.",
-        labels=["instance"],
+        # Not "instance": Prometheus gives every target that label.
+        labels=["listener"],
     )
     for instance in report.instances:
         held.add_metric([instance.instance_id], instance.leases)
@@ -161,19 +162,10 @@ def metrics_registry() -> CollectorRegistry:
 
 
 def authorization(request: HttpRequest) -> int | None:
-    """None when the request may read the metrics, else the status to refuse it with:
-    401 without ``Authorization: Bearer <token>`` (403 with a wrong one) when
-    ``PRICEFEED_METRICS_TOKEN`` is set; 403 when it is not and DEBUG is off (production
-    requires a token); with DEBUG on and no token, everyone may."""
-    token: str = settings.PRICEFEED_METRICS_TOKEN
-    if not token:
-        return None if settings.DEBUG else 403
-    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-    if scheme.lower() != "bearer" or not given.strip():
-        return 401
-    if not hmac.compare_digest(given.strip().encode(), token.encode()):
-        return 403
-    return None
+    """None when the request may read the metrics, else the status to refuse it with
+    (core.metrics.authorization: 401 without ``Authorization: Bearer <token>``, 403 with a
+    wrong one or, with DEBUG off, when ``PRICEFEED_METRICS_TOKEN`` is not set)."""
+    return core_metrics.authorization(request.META.get("HTTP_AUTHORIZATION", ""))
 
 
 def refusal(request: HttpRequest) -> HttpResponse | None:
@@ -182,15 +174,11 @@ def refusal(request: HttpRequest) -> HttpResponse | None:
     code = authorization(request)
     if code is None:
         return None
+    response = HttpResponse(
+        core_metrics.refusal_text(code), status=code, content_type="text/plain; charset=utf-8"
+    )
     if code == 401:
-        text = "Authorization: Bearer <PRICEFEED_METRICS_TOKEN> required\n"
-    elif settings.PRICEFEED_METRICS_TOKEN:
-        text = "wrong token\n"
-    else:
-        text = "set PRICEFEED_METRICS_TOKEN to serve /metrics with DEBUG off\n"
-    response = HttpResponse(text, status=code, content_type="text/plain; charset=utf-8")
-    if code == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="pricefeed metrics"'
+        response["WWW-Authenticate"] = core_metrics.CHALLENGE
     return response
 
 

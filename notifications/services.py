@@ -28,6 +28,7 @@ from django.db.models import CharField, F, Prefetch, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
 
+from core import metrics
 from core.faults import crash_point
 from core.retry import outbox_retry_policy
 from outbox.models import OutboxEvent
@@ -491,7 +492,8 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     ]
     if sent:
         # One UPDATE for the batch; the Message-ID is made in SQL as _message_id makes it.
-        Notification.objects.filter(pk__in=sent, status=Notification.Status.PENDING).update(
+        unsent = Notification.objects.filter(pk__in=sent, status=Notification.Status.PENDING)
+        marked = unsent.update(
             status=Notification.Status.SENT,
             sent_at=Now(),
             message_id=Concat(
@@ -502,9 +504,10 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
             attempts=F("attempts") + 1,
             last_error="",
         )
+        metrics.NOTIFICATIONS_SENT.inc(marked)
     for event_id, message_id in digest_ids.items():
         if results.get(event_id) is None:
-            Notification.objects.filter(
+            marked = Notification.objects.filter(
                 pk__in=[n.pk for n in covered[event_id]], status=Notification.Status.PENDING
             ).update(
                 status=Notification.Status.SENT,
@@ -513,16 +516,19 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
                 attempts=F("attempts") + 1,
                 last_error="",
             )
+            metrics.NOTIFICATIONS_SENT.inc(marked)
     last_attempt = outbox_retry_policy().max_attempts
     attempts = {event.id: event.attempts for event in events}
     for event_id, error in results.items():
         if error is None or event_id not in covered:
             continue
-        Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
+        given_up = attempts[event_id] >= last_attempt
+        marked = Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
             attempts=F("attempts") + 1,
             last_error=f"{type(error).__name__}: {error}"[:2000],
-            **(
-                {"status": Notification.Status.FAILED} if attempts[event_id] >= last_attempt else {}
-            ),
+            **({"status": Notification.Status.FAILED} if given_up else {}),
         )
+        metrics.NOTIFICATION_SEND_ERRORS.inc(marked)
+        if given_up:
+            metrics.NOTIFICATIONS_FAILED.inc(marked)
     return results

@@ -31,15 +31,20 @@ BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 def documented_environment(**values: str) -> dict[str, str]:
     """The variables of deploy/pricefeed.env, each CHANGE-ME-bearing or host-specific one
     given a real value by ``values``, plus a PATH. Only variables the file documents can
-    be given: a test needing another would be testing a setup no operator has."""
+    be given (set, or commented out as ``# NAME=...`` for the operator to set): a test
+    needing another would be testing a setup no operator has."""
     documented: dict[str, str] = {}
+    optional: set[str] = set()
     for line in ENV_FILE.read_text().splitlines():
         line = line.strip()
+        commented = re.fullmatch(r"# ?([A-Z][A-Z0-9_]*)=\S*", line)
+        if commented:
+            optional.add(commented.group(1))
         if not line or line.startswith("#"):
             continue
         name, _, value = line.partition("=")
         documented[name] = shlex.split(value)[0] if value else ""
-    undocumented = set(values) - set(documented)
+    undocumented = set(values) - set(documented) - optional
     assert not undocumented, f"not in deploy/pricefeed.env: {sorted(undocumented)}"
     environment = {**BASE_ENV, **documented, **values}
     left = [name for name, value in environment.items() if "CHANGE-ME" in value]

@@ -25,7 +25,11 @@ METRICS_TOKEN = secrets.token_urlsafe(32)
 
 
 def production_environment(tmp_path, database_url: str = "", **values: str) -> dict[str, str]:
-    """deploy/pricefeed.env with fresh secrets, this host and a state directory."""
+    """deploy/pricefeed.env with fresh secrets, this host, a state directory and a
+    metrics directory (in place of the one pricefeed-metrics.service holds)."""
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir(exist_ok=True)
+    values = {"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), **values}
     return documented_environment(
         SECRET_KEY=secrets.token_urlsafe(50),
         PRICEFEED_ENCRYPTION_KEYS=Fernet.generate_key().decode(),

@@ -14,11 +14,16 @@ from django.core.management import get_commands
 from .support import ENV_FILE, ROOT, UNIT_VENV, UNITS, unit_setting
 
 SERVICES = sorted(path.name for path in UNITS.glob("*.service"))
+# The services that run pricefeed (the others hold something for them and exit).
+RUNNING = [unit for unit in SERVICES if "Type=oneshot" not in (UNITS / unit).read_text()]
 DJANGO_ADMIN = f"{UNIT_VENV}/bin/django-admin"
+METRICS_DIR = "/run/pricefeed/metrics"
+# Read from the environment by a library, not by config/settings.py.
+READ_BY_LIBRARIES = {"DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR"}
 
 
 def test_there_is_a_unit_for_the_web_server_and_each_long_running_command():
-    commands = {tuple(shlex.split(unit_setting(unit, "ExecStart"))[:2]) for unit in SERVICES}
+    commands = {tuple(shlex.split(unit_setting(unit, "ExecStart"))[:2]) for unit in RUNNING}
 
     assert commands == {
         (f"{UNIT_VENV}/bin/gunicorn", "config.wsgi"),
@@ -65,9 +70,29 @@ def test_every_variable_of_the_environment_file_is_read_and_listed_in_env_exampl
     listed = re.findall(r"(?m)^#? ?([A-Z_]+)=", (ROOT / ".env.example").read_text())
 
     assert "DJANGO_SETTINGS_MODULE" in names
-    for name in set(names) - {"DJANGO_SETTINGS_MODULE"}:
+    for name in set(names) - READ_BY_LIBRARIES:
         assert f'"{name}"' in read, name
+    for name in set(names) - {"DJANGO_SETTINGS_MODULE"}:
         assert name in listed, name
+
+
+def test_every_process_writes_its_metrics_to_one_directory_emptied_with_the_target():
+    # The environment file points prometheus_client at it ...
+    names = dict(re.findall(r"(?m)^([A-Z_]+)=(.*)$", ENV_FILE.read_text()))
+    assert names["PROMETHEUS_MULTIPROC_DIR"] == METRICS_DIR
+    # ... a oneshot unit of the target holds it (made empty at its start, removed at its
+    # stop) ...
+    holder = "pricefeed-metrics.service"
+    assert unit_setting(holder, "Type") == "oneshot"
+    assert unit_setting(holder, "RemainAfterExit") == "yes"
+    assert unit_setting(holder, "RuntimeDirectory") == METRICS_DIR.removeprefix("/run/")
+    assert unit_setting(holder, "PartOf") == "pricefeed.target"
+    assert holder in unit_setting("pricefeed.target", "Wants").split()
+    # ... and every running unit needs it, starts after it and may write to it.
+    for unit in RUNNING:
+        assert unit_setting(unit, "Requires") == holder, unit
+        assert unit_setting(unit, "After") == holder, unit
+        assert unit_setting(unit, "ReadWritePaths") == METRICS_DIR, unit
 
 
 def test_the_procfile_runs_the_same_four_processes():

@@ -142,7 +142,7 @@ def test_listener_instances_and_their_leases_are_gauges(token):
 
     assert found[("pricefeed_listener_instances", (("state", "live"),))] == 1
     assert found[("pricefeed_listener_instances", (("state", "dead"),))] == 0
-    assert found[("pricefeed_leases_held", (("instance", "host-a:1"),))] == 1
+    assert found[("pricefeed_leases_held", (("listener", "host-a:1"),))] == 1
     assert found[("pricefeed_mailboxes_unlistened", ())] == 1
 
 

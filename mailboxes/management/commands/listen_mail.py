@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.backends.signals import connection_created
 
+from core.metrics_server import MetricsPortError, start_metrics_port
 from fleet.heartbeat import ProcessHeartbeat
 from fleet.models import ProcessKind
 from mailboxes.leases import listener_session_setup
@@ -39,6 +40,13 @@ class Command(BaseCommand):
             "--instance-id",
             default=None,
             help="Instance id (default PRICEFEED_INSTANCE_ID, host:pid).",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="Serve /metrics on this port of PRICEFEED_METRICS_ADDRESS, 0 = not "
+            "(default PRICEFEED_LISTENER_METRICS_PORT).",
         )
 
     def handle(self, *args, **options):
@@ -81,5 +89,16 @@ class Command(BaseCommand):
         heartbeat = ProcessHeartbeat(
             process_id=f"listen_mail:{instance_id}", kind=ProcessKind.LISTEN_MAIL
         )
-        with heartbeat.running():
-            supervisor.run()
+        port = options["metrics_port"]
+        if port is None:
+            port = settings.PRICEFEED_LISTENER_METRICS_PORT
+        try:
+            metrics = start_metrics_port(port, "PRICEFEED_LISTENER_METRICS_PORT")
+        except MetricsPortError as exc:
+            raise CommandError(str(exc)) from exc
+        try:
+            with heartbeat.running():
+                supervisor.run()
+        finally:
+            if metrics is not None:
+                metrics.stop()

@@ -4,8 +4,9 @@ import signal
 import threading
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from core.metrics_server import MetricsPortError, start_metrics_port
 from fleet.heartbeat import ProcessHeartbeat
 from fleet.models import ProcessKind
 from outbox.dispatcher import Dispatcher
@@ -20,6 +21,13 @@ class Command(BaseCommand):
             default=None,
             help="Name in claimed_by (default PRICEFEED_INSTANCE_ID).",
         )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="Serve /metrics on this port of PRICEFEED_METRICS_ADDRESS, 0 = not "
+            "(default PRICEFEED_OUTBOX_METRICS_PORT).",
+        )
 
     def handle(self, *args, **options):
         dispatcher_id = options["dispatcher_id"] or f"outbox:{settings.PRICEFEED_INSTANCE_ID}"
@@ -33,5 +41,16 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        with heartbeat.running():
-            Dispatcher(dispatcher_id=dispatcher_id, stop=stop).run()
+        port = options["metrics_port"]
+        if port is None:
+            port = settings.PRICEFEED_OUTBOX_METRICS_PORT
+        try:
+            metrics = start_metrics_port(port, "PRICEFEED_OUTBOX_METRICS_PORT")
+        except MetricsPortError as exc:
+            raise CommandError(str(exc)) from exc
+        try:
+            with heartbeat.running():
+                Dispatcher(dispatcher_id=dispatcher_id, stop=stop).run()
+        finally:
+            if metrics is not None:
+                metrics.stop()

@@ -252,12 +252,20 @@ class MailboxListener(threading.Thread):
                 # Re-issued well before the server's 29-minute limit (RFC 2177), and left
                 # every check interval for a search of our own, whatever the server's IDLE
                 # does (Cyrus without idled and Courier without FAM poll once a minute).
+                idled = time.monotonic()
                 responses = session.idle_wait(
                     idle_timeout(refresh, check, time.monotonic() - selected_at),
                     self.waker.read_fd,
                     keep_going=self.lease_valid,
                 )
                 announced = bool(responses)
+                self.log.debug(
+                    "IDLE ended after %.2fs: %s; woken %s, lease valid %s",
+                    time.monotonic() - idled,
+                    responses or "nothing said",
+                    self.waker.pending(),
+                    self.lease_valid(),
+                )
                 self.waker.drain()
             else:
                 self._sleep(check if check > 0 else POLL_WITHOUT_IDLE)

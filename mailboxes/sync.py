@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +31,14 @@ class Waker:
                 os.write(self.write_fd, b"!")
             except (BlockingIOError, OSError):
                 pass
+
+    def pending(self) -> bool:
+        """True when a wake-up is waiting to be drained."""
+        with self._lock:
+            if self._closed:
+                return False
+            readable, _, _ = select.select([self.read_fd], [], [], 0)
+            return bool(readable)
 
     def drain(self) -> None:
         try:

@@ -3,10 +3,14 @@
 Put between a client and a well-behaved server (Dovecot), :class:`QuietImapProxy`
 forwards everything except what it was told to hide:
 
-- ``hide_idle_news``: the untagged ``* n EXISTS`` and ``* n RECENT`` sent while the
-  client is in IDLE (from its ``IDLE`` command to the server's tagged answer after
-  ``DONE``), like a server whose IDLE announces nothing (Cyrus without idled, Courier
-  without FAM, between their once-a-minute polls);
+- ``hide_idle_news``: every untagged response sent while the client is in IDLE (from
+  its ``IDLE`` command to the server's tagged answer after ``DONE``): ``* n EXISTS``,
+  ``* n RECENT``, and the rest (counted as ``"other"``), like a server whose IDLE
+  announces nothing (Cyrus without idled, Courier without FAM, between their
+  once-a-minute polls). The rest matters: Dovecot says ``* OK Still here`` every
+  ``imap_idle_notify_interval`` (2 minutes), the first time at a moment spread by a hash
+  of the user, so anywhere from a second to two minutes into an IDLE; a client woken by
+  it catches up and finds the mail the IDLE did not announce;
 - ``hide_uidnext``: the ``* OK [UIDNEXT n]`` line of SELECT and EXAMINE, which Courier
   never sends;
 - ``refuse_status``: the client's ``STATUS`` commands reach the server renamed, so the
@@ -25,7 +29,8 @@ from __future__ import annotations
 import re
 import socket
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -38,6 +43,9 @@ _LITERAL = re.compile(rb"\{(\d+)[+-]?\}\r\n\Z")
 _NEWS = re.compile(rb"\* \d+ (EXISTS|RECENT)\r\n\Z", re.IGNORECASE)
 _UIDNEXT = re.compile(rb"\* OK \[UIDNEXT \d+\]", re.IGNORECASE)
 _COMMAND = re.compile(rb"([^ \r\n]+) ([A-Za-z]+)")
+# What a filter keeps of the conversation: lines, and characters of each line.
+TRANSCRIPT_LINES = 200
+TRANSCRIPT_WIDTH = 120
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,14 @@ class ImapFilter:
         self._idle_tag: bytes | None = None
         self._dropping = False  # the server's response being read is hidden
         self._lock = threading.Lock()
+        # The first line of each command and response, as passed or hidden, for a
+        # failing test to show what was said (the last TRANSCRIPT_LINES of them).
+        self.transcript: deque[str] = deque(maxlen=TRANSCRIPT_LINES)
+
+    def _note(self, direction: str, line: bytes, hidden: bool = False) -> None:
+        text = line[:TRANSCRIPT_WIDTH].decode("ascii", "replace").rstrip("\r\n")
+        mark = " (hidden)" if hidden else ""
+        self.transcript.append(f"{time.strftime('%H:%M:%S')} {direction} {text}{mark}")
 
     @property
     def idling(self) -> bool:
@@ -120,6 +136,8 @@ class ImapFilter:
         out = bytearray()
         for piece in self._client.feed(data):
             chunk = piece.data
+            if piece.starts:
+                self._note("C:", chunk)
             if piece.starts and (command := _COMMAND.match(chunk)):
                 tag, name = command[1], command[2].upper()
                 if name == b"IDLE":
@@ -140,6 +158,7 @@ class ImapFilter:
         for piece in self._server.feed(data):
             if piece.starts:
                 self._dropping = self._hides(piece.data)
+                self._note("S:", piece.data, hidden=self._dropping)
             if not self._dropping:
                 out += piece.data
         return bytes(out)
@@ -150,9 +169,9 @@ class ImapFilter:
                 self._idle_tag = None  # IDLE is over
                 return False
             kind = None
-            news = _NEWS.match(line)
-            if news and self.hide_idle_news and self._idle_tag is not None:
-                kind = news[1].decode().lower()
+            if self.hide_idle_news and self._idle_tag is not None and line.startswith(b"* "):
+                news = _NEWS.match(line)
+                kind = news[1].decode().lower() if news else "other"
             elif self.hide_uidnext and _UIDNEXT.match(line):
                 kind = "uidnext"
             if kind is None:
@@ -205,9 +224,19 @@ class QuietImapProxy:
         with self._lock:
             return sum(f.idles for f in self.filters)
 
+    def transcript(self) -> str:
+        """What was said on every connection (the last lines of each), for a failing
+        test's message."""
+        with self._lock:
+            return "\n\n".join(
+                f"connection {n}:\n" + "\n".join(f.transcript)
+                for n, f in enumerate(self.filters, 1)
+            )
+
     def hidden(self, kind: str) -> int:
         """How many times something of ``kind`` was hidden on all connections:
-        ``"exists"`` and ``"recent"`` (in IDLE), ``"uidnext"`` or ``"status"``."""
+        ``"exists"``, ``"recent"`` and ``"other"`` (in IDLE), ``"uidnext"`` or
+        ``"status"``."""
         with self._lock:
             return sum(f.hidden[kind] for f in self.filters)
 

@@ -117,15 +117,26 @@ def test_news_in_idle_are_hidden_until_the_server_ends_the_idle():
 
 
 def test_a_literal_that_looks_like_news_is_passed_on_whole_in_idle():
-    imap_filter = idling_filter(hide_idle_news=True, hide_uidnext=True)
+    imap_filter = idling_filter(hide_uidnext=True)
     stream = SERVER_STREAM.replace(b"* 3 EXISTS\r\n* 1 RECENT\r\n", b"")
     stream = stream.replace(b"* OK [UIDNEXT 12] Predicted next UID\r\n", b"")
     assert imap_filter.from_server(stream) == stream
     for chunks in splits(stream):
-        split_filter = idling_filter(hide_idle_news=True)
+        split_filter = idling_filter()
         assert b"".join(split_filter.from_server(chunk) for chunk in chunks) == stream
         assert not split_filter.hidden
     assert not imap_filter.hidden
+
+
+def test_everything_untagged_in_idle_is_hidden_whole_literals_and_all():
+    # The keepalive Dovecot sends in IDLE, and any other untagged response: a client
+    # woken by them would catch up and find the mail IDLE did not announce.
+    tagged = b"A1 OK FETCH completed.\r\n"
+    stream = b"* OK Still here\r\n" + SERVER_STREAM
+    for chunks in splits(stream):
+        imap_filter = idling_filter(hide_idle_news=True)
+        assert b"".join(imap_filter.from_server(chunk) for chunk in chunks) == tagged
+        assert imap_filter.hidden == {"exists": 1, "recent": 1, "other": 5}
 
 
 def test_news_outside_idle_pass_and_so_does_everything_unasked():

@@ -57,7 +57,10 @@ def _recorded(subject: str) -> bool:
 def _listen_until_idle(manage, make_mailbox, make_config, dovecot, proxy, check: float):
     mailbox = make_mailbox(dovecot, host=proxy.host, port=proxy.port)
     make_config(mailbox)
-    listener = manage("listen_mail", env={**STEADY, "PRICEFEED_IMAP_CHECK_INTERVAL": str(check)})
+    listener = manage(
+        "listen_mail",
+        env={**STEADY, "PRICEFEED_IMAP_CHECK_INTERVAL": str(check), "LOG_LEVEL": "DEBUG"},
+    )
     wait_until(lambda: proxy.idling, 30, "the listener in IDLE", on_timeout=listener.log)
     return listener
 
@@ -101,9 +104,11 @@ def test_without_the_check_a_silent_idle_leaves_new_mail_waiting(
     )
     deadline = time.monotonic() + CHECK_INTERVAL + MARGIN
     while time.monotonic() < deadline:
-        assert not _recorded("unannounced"), listener.log()
+        assert not _recorded("unannounced"), f"{listener.log()}\n{quiet.transcript()}"
         time.sleep(0.2)
-    assert quiet.idling and quiet.idles == idles and quiet.connections == 1, listener.log()
+    assert quiet.idling and quiet.idles == idles and quiet.connections == 1, (
+        f"{listener.log()}\n{quiet.transcript()}"
+    )
 
 
 @pytest.mark.parametrize("refuse_status", [False, True], ids=["status", "uid-fetch"])

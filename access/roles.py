@@ -14,19 +14,20 @@ Each role holds everything of the one before it:
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
-  too; a lease deleted alone is made again, free, and its owner stops listening), and
-  deletes received messages with what they made (their imports and those imports'
-  notifications).
+  too; a lease deleted alone is made again, free, and its owner stops listening).
 
 No role writes the other rows only the machinery owns: checkpoints (deleting one makes
 the listener fetch the folder again), heartbeats (``listen_mail`` prunes them; each
 process prunes the process heartbeats), price items (they go with their import) and
-outbox events (*Mark failed* gives one up and keeps the record). django-q2's schedules,
-and whatever runs or re-runs a task, are superusers' alone whatever a group holds
+outbox events (*Mark failed* gives one up and keeps the record). The audit records
+(received messages, imports, outbox events, notifications, heartbeats) are deleted by
+superusers only, whatever a group holds (``core.adminutils.AuditAdminMixin``).
+django-q2's schedules, and whatever runs or re-runs a task, are superusers' alone too
 (``access/admin.py``).
 
 Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, with
-fleet's model). A change here reaches existing databases
+fleet's model; ``0003_audit_records_kept`` without the delete permissions of the audit
+records). A change here reaches existing databases
 through a new migration that runs ``roles_apply`` again.
 """
 
@@ -84,16 +85,13 @@ CONFIGURE = frozenset(
         "notifications.delete_subscription",
     }
 )
-# Where mail is read from (host, account, password), and clearing out what arrived.
+# Where mail is read from (host, account, password).
 MANAGE = frozenset(
     {
         "mailboxes.add_mailbox",
         "mailboxes.change_mailbox",
         "mailboxes.delete_mailbox",
         "mailboxes.delete_mailboxlease",
-        "mailboxes.delete_inboundmessage",
-        "pricefeed.delete_priceimport",
-        "notifications.delete_notification",
     }
 )
 

@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "access",
     # The probes /healthz and /readyz, and manage.py pricefeed_status.
     "monitoring",
+    # The admin's front page: what is failing, waiting and listening, at a glance.
+    "console",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -185,6 +187,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# The languages the admin and the notification mails are offered in.
+LANGUAGES = [("ru", "Русский"), ("en", "English")]
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
@@ -193,6 +197,9 @@ STATIC_URL = "static/"
 # Filled by `manage.py collectstatic` and served by WhiteNoise under hashed names (the
 # manifest maps them), compressed, cacheable for ever.
 STATIC_ROOT = Path(env.str("STATIC_ROOT", default="") or VAR_DIR / "static")
+# The admin lists' stylesheet (core.adminutils), beside the apps' own static files;
+# core ships it in the wheel (package-data) next to config.
+STATICFILES_DIRS = [BASE_DIR / "core" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
@@ -258,6 +265,9 @@ PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_00
 PRICEFEED_PARSE_MAX_COLUMNS = env.int("PRICEFEED_PARSE_MAX_COLUMNS", default=1024)
 PRICEFEED_PARSE_MAX_LINE_BYTES = env.int("PRICEFEED_PARSE_MAX_LINE_BYTES", default=2**20)
 PRICEFEED_PARSE_MAX_SECONDS = env.int("PRICEFEED_PARSE_MAX_SECONDS", default=180)
+# A running import writes the rows it has read at most this often (seconds), from a
+# database connection of its own (pricefeed.imports.progress); 0: only at the end.
+PRICEFEED_IMPORT_PROGRESS_INTERVAL = env.float("PRICEFEED_IMPORT_PROGRESS_INTERVAL", default=2.0)
 
 # IMAP.
 PRICEFEED_IMAP_CONNECT_TIMEOUT = env.float("PRICEFEED_IMAP_CONNECT_TIMEOUT", default=15.0)
@@ -325,6 +335,9 @@ PRICEFEED_OUTBOX_RETRY_MAX = env.float("PRICEFEED_OUTBOX_RETRY_MAX", default=360
 PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS = env.int(
     "PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS", default=4
 )
+# Where people reach this site (scheme and host, e.g. https://pricefeed.example.com):
+# notification mails link to the import in the admin under it. Empty: no link.
+PRICEFEED_PUBLIC_URL = env.str("PRICEFEED_PUBLIC_URL", default="")
 
 # --- django-q2 ----------------------------------------------------------------------
 # The worker count is the concurrency cap for parsing and sending.

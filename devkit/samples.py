@@ -125,11 +125,48 @@ DEMO_CONFIGS = [
 ]
 
 
+def price_list_xlsx_with_bad_rows(rows: Iterable[tuple], bad: dict[int, object]) -> bytes:
+    """price_list_xlsx's sheet with the price of the rows at the indexes in ``bad``
+    replaced (``{3: "по запросу"}``): those rows fail, the others go in."""
+    from openpyxl import Workbook
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet("Прайс")
+    sheet.append(["Price list", None, None, None])
+    sheet.append(["SKU", "Name", "Price", "Qty"])
+    for i, (sku, name, price, qty) in enumerate(rows):
+        sheet.append([sku, name, bad.get(i, float(price)), qty])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def not_a_price_list_csv() -> bytes:
+    """A supplier's wrong attachment, named like its price list: a reconciliation
+    statement with no price-list header anywhere (the import FAILS: no header row)."""
+    lines = [
+        "Акт сверки взаимных расчётов за май;;",
+        "ООО «Поставщик» — ООО «Покупатель»;;",
+        "Дата;Документ;Сумма",
+        "05.05;Реализация № 118;12 500,00",
+        "19.05;Оплата, п/п № 431;-12 500,00",
+        "Сальдо на конец периода;;0,00",
+    ]
+    return ("\r\n".join(lines) + "\r\n").encode("cp1251")
+
+
+# The demo's stream goes round these kinds of e-mail; the first round has every one.
+DEMO_KINDS = 6
+
+
 def demo_stream() -> Iterator[tuple[str, bytes]]:
-    """Endless (description, raw message) pairs for the demo."""
+    """Endless (description, raw message) pairs for the demo: mostly good price lists,
+    and in every round of DEMO_KINDS e-mails some trouble an operator should see: a
+    PARTIAL import (two rows without a price), a FAILED one (the wrong file, or a
+    damaged workbook), and a message that matches no config (IGNORED)."""
     for n in itertools.count(1):
         rows = price_rows(20 + n % 7, seed=n)
-        kind = n % 4
+        kind = n % DEMO_KINDS
         if kind == 1:
             yield (
                 "CSV price list (cp1251) from Поставщик",
@@ -141,6 +178,48 @@ def demo_stream() -> Iterator[tuple[str, bytes]]:
             )
         elif kind == 2:
             yield (
+                "xlsx price list from ACME with two rows without a price (PARTIAL)",
+                supplier_email(
+                    subject=f"Price list {n}",
+                    sender="ACME Sales <sales@acme.example>",
+                    attachments=[
+                        (
+                            f"price_{n}.xlsx",
+                            price_list_xlsx_with_bad_rows(rows, {3: "по запросу", 11: "call us"}),
+                        )
+                    ],
+                ),
+            )
+        elif kind == 3:
+            yield (
+                "newsletter that matches no config (IGNORED)",
+                supplier_email(
+                    subject="Our autumn catalogue",
+                    sender="news@unknown.example",
+                    attachments=[("catalogue.pdf", b"%PDF-1.4 demo")],
+                ),
+            )
+        elif kind == 4 and n % (2 * DEMO_KINDS) == 4:
+            yield (
+                "Поставщик sends the wrong file as its price list (FAILED)",
+                supplier_email(
+                    subject=f"Прайс-лист №{n}",
+                    sender="Отдел продаж <sales@postavshik.example>",
+                    attachments=[(f"prais_{n}.csv", not_a_price_list_csv())],
+                ),
+            )
+        elif kind == 4:
+            workbook = price_list_xlsx(rows)
+            yield (
+                "a damaged xlsx price list from ACME (FAILED)",
+                supplier_email(
+                    subject=f"Price list {n}",
+                    sender="ACME Sales <sales@acme.example>",
+                    attachments=[(f"price_{n}.xlsx", workbook[: len(workbook) // 2])],
+                ),
+            )
+        elif kind == 5:
+            yield (
                 "xlsx price list + zipped stock from ACME",
                 supplier_email(
                     subject=f"Weekly price and stock update #{n}",
@@ -149,15 +228,6 @@ def demo_stream() -> Iterator[tuple[str, bytes]]:
                         (f"price_{n}.xlsx", price_list_xlsx(rows)),
                         (f"stock_{n}.zip", zipped({f"stock/stock_{n}.csv": price_list_csv(rows)})),
                     ],
-                ),
-            )
-        elif kind == 3:
-            yield (
-                "newsletter that matches no config",
-                supplier_email(
-                    subject="Our autumn catalogue",
-                    sender="news@unknown.example",
-                    attachments=[("catalogue.pdf", b"%PDF-1.4 demo")],
                 ),
             )
         else:

@@ -3,7 +3,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import BooleanField, ExpressionWrapper
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
+from core.adminutils import AuditAdminMixin, truncated, when
 from core.brokers import fingerprint
 
 from .models import ProcessHeartbeat
@@ -11,8 +14,17 @@ from .selectors import live_brokers, process_is_live
 
 
 @admin.register(ProcessHeartbeat)
-class ProcessHeartbeatAdmin(admin.ModelAdmin):
-    list_display = ["process_id", "kind", "broker", "state", "last_seen", "host", "pid"]
+class ProcessHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
+    list_display = [
+        "short_process_id",
+        "kind",
+        "short_broker",
+        "state",
+        "seen",
+        "host",
+        "pid",
+        "started",
+    ]
     list_filter = ["kind", "broker", "stopped"]
     readonly_fields = [
         "process_id",
@@ -40,9 +52,12 @@ class ProcessHeartbeatAdmin(admin.ModelAdmin):
             )
             messages.error(
                 request,
-                "The live processes use different django-q2 brokers, so work enqueued on "
-                f"one is never run by workers of the other ({used}). Set "
-                "PRICEFEED_REDIS_URL the same on every process.",
+                gettext(
+                    "The live processes use different django-q2 brokers, so work enqueued "
+                    "on one is never run by workers of the other (%(used)s). Set "
+                    "PRICEFEED_REDIS_URL the same on every process."
+                )
+                % {"used": used},
             )
         # The web process enqueues tasks too (Test connection, Reprocess, ...) but keeps
         # no heartbeat (its requests are short, its workers forked): it is compared here.
@@ -50,16 +65,35 @@ class ProcessHeartbeatAdmin(admin.ModelAdmin):
         if brokers and mine not in brokers:
             messages.error(
                 request,
-                f"This web process uses the django-q2 broker {mine}, but the live processes "
-                f"use {' and '.join(brokers)}: tasks enqueued from the admin are never run. "
-                "Set PRICEFEED_REDIS_URL the same on every process.",
+                gettext(
+                    "This web process uses the django-q2 broker %(mine)s, but the live "
+                    "processes use %(theirs)s: tasks enqueued from the admin are never run. "
+                    "Set PRICEFEED_REDIS_URL the same on every process."
+                )
+                % {"mine": mine, "theirs": gettext(" and ").join(brokers)},
             )
         return super().changelist_view(request, extra_context)
 
-    @admin.display(description="state")
+    @admin.display(description=_("process"), ordering="process_id")
+    def short_process_id(self, obj: ProcessHeartbeat) -> str:
+        return truncated(obj.process_id, width="s")
+
+    @admin.display(description=_("broker"), ordering="broker")
+    def short_broker(self, obj: ProcessHeartbeat) -> str:
+        return truncated(obj.broker, width="s")
+
+    @admin.display(description=_("last seen"), ordering="last_seen")
+    def seen(self, obj: ProcessHeartbeat) -> str:
+        return when(obj.last_seen)
+
+    @admin.display(description=_("started"), ordering="started_at")
+    def started(self, obj: ProcessHeartbeat) -> str:
+        return when(obj.started_at)
+
+    @admin.display(description=_("state"))
     def state(self, obj: ProcessHeartbeat) -> str:
         if obj.stopped:
-            return "stopped"
+            return gettext("stopped")
         if getattr(obj, "is_live", False):
-            return "live"
-        return format_html('<span style="color:#ba2121">{}</span>', "dead")
+            return gettext("live")
+        return format_html('<span class="pf-error">{}</span>', gettext("dead"))

@@ -9,8 +9,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import annotated
+from core.adminutils import AuditAdminMixin, ListAdminMixin, annotated, truncated, when
 
 from . import leases, processing, selectors, services
 from .forms import MailboxForm
@@ -26,24 +28,32 @@ from .weights import weight_expression
 
 # The list columns, for the admins of apps that extend these pages (pricefeed).
 MAILBOX_COLUMNS: tuple[str, ...] = (
-    "name",
+    "short_name",
     "enabled",
     "address",
-    "folder",
     "holder",
-    "last_connected_at",
+    "last_connected",
     "problem",
 )
+# Each fits a 1440 px window beside the navigation and the filters: the id and the
+# attempts are on the message's page.
 MESSAGE_COLUMNS: tuple[str, ...] = (
-    "id",
-    "received_at",
-    "mailbox",
+    "received",
+    "short_mailbox",
     "status",
-    "from_address",
-    "subject",
-    "size",
-    "attempts",
+    "sender",
+    "short_subject",
+    "short_error",
 )
+
+# The states the selectors name (also in pricefeed_status's output), as people read them.
+LEASE_STATES = {
+    "mailbox disabled": _("mailbox disabled"),
+    "free": _("free"),
+    "release requested": _("release requested"),
+    "held": _("held"),
+}
+INSTANCE_STATES = {"live": _("live"), "dead": _("dead"), "stopped": _("stopped")}
 
 
 def without_password(fields) -> list:
@@ -70,7 +80,7 @@ class CheckpointInline(admin.TabularInline):
 
 
 @admin.register(Mailbox)
-class MailboxAdmin(admin.ModelAdmin):
+class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     form = MailboxForm
     list_display: tuple[str, ...] = MAILBOX_COLUMNS
     list_filter = ["enabled", "security"]
@@ -90,7 +100,7 @@ class MailboxAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["name", "enabled"]}),
         (
-            "Server",
+            _("Server"),
             {
                 "fields": [
                     ("host", "port", "security"),
@@ -102,7 +112,7 @@ class MailboxAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Status",
+            _("Status"),
             {
                 "fields": [
                     "last_connected_at",
@@ -112,7 +122,7 @@ class MailboxAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Last connection test",
+            _("Last connection test"),
             {"fields": [("test_requested_at", "test_finished_at"), "last_test"]},
         ),
     ]
@@ -131,58 +141,80 @@ class MailboxAdmin(admin.ModelAdmin):
             for name, options in fieldsets
         ]
 
-    @admin.display(description="server")
-    def address(self, obj: Mailbox) -> str:
-        return f"{obj.username}@{obj.host}:{obj.port} ({obj.security})"
+    @admin.display(description=_("name"), ordering="name")
+    def short_name(self, obj: Mailbox) -> str:
+        return truncated(obj.name, width="s")
 
-    @admin.display(description="listener")
+    @admin.display(description=_("server"))
+    def address(self, obj: Mailbox) -> str:
+        return truncated(f"{obj.username}@{obj.host}:{obj.port} ({obj.security})", width="m")
+
+    @admin.display(description=_("listener"))
     def holder(self, obj: Mailbox) -> str:
         lease = getattr(obj, "lease", None)
         if lease is None or not lease.owner:
             return "—"
         if lease.expires_at and lease.expires_at < timezone.now():
-            return f"{lease.owner} (expired)"
-        return lease.owner
+            return truncated(gettext("%(owner)s (expired)") % {"owner": lease.owner}, width="s")
+        return truncated(lease.owner, width="s")
 
-    @admin.display(description="last error")
+    @admin.display(description=_("last connected"), ordering="last_connected_at")
+    def last_connected(self, obj: Mailbox) -> str:
+        return when(obj.last_connected_at)
+
+    @admin.display(description=_("last error"))
     def problem(self, obj: Mailbox) -> str:
         if not obj.last_error:
             return ""
-        return format_html('<span style="color:#ba2121">{}</span>', obj.last_error[:120])
+        return truncated(obj.last_error, width="m", error=True)
 
     def has_test_permission(self, request) -> bool:
         return request.user.has_perm("mailboxes.test_mailbox")
 
-    @admin.action(description="Test connection (login and select the folder)", permissions=["test"])
+    @admin.action(
+        description=_("Test connection (login and select the folder)"), permissions=["test"]
+    )
     def test_connection(self, request, queryset):
         ids = list(queryset.values_list("pk", flat=True))
         queued = services.mailbox_tests_request(mailbox_ids=ids)
         if queued:
             self.message_user(
                 request,
-                f"{len(queued)} connection test(s) queued: a worker runs each, and the "
-                "mailbox's page shows the result under “Last connection test”.",
+                ngettext(
+                    "%(count)d connection test queued: a worker runs it, and the mailbox's "
+                    "page shows the result under “Last connection test”.",
+                    "%(count)d connection tests queued: a worker runs each, and the "
+                    "mailbox's page shows the result under “Last connection test”.",
+                    len(queued),
+                )
+                % {"count": len(queued)},
                 messages.SUCCESS,
             )
         if pending := len(ids) - len(queued):
             self.message_user(
                 request,
-                f"{pending} skipped: a test asked for less than "
-                f"{services.pending_test_seconds():.0f} s ago has not finished yet.",
+                ngettext(
+                    "%(count)d skipped: a test asked for less than %(seconds)d s ago has "
+                    "not finished yet.",
+                    "%(count)d skipped: a test asked for less than %(seconds)d s ago has "
+                    "not finished yet.",
+                    pending,
+                )
+                % {"count": pending, "seconds": round(services.pending_test_seconds())},
                 messages.WARNING,
             )
 
-    @admin.display(description="result")
+    @admin.display(description=_("result"))
     def last_test(self, obj: Mailbox) -> str:
         if obj.test_requested_at is None:
-            return "never tested"
+            return gettext("never tested")
         if obj.test_finished_at is None:
-            return "queued: waiting for a worker"
+            return gettext("queued: waiting for a worker")
         return f"{'✔' if obj.test_succeeded else '✘'} {obj.test_result}"
 
 
 @admin.register(InboundMessage)
-class InboundMessageAdmin(admin.ModelAdmin):
+class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display: tuple[str, ...] = MESSAGE_COLUMNS
     list_filter = ["status", "mailbox"]
     search_fields = ["subject", "from_address", "from_header", "message_id"]
@@ -217,7 +249,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["status", "last_error", "warnings_list", "report"]}),
         (
-            "Message",
+            _("Message"),
             {
                 "fields": [
                     "subject",
@@ -231,9 +263,9 @@ class InboundMessageAdmin(admin.ModelAdmin):
                 ]
             },
         ),
-        ("Where", {"fields": ["mailbox", "folder", "uidvalidity", "uid", "dedup_key"]}),
+        (_("Where"), {"fields": ["mailbox", "folder", "uidvalidity", "uid", "dedup_key"]}),
         (
-            "Processing",
+            _("Processing"),
             {
                 "fields": [
                     ("attempts", "crashes"),
@@ -257,34 +289,66 @@ class InboundMessageAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="warnings")
+    @admin.display(description=_("received"), ordering="received_at")
+    def received(self, obj: InboundMessage) -> str:
+        return when(obj.received_at)
+
+    @admin.display(description=_("mailbox"), ordering="mailbox__name")
+    def short_mailbox(self, obj: InboundMessage) -> str:
+        return truncated(obj.mailbox.name, width="s")
+
+    @admin.display(description=_("from"), ordering="from_address")
+    def sender(self, obj: InboundMessage) -> str:
+        return truncated(obj.from_address or obj.from_header, width="s")
+
+    @admin.display(description=_("subject"), ordering="subject")
+    def short_subject(self, obj: InboundMessage) -> str:
+        return truncated(obj.subject, width="m")
+
+    @admin.display(description=_("last error"))
+    def short_error(self, obj: InboundMessage) -> str:
+        return truncated(obj.last_error, width="m", error=True)
+
+    @admin.display(description=_("warnings"))
     def warnings_list(self, obj: InboundMessage) -> str:
         return format_html_join("\n", "<div>{}</div>", ((w,) for w in obj.warnings)) or "—"
 
-    @admin.display(description="raw message")
+    @admin.display(description=_("raw message"))
     def raw_download(self, obj: InboundMessage) -> str:
         if not obj.sha256:
-            return "not stored (refused before download)"
+            return gettext("not stored (refused before download)")
         url = reverse("admin:mailboxes_inboundmessage_raw", args=[obj.pk])
-        return format_html('<a href="{}">download .eml ({} bytes)</a>', url, obj.size)
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            gettext("download .eml (%(size)s bytes)") % {"size": obj.size},
+        )
 
-    @admin.display(description="match report")
+    @admin.display(description=_("match report"))
     def report(self, obj: InboundMessage) -> str:
         report = obj.match_report or {}
         if not report:
-            return "not processed yet"
+            return gettext("not processed yet")
+        matched, no_match = gettext("✔ matched"), gettext("✘ no match")
         rows = format_html_join(
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
-                (c["name"], "✔ matched" if c["matched"] else "✘ no match", "; ".join(c["reasons"]))
+                (c["name"], matched if c["matched"] else no_match, "; ".join(c["reasons"]))
                 for c in report.get("configs", [])
             ),
         )
         attachments = format_html_join(
             "",
-            "<li>{} ({}, {} bytes)</li>",
-            ((a["filename"], a["content_type"], a["size"]) for a in report.get("attachments", [])),
+            "<li>{} ({}, {})</li>",
+            (
+                (
+                    a["filename"],
+                    a["content_type"],
+                    gettext("%(size)s bytes") % {"size": a["size"]},
+                )
+                for a in report.get("attachments", [])
+            ),
         )
         extra = format_html_join(
             "",
@@ -297,28 +361,40 @@ class InboundMessageAdmin(admin.ModelAdmin):
         # The sender's authentication verdict (mailboxes.authresults.SenderVerdict).
         auth = report.get("sender_auth") or {}
         if auth.get("authenticated"):
-            state = "✔ authenticated"
+            state = gettext("✔ authenticated")
         elif auth.get("checked", True):
-            state = "✘ not authenticated"
+            state = gettext("✘ not authenticated")
         else:
-            state = "not checked"
+            state = gettext("not checked")
+        none = gettext("none")
         found = (
             format_html(
-                "<div>authserv-id {}: dmarc {}; dkim {}; spf {}</div>",
-                auth["authserv_id"],
-                auth.get("dmarc") or "none",
-                ", ".join(auth.get("dkim") or []) or "none",
-                auth.get("spf") or "none",
+                "<div>{}</div>",
+                gettext("authserv-id %(id)s: dmarc %(dmarc)s; dkim %(dkim)s; spf %(spf)s")
+                % {
+                    "id": auth["authserv_id"],
+                    "dmarc": auth.get("dmarc") or none,
+                    "dkim": ", ".join(auth.get("dkim") or []) or none,
+                    "spf": auth.get("spf") or none,
+                },
             )
             if auth.get("authserv_id")
             else ""
         )
-        sender = format_html("<p>Sender {}: {}</p>{}", state, auth.get("reason", ""), found)
+        sender = format_html(
+            "<p>{}</p>{}",
+            gettext("Sender %(state)s: %(reason)s")
+            % {"state": state, "reason": auth.get("reason", "")},
+            found,
+        )
         return format_html(
-            "<table><tr><th>config</th><th>verdict</th><th>why</th></tr>{}</table>"
-            "{}<p>Attachments:</p><ul>{}</ul>{}",
+            "<table><tr><th>{}</th><th>{}</th><th>{}</th></tr>{}</table>{}<p>{}</p><ul>{}</ul>{}",
+            gettext("config"),
+            gettext("verdict"),
+            gettext("why"),
             rows,
             sender if auth else "",
+            gettext("Attachments:"),
             attachments or "—",
             extra,
         )
@@ -348,31 +424,59 @@ class InboundMessageAdmin(admin.ModelAdmin):
         return request.user.has_perm("mailboxes.fail_inboundmessage")
 
     @admin.action(
-        description="Reprocess (match again and create missing imports)", permissions=["reprocess"]
+        description=_("Reprocess (match again and create missing imports)"),
+        permissions=["reprocess"],
     )
     def reprocess(self, request, queryset):
         moved = processing.messages_requeue(message_ids=queryset.values_list("pk", flat=True))
         skipped = queryset.count() - moved
-        self.message_user(request, f"{moved} message(s) queued for processing.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d message queued for processing.",
+                "%(count)d messages queued for processing.",
+                moved,
+            )
+            % {"count": moved},
+            messages.SUCCESS,
+        )
         if skipped:
             self.message_user(
                 request,
-                f"{skipped} skipped: in progress, waiting, or with no stored body.",
+                ngettext(
+                    "%(count)d skipped: in progress, waiting, or with no stored body.",
+                    "%(count)d skipped: in progress, waiting, or with no stored body.",
+                    skipped,
+                )
+                % {"count": skipped},
                 messages.WARNING,
             )
 
-    @admin.action(description="Mark failed", permissions=["fail"])
+    @admin.action(description=_("Mark failed"), permissions=["fail"])
     def mark_failed(self, request, queryset):
         moved = processing.messages_mark_failed(
             message_ids=queryset.values_list("pk", flat=True),
-            reason=f"marked failed by {request.user.get_username()}",
+            reason=gettext("marked failed by %(user)s") % {"user": request.user.get_username()},
         )
-        self.message_user(request, f"{moved} message(s) marked failed.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d message marked failed.", "%(count)d messages marked failed.", moved)
+            % {"count": moved},
+            messages.SUCCESS,
+        )
 
 
 @admin.register(MailboxLease)
-class MailboxLeaseAdmin(admin.ModelAdmin):
-    list_display = ["mailbox", "state", "owner", "token", "expires_in", "weight", "renewed_at"]
+class MailboxLeaseAdmin(ListAdminMixin, admin.ModelAdmin):
+    list_display = [
+        "short_mailbox",
+        "state",
+        "short_owner",
+        "token",
+        "expires_in",
+        "weight",
+        "renewed",
+    ]
     list_filter = ["owner"]
     readonly_fields = [
         "mailbox",
@@ -393,23 +497,38 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def state(self, obj: MailboxLease) -> str:
-        return selectors.lease_state(
+        state = selectors.lease_state(
             enabled=obj.mailbox.enabled,
             owner=obj.owner,
             left=annotated(obj, "left"),
             release_requested=obj.release_requested,
         )
+        return str(LEASE_STATES.get(state, state))
 
-    @admin.display(description="expires in", ordering="expires_at")
+    @admin.display(description=_("mailbox"), ordering="mailbox__name")
+    def short_mailbox(self, obj: MailboxLease) -> str:
+        return truncated(obj.mailbox.name, width="s")
+
+    @admin.display(description=_("owner"), ordering="owner")
+    def short_owner(self, obj: MailboxLease) -> str:
+        return truncated(obj.owner, width="s")
+
+    @admin.display(description=_("expires in"), ordering="expires_at")
     def expires_in(self, obj: MailboxLease) -> str:
         if not obj.owner or annotated(obj, "left") is None:
             return "—"
-        seconds = annotated(obj, "left").total_seconds()
-        return f"{seconds:.0f} s" if seconds > 0 else f"expired {-seconds:.0f} s ago"
+        seconds = round(annotated(obj, "left").total_seconds())
+        if seconds > 0:
+            return gettext("%(seconds)d s") % {"seconds": seconds}
+        return gettext("expired %(seconds)d s ago") % {"seconds": -seconds}
 
-    @admin.display(description="weight", ordering="weight_now")
+    @admin.display(description=_("renewed"), ordering="renewed_at")
+    def renewed(self, obj: MailboxLease) -> str:
+        return when(obj.renewed_at)
+
+    @admin.display(description=_("weight"), ordering="weight_now")
     def weight(self, obj: MailboxLease) -> int:
         return annotated(obj, "weight_now")
 
@@ -421,7 +540,7 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
         return request.user.has_perm("mailboxes.change_mailbox")
 
     @admin.action(
-        description="Force release (the owner stops; another instance takes over)",
+        description=_("Force release (the owner stops; another instance takes over)"),
         permissions=["release"],
     )
     def force_release(self, request, queryset):
@@ -430,33 +549,46 @@ class MailboxLeaseAdmin(admin.ModelAdmin):
         )
         self.message_user(
             request,
-            f"{asked} lease(s) asked to be released: each owner stops at its next renewal "
-            "and another instance takes over; a dead owner's lease expires by itself.",
+            ngettext(
+                "%(count)d lease asked to be released: its owner stops at its next renewal "
+                "and another instance takes over; a dead owner's lease expires by itself.",
+                "%(count)d leases asked to be released: each owner stops at its next renewal "
+                "and another instance takes over; a dead owner's lease expires by itself.",
+                asked,
+            )
+            % {"count": asked},
             messages.SUCCESS,
         )
 
-    @admin.action(description="Disable the mailbox (stop listening to it)", permissions=["disable"])
+    @admin.action(
+        description=_("Disable the mailbox (stop listening to it)"), permissions=["disable"]
+    )
     def disable_mailbox(self, request, queryset):
         disabled = 0
         for mailbox in Mailbox.objects.filter(pk__in=queryset.values("mailbox_id"), enabled=True):
             mailbox.enabled = False
             mailbox.save(update_fields=["enabled", "updated_at"])  # tells the listeners
             disabled += 1
-        self.message_user(request, f"{disabled} mailbox(es) disabled.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d mailbox disabled.", "%(count)d mailboxes disabled.", disabled)
+            % {"count": disabled},
+            messages.SUCCESS,
+        )
 
 
 @admin.register(InstanceHeartbeat)
-class InstanceHeartbeatAdmin(admin.ModelAdmin):
+class InstanceHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
-        "instance_id",
+        "short_instance_id",
         "liveness",
         "last_seen_ago",
         "leases_held",
         "weight_held",
         "in_flight",
-        "host",
+        "short_host",
         "pid",
-        "started_at",
+        "started",
     ]
     readonly_fields = ["instance_id", "host", "pid", "started_at", "last_seen", "stopping"]
 
@@ -480,27 +612,40 @@ class InstanceHeartbeatAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.display(description="state")
+    @admin.display(description=_("state"))
     def liveness(self, obj: InstanceHeartbeat) -> str:
         state = selectors.instance_state(stopping=obj.stopping, seen_ago=annotated(obj, "ago"))
+        label = INSTANCE_STATES.get(state, state)
         if state == "dead":
-            return format_html('<span style="color:#ba2121">{}</span>', state)
-        return state
+            return format_html('<span class="pf-error">{}</span>', label)
+        return str(label)
 
-    @admin.display(description="last seen", ordering="last_seen")
+    @admin.display(description=_("last seen"), ordering="last_seen")
     def last_seen_ago(self, obj: InstanceHeartbeat) -> str:
-        ago = annotated(obj, "ago").total_seconds()
-        return f"{max(0.0, ago):.0f} s ago"
+        # The age by the database's clock, as liveness is judged (not this server's).
+        return when(obj.last_seen, now=obj.last_seen + annotated(obj, "ago"))
 
-    @admin.display(description="leases", ordering="n_leases")
+    @admin.display(description=_("instance"), ordering="instance_id")
+    def short_instance_id(self, obj: InstanceHeartbeat) -> str:
+        return truncated(obj.instance_id, width="m")
+
+    @admin.display(description=_("host"), ordering="host")
+    def short_host(self, obj: InstanceHeartbeat) -> str:
+        return truncated(obj.host, width="s")
+
+    @admin.display(description=_("started"), ordering="started_at")
+    def started(self, obj: InstanceHeartbeat) -> str:
+        return when(obj.started_at)
+
+    @admin.display(description=_("leases"), ordering="n_leases")
     def leases_held(self, obj: InstanceHeartbeat) -> int:
         return annotated(obj, "n_leases") or 0
 
-    @admin.display(description="weight held", ordering="weight")
+    @admin.display(description=_("weight held"), ordering="weight")
     def weight_held(self, obj: InstanceHeartbeat) -> int:
         return annotated(obj, "weight") or 0
 
-    @admin.display(description="in flight", ordering="backlog")
+    @admin.display(description=_("in flight"), ordering="backlog")
     def in_flight(self, obj: InstanceHeartbeat) -> int:
         """Messages of its mailboxes recorded but not yet finished (admission control)."""
         return annotated(obj, "backlog") or 0

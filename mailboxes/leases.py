@@ -207,6 +207,22 @@ def fence(lease: Lease) -> None:
         raise LeaseLost(f"lease on mailbox {lease.mailbox_id} (token {lease.token}) is gone")
 
 
+def instance_started(*, instance_id: str) -> None:
+    """Records this process as the running instance ``instance_id``: an instance
+    restarted under the same id takes its row over with this host, pid and start time
+    (its lease tokens and checkpoints are where the rest of its state lives)."""
+    InstanceHeartbeat.objects.update_or_create(
+        instance_id=instance_id,
+        defaults={
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": Now(),
+            "last_seen": Now(),
+            "stopping": False,
+        },
+    )
+
+
 def heartbeat(*, instance_id: str, stopping: bool = False) -> None:
     updated = InstanceHeartbeat.objects.filter(instance_id=instance_id).update(
         last_seen=Now(), stopping=stopping

@@ -70,7 +70,7 @@ class Supervisor:
     def run(self) -> None:
         poll = settings.PRICEFEED_CONFIG_POLL_INTERVAL
         notify = NotifyListener(leases.CHANNEL)
-        leases.heartbeat(instance_id=self.instance_id)
+        leases.instance_started(instance_id=self.instance_id)
         self.log.info("listen_mail started", extra={"action": "instance_started"})
         now = time.monotonic()
         # The first reconcile waits one heartbeat, so that instances started together

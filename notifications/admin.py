@@ -1,44 +1,176 @@
-from django.contrib import admin
+from __future__ import annotations
 
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
+from core.adminutils import (
+    EMPTY,
+    AuditAdminMixin,
+    ListAdminMixin,
+    annotated,
+    due,
+    truncated,
+    when,
+)
+from outbox.models import OutboxEvent
+
+from . import retries, selectors
 from .models import Notification, Subscription
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "enabled", "on_succeeded", "on_partial", "on_failed"]
-    list_filter = ["enabled", "reply_to_sender"]
+class SubscriptionAdmin(ListAdminMixin, admin.ModelAdmin):
+    list_display = ["__str__", "language", "enabled", "on_succeeded", "on_partial", "on_failed"]
+    list_filter = ["enabled", "reply_to_sender", "language"]
     search_fields = ["email"]
     filter_horizontal = ["configs"]
 
 
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
+    # Its attempts, when it was sent and its Message-ID are on the notification's page.
     list_display = [
-        "created_at",
-        "recipient",
+        "created",
+        "short_recipient",
         "kind",
         "status",
-        "attempts",
-        "message_id",
-        "sent_at",
+        "next_attempt",
+        "short_error",
+        "of_import",
     ]
     list_filter = ["status", "kind"]
     search_fields = ["recipient", "message_id"]
     raw_id_fields = ["price_import"]
+    actions = ["retry_now", "requeue", "give_up"]
     readonly_fields = [
         "price_import",
         "recipient",
         "kind",
+        "language",
         "status",
         "message_id",
         "attempts",
+        "next_attempt",
         "last_error",
         "created_at",
         "sent_at",
     ]
+
+    def get_queryset(self, request):
+        return selectors.notifications_with_send_event(
+            super().get_queryset(request).select_related("price_import__config")
+        )
 
     def has_add_permission(self, request):
         return False
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description=_("created"), ordering="created_at")
+    def created(self, obj: Notification) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description=_("recipient"), ordering="recipient")
+    def short_recipient(self, obj: Notification) -> str:
+        return truncated(obj.recipient, width="s")
+
+    @admin.display(description=_("next attempt"), ordering="send_next_attempt_at")
+    def next_attempt(self, obj: Notification) -> str:
+        """When its send event tries again (NEW: backing off, or due); being sent now;
+        or nothing more to come."""
+        status = annotated(obj, "send_status")
+        if status == OutboxEvent.Status.NEW:
+            return due(annotated(obj, "send_next_attempt_at"))
+        if status == OutboxEvent.Status.PROCESSING:
+            return gettext("being sent")
+        return EMPTY
+
+    @admin.display(description=_("last error"))
+    def short_error(self, obj: Notification) -> str:
+        # The mail's own error, or why its event was given up (by an operator, or for
+        # want of a handler) when the mail has none.
+        error = obj.last_error or annotated(obj, "send_error") or ""
+        return truncated(error, width="m", error=True)
+
+    @admin.display(description=_("import"), ordering="price_import")
+    def of_import(self, obj: Notification) -> str:
+        url = reverse("admin:pricefeed_priceimport_change", args=[obj.price_import_id])
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            truncated(
+                f"#{obj.price_import_id} {obj.price_import.config.name}: "
+                f"{obj.price_import.filename}",
+                width="s",
+            ),
+        )
+
+    # -- the outbox's actions, on the send events of the selected notifications ------
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("outbox.retry_outboxevent")
+
+    def has_fail_permission(self, request) -> bool:
+        return request.user.has_perm("outbox.fail_outboxevent")
+
+    def _report(self, request, *, done: str, skipped: int, why: str) -> None:
+        self.message_user(request, done, messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                ngettext("%(count)d skipped: %(why)s.", "%(count)d skipped: %(why)s.", skipped)
+                % {"count": skipped, "why": why},
+                messages.WARNING,
+            )
+
+    @admin.action(description=_("Retry now (skip the backoff wait)"), permissions=["retry"])
+    def retry_now(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        moved = retries.notifications_retry_now(notification_ids=ids)
+        self._report(
+            request,
+            done=ngettext(
+                "%(count)d notification due now.", "%(count)d notifications due now.", moved
+            )
+            % {"count": moved},
+            skipped=len(ids) - moved,
+            why=gettext("not waiting for a retry"),
+        )
+
+    @admin.action(
+        description=_("Requeue failed notifications (attempts start over)"),
+        permissions=["retry"],
+    )
+    def requeue(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        moved = retries.notifications_requeue(notification_ids=ids)
+        self._report(
+            request,
+            done=ngettext(
+                "%(count)d notification requeued.", "%(count)d notifications requeued.", moved
+            )
+            % {"count": moved},
+            skipped=len(ids) - moved,
+            why=gettext("not failed"),
+        )
+
+    @admin.action(description=_("Give up (mark failed)"), permissions=["fail"])
+    def give_up(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        moved = retries.notifications_give_up(
+            notification_ids=ids,
+            reason=gettext("given up by %(user)s") % {"user": request.user.get_username()},
+        )
+        self._report(
+            request,
+            done=ngettext(
+                "%(count)d notification given up.", "%(count)d notifications given up.", moved
+            )
+            % {"count": moved},
+            skipped=len(ids) - moved,
+            why=gettext("not waiting to be sent"),
+        )

@@ -1,36 +1,83 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
+from django.utils import translation
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from pricefeed.models import PriceImport
+
+
+def languages() -> list[tuple[str, str]]:
+    """The languages a mail can be written in: settings.LANGUAGES, read when asked (a
+    callable, so that migrations do not copy the list)."""
+    return list(settings.LANGUAGES)
+
+
+def default_language() -> str:
+    """The language of LANGUAGE_CODE among settings.LANGUAGES ("en-us" gives "en")."""
+    return supported_language(settings.LANGUAGE_CODE)
+
+
+def supported_language(code: str) -> str:
+    """``code`` as one of settings.LANGUAGES (a regional variant gives its language), or
+    the default language when it is none of them (a language since removed, or "")."""
+    try:
+        return translation.get_supported_language_variant(code)
+    except LookupError:
+        if code != settings.LANGUAGE_CODE:
+            return default_language()
+        return settings.LANGUAGES[0][0]
 
 
 class Subscription(models.Model):
     """Who hears about which import outcomes, for which configs (none chosen = all)."""
 
-    email = models.EmailField(blank=True, help_text="Empty when only replying to the sender.")
-    reply_to_sender = models.BooleanField(
-        default=False, help_text="Also write to the supplier address the price list came from."
+    email = models.EmailField(
+        _("e-mail address"), blank=True, help_text=_("Empty when only replying to the sender.")
     )
-    configs = models.ManyToManyField("pricefeed.PriceListConfig", blank=True)
-    on_succeeded = models.BooleanField(default=True)
-    on_partial = models.BooleanField(default=True)
-    on_failed = models.BooleanField(default=True)
-    enabled = models.BooleanField(default=True)
+    reply_to_sender = models.BooleanField(
+        _("reply to sender"),
+        default=False,
+        help_text=_("Also write to the supplier address the price list came from."),
+    )
+    configs = models.ManyToManyField(
+        "pricefeed.PriceListConfig",
+        blank=True,
+        verbose_name=_("configs"),
+        help_text=_("None chosen: every config."),
+    )
+    language = models.CharField(
+        _("language"),
+        max_length=15,
+        choices=languages,
+        default=default_language,
+        help_text=_("The language of the mails, subject and text, to this address and the sender."),
+    )
+    on_succeeded = models.BooleanField(_("on success"), default=True)
+    on_partial = models.BooleanField(_("on partial success"), default=True)
+    on_failed = models.BooleanField(_("on failure"), default=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
 
     class Meta:
+        verbose_name = _("subscription")
+        verbose_name_plural = _("subscriptions")
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(email="") | models.Q(reply_to_sender=True),
                 name="subscription_has_a_recipient",
-                violation_error_message="Give an e-mail address, or tick “reply to sender”.",
+                violation_error_message=_("Give an e-mail address, or tick “reply to sender”."),
             ),
         ]
 
     def __str__(self) -> str:
-        who = self.email or "the sender"
-        return f"{who}{' + sender' if self.email and self.reply_to_sender else ''}"
+        if not self.email:
+            return gettext("the sender")
+        if self.reply_to_sender:
+            return gettext("%(email)s + sender") % {"email": self.email}
+        return self.email
 
     def wants(self, status: str) -> bool:
         wanted: dict[str, bool] = {
@@ -45,23 +92,32 @@ class Notification(models.Model):
     """One e-mail about one import to one recipient: takes effect once, whatever retries."""
 
     class Status(models.TextChoices):
-        PENDING = "PENDING", "Pending"
-        SENT = "SENT", "Sent"
-        FAILED = "FAILED", "Failed"
+        PENDING = "PENDING", _("Pending")
+        SENT = "SENT", _("Sent")
+        FAILED = "FAILED", _("Failed")
 
     price_import = models.ForeignKey(
-        "pricefeed.PriceImport", on_delete=models.CASCADE, related_name="notifications"
+        "pricefeed.PriceImport",
+        on_delete=models.CASCADE,
+        related_name="notifications",
+        verbose_name=_("price import"),
     )
-    recipient = models.EmailField()
-    kind = models.CharField(max_length=20)  # the import outcome: SUCCEEDED, PARTIAL, FAILED
-    status = models.CharField(max_length=10, choices=Status, default=Status.PENDING)
-    message_id = models.CharField(max_length=255, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    sent_at = models.DateTimeField(null=True, blank=True)
+    recipient = models.EmailField(_("recipient"))
+    # The import outcome: SUCCEEDED, PARTIAL, FAILED.
+    kind = models.CharField(_("outcome"), max_length=20)
+    # The language the mail is written in: its subscription's when the notification was
+    # made ("" for those made before there were languages: the default one).
+    language = models.CharField(_("language"), max_length=15, blank=True, default="")
+    status = models.CharField(_("status"), max_length=10, choices=Status, default=Status.PENDING)
+    message_id = models.CharField(_("Message-ID"), max_length=255, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(_("created"), db_default=Now())
+    sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("notification")
+        verbose_name_plural = _("notifications")
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(
@@ -70,4 +126,4 @@ class Notification(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} → {self.recipient} ({self.status})"
+        return f"{self.kind} → {self.recipient} ({self.get_status_display()})"

@@ -5,11 +5,17 @@ and kind) and one send event each, in one transaction. A message with several im
 announces them once, when its last import finishes: its event fans out into the same
 Notification rows, one per import, recipient and kind, and one send event per
 recipient, whose one mail (a digest) delivers all of them. Sending renders the templates
-once per outcome in a batch and delivers through Django's e-mail backend over a few
+once per outcome and language in a batch and delivers through Django's e-mail backend over a few
 connections, each reused across its share of the batch
 (``PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS``, default 4, per worker), with a Message-ID
 derived from the notification id; the batch's sent notifications are marked SENT in one
 UPDATE. A notification already SENT is never sent again, whatever the retries.
+
+A mail is written in its notification's language, which is its subscription's (for
+"reply to sender", the language of the subscription that asked for it): every mail is
+rendered under ``translation.override`` of it and says so in ``Content-Language``. Its
+plain-text part and subject are rendered without HTML escaping (the HTML part escapes);
+the subject is made one line, so nothing in a file name or config name can add a header.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from django.db import transaction
 from django.db.models import CharField, F, Prefetch, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext, ngettext
 
 from core import metrics
 from core.faults import crash_point
@@ -36,42 +44,49 @@ from outbox.services import publish
 from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport, PriceListConfig
 
-from .models import Notification, Subscription
+from . import content
+from .models import Notification, Subscription, default_language, supported_language
 
 logger = logging.getLogger(__name__)
 
 SEND_EVENT = "notification.send"
 
 
-def recipients_for(price_import: PriceImport) -> set[str]:
+def recipients_for(price_import: PriceImport) -> dict[str, str]:
+    """Who hears about an import's outcome: each address with the language of its mail."""
     return _recipients(_subscriptions(), price_import)
 
 
 def _subscriptions() -> list[tuple[Subscription, set[int]]]:
-    """The enabled subscriptions, each with the ids of the configs it is limited to
-    (empty: all)."""
+    """The enabled subscriptions, oldest first, each with the ids of the configs it is
+    limited to (empty: all)."""
     return [
         (subscription, {config.pk for config in subscription.configs.all()})
-        for subscription in Subscription.objects.filter(enabled=True).prefetch_related(
-            Prefetch("configs", queryset=PriceListConfig.objects.only("pk"))
-        )
+        for subscription in Subscription.objects.filter(enabled=True)
+        .order_by("pk")
+        .prefetch_related(Prefetch("configs", queryset=PriceListConfig.objects.only("pk")))
     ]
 
 
 def _recipients(
     subscriptions: list[tuple[Subscription, set[int]]], price_import: PriceImport
-) -> set[str]:
-    recipients: set[str] = set()
+) -> dict[str, str]:
+    """Each recipient with the language of the subscription it comes from. An address
+    named by several: the language of a subscription that names it beats that of one
+    replying to the sender; among equals, the oldest subscription's."""
+    named: dict[str, str] = {}
+    senders: dict[str, str] = {}
     for subscription, configs in subscriptions:
         if configs and price_import.config_id not in configs:
             continue
         if not subscription.wants(price_import.status):
             continue
+        language = supported_language(subscription.language)
         if subscription.email:
-            recipients.add(subscription.email.lower())
+            named.setdefault(subscription.email.lower(), language)
         if subscription.reply_to_sender and price_import.message.from_address:
-            recipients.add(price_import.message.from_address.lower())
-    return recipients
+            senders.setdefault(price_import.message.from_address.lower(), language)
+    return {**senders, **named}
 
 
 def _queued(notifications: list[Notification]) -> set[int]:
@@ -105,8 +120,13 @@ def notifications_fan_out(*, import_id: int) -> int:
     with transaction.atomic():
         Notification.objects.bulk_create(
             [
-                Notification(price_import=price_import, recipient=r, kind=price_import.status)
-                for r in sorted(recipients)
+                Notification(
+                    price_import=price_import,
+                    recipient=recipient,
+                    kind=price_import.status,
+                    language=recipients[recipient],
+                )
+                for recipient in sorted(recipients)
             ],
             ignore_conflicts=True,
         )
@@ -144,9 +164,14 @@ def notifications_fan_out_message(*, message_id: int) -> int:
     )
     subscriptions = _subscriptions()
     wanted = [
-        Notification(price_import=price_import, recipient=recipient, kind=price_import.status)
+        Notification(
+            price_import=price_import,
+            recipient=recipient,
+            kind=price_import.status,
+            language=language,
+        )
         for price_import in imports
-        for recipient in sorted(_recipients(subscriptions, price_import))
+        for recipient, language in sorted(_recipients(subscriptions, price_import).items())
     ]
     with transaction.atomic():
         Notification.objects.bulk_create(wanted, ignore_conflicts=True)
@@ -193,78 +218,123 @@ def _message_id(pk: int, domain: str) -> str:
     return f"{_MESSAGE_ID_PREFIX}{pk}{_message_id_suffix(domain)}"
 
 
-def render_outcome(price_import: PriceImport) -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the mail about an import's outcome.
+def mail_language(code: str | None) -> str:
+    """The language a mail is written in: ``code`` when it is one of settings.LANGUAGES
+    (or a variant of one), else the default language."""
+    return supported_language(code) if code else default_language()
 
-    The templates see the import, its config, the e-mail it came from, the diff and the
-    first errors, not the recipient: every notification about one outcome shares them.
-    """
-    context = {
+
+def _one_line(text: str) -> str:
+    """A subject as one line: every run of whitespace, line breaks included (CR, LF,
+    U+2028 and the rest str.split() knows), becomes one space, so no header can be
+    smuggled into a mail through a file or config name."""
+    return " ".join(text.split())
+
+
+def _render(name: str, context: dict) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) from the templates ``name``_subject.txt, .txt and
+    .html. The .txt templates turn autoescaping off: "Sales <sales@acme.test>" stays so
+    in the plain text and the subject; the HTML part is escaped as ever."""
+    return (
+        _one_line(render_to_string(f"{name}_subject.txt", context)),
+        render_to_string(f"{name}.txt", context),
+        render_to_string(f"{name}.html", context),
+    )
+
+
+def _import_context(price_import: PriceImport, *, errors: int, changes: int) -> dict:
+    """What the templates say about one import: its file's own name, its config, the
+    reason in the file's terms, the diff summary (with the ``changes`` largest price
+    changes), the first ``errors`` row errors, and the link to it in the admin (""
+    without PRICEFEED_PUBLIC_URL)."""
+    shown = (price_import.errors or [])[:errors]
+    return {
         "import": price_import,
         "config": price_import.config,
-        "message": price_import.message,
-        "diff": price_import.diff or {},
-        "errors": (price_import.errors or [])[:10],
+        "file": content.file_name(price_import),
+        "reason": content.reason(price_import),
+        "diff": content.diff_summary(price_import.diff, changes=changes),
+        "errors": shown,
+        "more_errors": max(price_import.rows_failed - len(shown), 0) if shown else 0,
+        "link": content.admin_url(price_import),
     }
-    subject = " ".join(
-        render_to_string("notifications/import_outcome_subject.txt", context).split()
-    )
-    return (
-        subject,
-        render_to_string("notifications/import_outcome.txt", context),
-        render_to_string("notifications/import_outcome.html", context),
-    )
+
+
+def render_outcome(price_import: PriceImport, language: str | None = None) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) of the mail about an import's outcome, in ``language``
+    (the default language when None).
+
+    The templates see the import, its file's name, its config, the e-mail it came from,
+    the diff summary, the first errors and the link to the import, not the recipient:
+    every notification about one outcome in one language shares them.
+    """
+    language = mail_language(language)
+    with translation.override(language):
+        context = {
+            **_import_context(price_import, errors=10, changes=content.CHANGES_SHOWN),
+            "message": price_import.message,
+            "language": language,
+        }
+        return _render("notifications/import_outcome", context)
 
 
 def build_email(notification: Notification, connection=None) -> EmailMultiAlternatives:
     """The mail for one notification, built the plain Django way (the reference that
     PreparedMail reproduces byte for byte, faster)."""
-    subject, text, html = render_outcome(notification.price_import)
+    language = mail_language(notification.language)
+    subject, text, html = render_outcome(notification.price_import, language)
     email = EmailMultiAlternatives(
         subject=subject,
         body=text,
         to=[notification.recipient],
         connection=connection,
-        headers={"Message-ID": message_id_for(notification)},
+        headers={"Message-ID": message_id_for(notification), "Content-Language": language},
     )
     email.attach_alternative(html, "text/html")
     return email
 
 
-def render_digest(imports: list[PriceImport]) -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the digest about several imports of one message.
-
-    The templates see the e-mail they came from, the outcome counts and, per import, the
-    import, its config, the diff and its first errors; not the recipient."""
-    order: dict[str, int] = {str(status): i for i, status in enumerate(FINAL)}
+def _outcome_counts(imports: list[PriceImport]) -> str:
+    """How many imports ended how ("19 succeeded, 1 failed"), in the active language."""
     counts: dict[str, int] = {}
     for price_import in imports:
         counts[price_import.status] = counts.get(price_import.status, 0) + 1
-    context = {
-        "message": imports[0].message,
-        "total": len(imports),
-        "summary": ", ".join(
-            f"{count} {PriceImport.Status(status).label.split(' (')[0].lower()}"
-            for status, count in sorted(counts.items(), key=lambda item: order.get(item[0], 9))
-        ),
-        "imports": [
-            {
-                "import": price_import,
-                "config": price_import.config,
-                "diff": price_import.diff or {},
-                "errors": (price_import.errors or [])[:3],
-            }
-            for price_import in imports
-        ],
-    }
-    subject = " ".join(
-        render_to_string("notifications/message_outcome_subject.txt", context).split()
-    )
-    return (
-        subject,
-        render_to_string("notifications/message_outcome.txt", context),
-        render_to_string("notifications/message_outcome.html", context),
-    )
+    parts = []
+    for status in [*FINAL, *sorted(set(counts) - set(FINAL))]:
+        n = counts.get(status, 0)
+        if not n:
+            continue
+        if status == PriceImport.Status.SUCCEEDED:
+            parts.append(ngettext("%(count)d succeeded", "%(count)d succeeded", n) % {"count": n})
+        elif status == PriceImport.Status.PARTIAL:
+            parts.append(ngettext("%(count)d partial", "%(count)d partial", n) % {"count": n})
+        elif status == PriceImport.Status.FAILED:
+            parts.append(ngettext("%(count)d failed", "%(count)d failed", n) % {"count": n})
+        else:  # rerun since it was announced, say: named as its status says
+            label = PriceImport.Status(status).label
+            parts.append(gettext("%(count)d %(status)s") % {"count": n, "status": label})
+    return ", ".join(parts)
+
+
+def render_digest(imports: list[PriceImport], language: str | None = None) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) of the digest about several imports of one message, in
+    ``language`` (the default language when None).
+
+    The templates see the e-mail they came from, the outcome counts and, per import,
+    what the single mail says of it (file name, config, reason, diff summary, its first
+    errors and the link); not the recipient."""
+    language = mail_language(language)
+    with translation.override(language):
+        context = {
+            "message": imports[0].message,
+            "total": len(imports),
+            "summary": _outcome_counts(imports),
+            "imports": [
+                _import_context(price_import, errors=3, changes=3) for price_import in imports
+            ],
+            "language": language,
+        }
+        return _render("notifications/message_outcome", context)
 
 
 class _Serialised(Message):
@@ -306,10 +376,14 @@ class PreparedMail:
     _TO = "recipient@placeholder.invalid"
     _ID = "<message-id@placeholder.invalid>"
 
-    def __init__(self, subject: str, text: str, html: str) -> None:
+    def __init__(self, subject: str, text: str, html: str, language: str | None = None) -> None:
         self.subject, self.text, self.html = subject, text, html
+        self.language = mail_language(language)
         template = EmailMultiAlternatives(
-            subject=self.subject, body=self.text, to=[self._TO], headers={"Message-ID": self._ID}
+            subject=self.subject,
+            body=self.text,
+            to=[self._TO],
+            headers={"Message-ID": self._ID, "Content-Language": self.language},
         )
         template.attach_alternative(self.html, "text/html")
         self.from_email = template.from_email
@@ -345,22 +419,24 @@ class PreparedMail:
             body=self.text,
             to=[recipient],
             connection=connection,
-            headers={"Message-ID": message_id},
+            headers={"Message-ID": message_id, "Content-Language": self.language},
         )
         email.attach_alternative(self.html, "text/html")
         return email
 
 
 class OutcomeMail(PreparedMail):
-    """The mail about one import outcome."""
+    """The mail about one import outcome, in ``language`` (default: the default one)."""
 
-    def __init__(self, price_import: PriceImport) -> None:
-        super().__init__(*render_outcome(price_import))
+    def __init__(self, price_import: PriceImport, language: str | None = None) -> None:
+        language = mail_language(language)
+        super().__init__(*render_outcome(price_import, language), language=language)
 
 
-def digest_mail(imports: list[PriceImport]) -> PreparedMail:
-    """The digest about several import outcomes of one message."""
-    return PreparedMail(*render_digest(imports))
+def digest_mail(imports: list[PriceImport], language: str | None = None) -> PreparedMail:
+    """The digest about several import outcomes of one message, in ``language``."""
+    language = mail_language(language)
+    return PreparedMail(*render_digest(imports, language), language=language)
 
 
 def _smtp_connections(mails: int) -> int:
@@ -419,7 +495,7 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     An event delivers one notification (the mail about one import's outcome) or a digest:
     the notifications of one recipient about several imports of one message, in one mail
     whose Message-ID is that of its first notification, all marked SENT together. Each
-    outcome (and each digest) is rendered once per batch; the mails go out over a few
+    outcome (and each digest) is rendered once per batch and language; the mails go out over a few
     reused connections; the single notifications sent are marked SENT in one UPDATE. A
     crash between the server's acceptance and that UPDATE sends those mails again on
     retry, with the same Message-ID (at least once, never a different mail).
@@ -427,9 +503,9 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     wanted = {event.id: notification_ids(event.payload) for event in events}
     notifications = {
         n.pk: n
-        for n in Notification.objects.only("price_import_id", "recipient", "kind", "status").filter(
-            pk__in={pk for ids in wanted.values() for pk in ids}
-        )
+        for n in Notification.objects.only(
+            "price_import_id", "recipient", "kind", "status", "language"
+        ).filter(pk__in={pk for ids in wanted.values() for pk in ids})
     }
     # A batch is mostly about one import or a few: each is loaded once, not per row.
     imports = {
@@ -441,8 +517,9 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
     }
     results: dict[uuid.UUID, BaseException | None] = {}
     domain = _message_id_domain()
-    outcomes: dict[tuple[int, str], OutcomeMail] = {}
-    digests: dict[tuple[tuple[int, str], ...], PreparedMail] = {}
+    # Each outcome (and each digest) is rendered once per language.
+    outcomes: dict[tuple[int, str, str], OutcomeMail] = {}
+    digests: dict[tuple[str, tuple[tuple[int, str], ...]], PreparedMail] = {}
     to_send: list[tuple[uuid.UUID, EmailMultiAlternatives]] = []
     # The notifications each event's mail delivers (those not yet SENT).
     covered: dict[uuid.UUID, list[Notification]] = {}
@@ -461,17 +538,23 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
         try:
             if len(ids) == 1:
                 (notification,) = pending
-                key = (notification.price_import_id, notification.kind)
+                language = mail_language(notification.language)
+                key = (notification.price_import_id, notification.kind, language)
                 if key not in outcomes:
-                    outcomes[key] = OutcomeMail(imports[notification.price_import_id])
+                    outcomes[key] = OutcomeMail(imports[notification.price_import_id], language)
                 email = outcomes[key].email(
                     recipient=notification.recipient,
                     message_id=_message_id(notification.pk, domain),
                 )
             else:
-                digest_key = tuple((n.price_import_id, n.kind) for n in pending)
+                # One recipient's notifications of one message: their fan-out gave them
+                # one language (should an older one differ, the first one's is used).
+                language = mail_language(pending[0].language)
+                digest_key = (language, tuple((n.price_import_id, n.kind) for n in pending))
                 if digest_key not in digests:
-                    digests[digest_key] = digest_mail([imports[n.price_import_id] for n in pending])
+                    digests[digest_key] = digest_mail(
+                        [imports[n.price_import_id] for n in pending], language
+                    )
                 message_id = _message_id(min(ids), domain)
                 email = digests[digest_key].email(
                     recipient=pending[0].recipient, message_id=message_id

@@ -6,22 +6,26 @@ from datetime import timedelta
 from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
+
+from core.adminutils import AuditAdminMixin, due, truncated, when
 
 from . import services
 from .models import OutboxEvent
 
 
 class AgeFilter(admin.SimpleListFilter):
-    title = "age"
+    title = _("age")
     parameter_name = "age"
     SPANS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "7d": timedelta(days=7)}
 
     def lookups(self, request, model_admin):
         return [
-            ("1h", "Newer than an hour"),
-            ("1d", "Newer than a day"),
-            ("old1d", "Older than a day"),
-            ("old7d", "Older than a week"),
+            ("1h", _("Newer than an hour")),
+            ("1d", _("Newer than a day")),
+            ("old1d", _("Older than a day")),
+            ("old7d", _("Older than a week")),
         ]
 
     def queryset(self, request, queryset):
@@ -34,15 +38,14 @@ class AgeFilter(admin.SimpleListFilter):
 
 
 @admin.register(OutboxEvent)
-class OutboxEventAdmin(admin.ModelAdmin):
+class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
-        "created_at",
-        "kind",
-        "aggregate_type",
-        "aggregate_id",
+        "created",
+        "short_kind",
+        "aggregate",
         "status",
         "attempts",
-        "next_attempt_at",
+        "next_attempt",
         "short_error",
     ]
     list_filter = ["status", "kind", AgeFilter]
@@ -67,15 +70,34 @@ class OutboxEventAdmin(admin.ModelAdmin):
     ]
     exclude = ["payload"]
 
-    @admin.display(description="payload")
+    @admin.display(description=_("payload"))
     def payload_pretty(self, obj: OutboxEvent) -> str:
         return format_html(
             "<pre>{}</pre>", json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True)
         )
 
-    @admin.display(description="last error")
+    @admin.display(description=_("created"), ordering="created_at")
+    def created(self, obj: OutboxEvent) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description=_("kind"), ordering="kind")
+    def short_kind(self, obj: OutboxEvent) -> str:
+        return truncated(obj.kind, width="s")
+
+    @admin.display(description=_("aggregate"), ordering="aggregate_id")
+    def aggregate(self, obj: OutboxEvent) -> str:
+        return truncated(f"{obj.aggregate_type}:{obj.aggregate_id}", width="s")
+
+    @admin.display(description=_("next attempt"), ordering="next_attempt_at")
+    def next_attempt(self, obj: OutboxEvent) -> str:
+        # Only a NEW event has one to come; SENT and FAILED keep the last one's time.
+        if obj.status != OutboxEvent.Status.NEW:
+            return "—"
+        return due(obj.next_attempt_at)
+
+    @admin.display(description=_("last error"))
     def short_error(self, obj: OutboxEvent) -> str:
-        return obj.last_error[:100]
+        return truncated(obj.last_error, width="m", error=True)
 
     def has_add_permission(self, request):
         return False
@@ -83,10 +105,15 @@ class OutboxEventAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
-    def _report(self, request, moved: int, total: int, done: str, skipped: str) -> None:
-        self.message_user(request, f"{moved} event(s) {done}.", messages.SUCCESS)
-        if total - moved:
-            self.message_user(request, f"{total - moved} skipped: {skipped}.", messages.WARNING)
+    def _report(self, request, *, done: str, skipped: int, why: str) -> None:
+        self.message_user(request, done, messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                ngettext("%(count)d skipped: %(why)s.", "%(count)d skipped: %(why)s.", skipped)
+                % {"count": skipped, "why": why},
+                messages.WARNING,
+            )
 
     def has_retry_permission(self, request) -> bool:
         return request.user.has_perm("outbox.retry_outboxevent")
@@ -94,20 +121,42 @@ class OutboxEventAdmin(admin.ModelAdmin):
     def has_fail_permission(self, request) -> bool:
         return request.user.has_perm("outbox.fail_outboxevent")
 
-    @admin.action(description="Retry now (skip the backoff wait)", permissions=["retry"])
+    @admin.action(description=_("Retry now (skip the backoff wait)"), permissions=["retry"])
     def retry_now(self, request, queryset):
         moved = services.events_retry_now(event_ids=queryset.values_list("id", flat=True))
-        self._report(request, moved, queryset.count(), "due now", "not NEW")
+        self._report(
+            request,
+            done=ngettext("%(count)d event due now.", "%(count)d events due now.", moved)
+            % {"count": moved},
+            skipped=queryset.count() - moved,
+            why=gettext("not NEW"),
+        )
 
-    @admin.action(description="Requeue failed events (attempts start over)", permissions=["retry"])
+    @admin.action(
+        description=_("Requeue failed events (attempts start over)"), permissions=["retry"]
+    )
     def requeue(self, request, queryset):
         moved = services.events_requeue(event_ids=queryset.values_list("id", flat=True))
-        self._report(request, moved, queryset.count(), "requeued", "not FAILED")
+        self._report(
+            request,
+            done=ngettext("%(count)d event requeued.", "%(count)d events requeued.", moved)
+            % {"count": moved},
+            skipped=queryset.count() - moved,
+            why=gettext("not FAILED"),
+        )
 
-    @admin.action(description="Mark failed (give up)", permissions=["fail"])
+    @admin.action(description=_("Mark failed (give up)"), permissions=["fail"])
     def mark_failed(self, request, queryset):
         moved = services.events_mark_failed(
             event_ids=queryset.values_list("id", flat=True),
-            reason=f"marked failed by {request.user.get_username()}",
+            reason=gettext("marked failed by %(user)s") % {"user": request.user.get_username()},
         )
-        self._report(request, moved, queryset.count(), "marked failed", "not NEW")
+        self._report(
+            request,
+            done=ngettext(
+                "%(count)d event marked failed.", "%(count)d events marked failed.", moved
+            )
+            % {"count": moved},
+            skipped=queryset.count() - moved,
+            why=gettext("not NEW"),
+        )

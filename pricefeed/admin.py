@@ -4,13 +4,25 @@ from typing import cast
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F
+from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models.fields.json import KT
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html, format_html_join, strip_tags
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import annotated
+from core.adminutils import (
+    EMPTY,
+    AuditAdminMixin,
+    ListAdminMixin,
+    annotated,
+    duration,
+    label,
+    truncated,
+    when,
+)
 from mailboxes import admin as mailboxes_admin
 from mailboxes.models import InboundMessage, Mailbox
 
@@ -19,32 +31,71 @@ from .imports import lifecycle, preview
 from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
 
 PREVIEW_ROWS = 20
+Status = PriceImport.Status
+# Where the imports of a message stand, as its list row counts them.
+OUTCOMES: dict[str, tuple[str, ...]] = {
+    "ok": (Status.SUCCEEDED,),
+    "failed": (Status.FAILED,),
+    "partial": (Status.PARTIAL,),
+    "waiting": (Status.PENDING, Status.RUNNING),
+}
+TROUBLE = (Status.FAILED, Status.PARTIAL)
 
 
 @admin.register(PriceListConfig)
-class PriceListConfigAdmin(admin.ModelAdmin):
+class PriceListConfigAdmin(ListAdminMixin, admin.ModelAdmin):
     form = PriceListConfigForm
+    # The subject pattern and the preview link are on the config's page.
     list_display = [
-        "name",
-        "mailbox",
+        "short_name",
+        "short_mailbox",
         "enabled",
-        "sender_pattern",
-        "subject_pattern",
-        "filename_pattern",
-        "sender_auth",
-        "mode",
-        "preview_link",
+        "sender",
+        "filename",
+        "auth",
+        "short_mode",
     ]
     list_filter = ["enabled", "mailbox", "sender_auth", "mode"]
+    list_select_related = ["mailbox"]
     search_fields = ["name", "sender_pattern", "subject_pattern", "filename_pattern"]
     readonly_fields = ["preview_link"]
 
-    @admin.display(description="preview")
+    @admin.display(description=_("name"), ordering="name")
+    def short_name(self, obj: PriceListConfig) -> str:
+        return truncated(obj.name, width="m")
+
+    @admin.display(description=_("mailbox"), ordering="mailbox__name")
+    def short_mailbox(self, obj: PriceListConfig) -> str:
+        return truncated(obj.mailbox.name, width="s")
+
+    @admin.display(description=_("sender auth"), ordering="sender_auth")
+    def auth(self, obj: PriceListConfig) -> str:
+        return label(obj, "sender_auth")
+
+    @admin.display(description=_("mode"), ordering="mode")
+    def short_mode(self, obj: PriceListConfig) -> str:
+        return label(obj, "mode")
+
+    @admin.display(description=_("sender pattern"), ordering="sender_pattern")
+    def sender(self, obj: PriceListConfig) -> str:
+        return truncated(obj.sender_pattern, width="s")
+
+    @admin.display(description=_("subject pattern"), ordering="subject_pattern")
+    def subject(self, obj: PriceListConfig) -> str:
+        return truncated(obj.subject_pattern, width="s")
+
+    @admin.display(description=_("file name pattern"), ordering="filename_pattern")
+    def filename(self, obj: PriceListConfig) -> str:
+        return truncated(obj.filename_pattern, width="s")
+
+    @admin.display(description=_("preview"))
     def preview_link(self, obj: PriceListConfig) -> str:
         if not obj.pk:
-            return "save the config first"
+            return gettext("save the config first")
         url = reverse("admin:pricefeed_pricelistconfig_preview", args=[obj.pk])
-        return format_html('<a href="{}">Preview a file against this config</a>', url)
+        return format_html(
+            '<a href="{}">{}</a>', url, gettext("Preview a file against this config")
+        )
 
     def get_urls(self):
         return [
@@ -69,7 +120,7 @@ class PriceListConfigAdmin(admin.ModelAdmin):
             )
         context = {
             **self.admin_site.each_context(request),
-            "title": f"Preview a file against “{config}”",
+            "title": gettext("Preview a file against “%(config)s”") % {"config": config},
             "opts": self.model._meta,
             "original": config,
             "form": form,
@@ -80,16 +131,14 @@ class PriceListConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(PriceImport)
-class PriceImportAdmin(admin.ModelAdmin):
+class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
-        "id",
-        "created_at",
-        "config",
-        "filename",
-        "status",
-        "format",
-        "rows_ok",
-        "rows_failed",
+        "created",
+        "config_name",
+        "short_filename",
+        "short_status",
+        "rows",
+        "reason",
         "duration",
         "message_link",
     ]
@@ -129,13 +178,13 @@ class PriceImportAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["status", "last_error", "config", "message_link", "filename"]}),
         (
-            "Rows",
+            _("Rows"),
             {"fields": [("rows_total", "rows_ok", "rows_failed", "rows_skipped"), "items_link"]},
         ),
-        ("Changes against the previous import", {"fields": ["diff_summary"]}),
-        ("Row errors", {"fields": ["row_errors"]}),
+        (_("Changes against the previous import"), {"fields": ["diff_summary"]}),
+        (_("Row errors"), {"fields": ["row_errors"]}),
         (
-            "File",
+            _("File"),
             {
                 "fields": [
                     "attachment_key",
@@ -148,7 +197,7 @@ class PriceImportAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Run",
+            _("Run"),
             {
                 "fields": [
                     ("attempts", "crashes"),
@@ -166,7 +215,13 @@ class PriceImportAdmin(admin.ModelAdmin):
             .get_queryset(request)
             .select_related("config", "message")
             .defer("message__raw", "message__match_report")
-            .annotate(run_time=F("finished_at") - F("started_at"))
+            .annotate(
+                run_time=F("finished_at") - F("started_at"),
+                # A PARTIAL import's reason is its first row error: read in SQL, so the
+                # list loads no import's whole list of them.
+                first_error_row=KT("errors__0__row"),
+                first_error=KT("errors__0__error"),
+            )
         )
 
     def has_add_permission(self, request):
@@ -175,70 +230,154 @@ class PriceImportAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="duration", ordering="run_time")
-    def duration(self, obj: PriceImport) -> str:
-        run_time = getattr(obj, "run_time", None)
-        return f"{run_time.total_seconds():.2f} s" if run_time else "—"
+    @admin.display(description=_("created"), ordering="created_at")
+    def created(self, obj: PriceImport) -> str:
+        return when(obj.created_at)
 
-    @admin.display(description="message")
+    @admin.display(description=_("config"), ordering="config__name")
+    def config_name(self, obj: PriceImport) -> str:
+        return truncated(obj.config.name, width="s")
+
+    @admin.display(description=_("file"), ordering="filename")
+    def short_filename(self, obj: PriceImport) -> str:
+        return truncated(obj.filename or obj.attachment_key, width="s")
+
+    @admin.display(description=_("status"), ordering="status")
+    def short_status(self, obj: PriceImport) -> str:
+        return label(obj, "status")
+
+    @admin.display(description=_("rows (ok / failed)"), ordering="rows_ok")
+    def rows(self, obj: PriceImport) -> str:
+        if obj.status == Status.RUNNING:
+            # Rows read so far, written every few seconds by the running import.
+            return truncated(obj.progress_display() or gettext("starting"), width="s")
+        if obj.status == Status.PENDING:
+            return EMPTY
+        if obj.rows_failed:
+            return format_html(
+                '{} / <span class="pf-error">{}</span>', obj.rows_ok, obj.rows_failed
+            )
+        return f"{obj.rows_ok} / 0"
+
+    @admin.display(description=_("reason"))
+    def reason(self, obj: PriceImport) -> str:
+        """Why it FAILED (its last error), why it is PARTIAL (how many rows failed, and
+        the first of them), or what went wrong before a retry."""
+        if obj.status == Status.PARTIAL and not obj.last_error:
+            text = ngettext("%(count)d row failed", "%(count)d rows failed", obj.rows_failed) % {
+                "count": obj.rows_failed
+            }
+            if first := annotated(obj, "first_error"):
+                text = gettext("%(failed)s; row %(row)s: %(error)s") % {
+                    "failed": text,
+                    "row": annotated(obj, "first_error_row"),
+                    "error": first,
+                }
+            return truncated(text, width="m", error=True)
+        return truncated(obj.last_error, width="m", error=obj.status == Status.FAILED)
+
+    @admin.display(description=_("duration"), ordering="run_time")
+    def duration(self, obj: PriceImport) -> str:
+        return duration(getattr(obj, "run_time", None))
+
+    @admin.display(description=_("message"), ordering="message_id")
     def message_link(self, obj: PriceImport) -> str:
         url = reverse("admin:mailboxes_inboundmessage_change", args=[obj.message_id])
-        return format_html('<a href="{}">#{} {}</a>', url, obj.message_id, obj.message.subject)
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            truncated(f"#{obj.message_id} {obj.message.subject}", width="s"),
+        )
 
-    @admin.display(description="price items")
+    @admin.display(description=_("price items"))
     def items_link(self, obj: PriceImport) -> str:
         url = reverse("admin:pricefeed_priceitem_changelist") + f"?price_import__id__exact={obj.pk}"
-        return format_html('<a href="{}">{} item(s)</a>', url, obj.rows_ok)
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            ngettext("%(count)d item", "%(count)d items", obj.rows_ok) % {"count": obj.rows_ok},
+        )
 
-    @admin.display(description="diff")
+    @admin.display(description=_("diff"))
     def diff_summary(self, obj: PriceImport) -> str:
         diff = obj.diff or {}
         if not diff:
-            return "—"
+            return EMPTY
         if diff.get("previous_import") is None:
-            return f"first import of this config: {diff.get('added', 0)} item(s)"
+            added = diff.get("added", 0)
+            return ngettext(
+                "first import of this config: %(count)d item",
+                "first import of this config: %(count)d items",
+                added,
+            ) % {"count": added}
         changed = format_html_join(
             "",
             "<li>{}: {} → {}</li>",
             ((c["sku"], c["old"], c["new"]) for c in diff.get("changed_sample", [])),
         )
+        summary = gettext(
+            "against import #%(previous)s: %(added)s added, %(removed)s removed, "
+            "%(changed)s price(s) changed"
+        ) % {
+            "previous": diff["previous_import"],
+            "added": diff.get("added", 0),
+            "removed": diff.get("removed", 0),
+            "changed": diff.get("changed", 0),
+        }
+        added = ", ".join(diff.get("added_sample", [])) or EMPTY
+        removed = ", ".join(diff.get("removed_sample", [])) or EMPTY
         return format_html(
-            "against import #{}: {} added, {} removed, {} price(s) changed"
-            "<ul>{}</ul><div>added: {}</div><div>removed: {}</div>",
-            diff["previous_import"],
-            diff.get("added", 0),
-            diff.get("removed", 0),
-            diff.get("changed", 0),
+            "{}<ul>{}</ul><div>{}</div><div>{}</div>",
+            summary,
             changed,
-            ", ".join(diff.get("added_sample", [])) or "—",
-            ", ".join(diff.get("removed_sample", [])) or "—",
+            gettext("added: %(skus)s") % {"skus": added},
+            gettext("removed: %(skus)s") % {"skus": removed},
         )
 
-    @admin.display(description="row errors")
+    @admin.display(description=_("row errors"))
     def row_errors(self, obj: PriceImport) -> str:
         if not obj.errors:
-            return "—"
+            return EMPTY
         rows = format_html_join(
             "", "<tr><td>{}</td><td>{}</td></tr>", ((e["row"], e["error"]) for e in obj.errors)
         )
         total = (obj.parse_info or {}).get("errors_total", len(obj.errors))
-        more = f" (first {len(obj.errors)} of {total})" if total > len(obj.errors) else ""
-        return format_html("<table><tr><th>row</th><th>error{}</th></tr>{}</table>", more, rows)
+        heading = (
+            gettext("error (first %(shown)d of %(total)d)")
+            % {"shown": len(obj.errors), "total": total}
+            if total > len(obj.errors)
+            else gettext("error")
+        )
+        return format_html(
+            "<table><tr><th>{}</th><th>{}</th></tr>{}</table>", gettext("row"), heading, rows
+        )
 
     def has_rerun_permission(self, request) -> bool:
         return request.user.has_perm("pricefeed.rerun_priceimport")
 
-    @admin.action(description="Run failed imports again", permissions=["rerun"])
+    @admin.action(description=_("Run failed imports again"), permissions=["rerun"])
     def rerun_failed(self, request, queryset):
         moved = lifecycle.price_imports_requeue(import_ids=queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{moved} import(s) queued again.", messages.SUCCESS)
+        self.message_user(
+            request,
+            ngettext("%(count)d import queued again.", "%(count)d imports queued again.", moved)
+            % {"count": moved},
+            messages.SUCCESS,
+        )
         if skipped := queryset.count() - moved:
-            self.message_user(request, f"{skipped} skipped: not FAILED.", messages.WARNING)
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d skipped: not FAILED.", "%(count)d skipped: not FAILED.", skipped
+                )
+                % {"count": skipped},
+                messages.WARNING,
+            )
 
 
 @admin.register(PriceItem)
-class PriceItemAdmin(admin.ModelAdmin):
-    list_display = ["sku", "name", "price", "currency", "quantity", "row_number", "price_import"]
+class PriceItemAdmin(ListAdminMixin, admin.ModelAdmin):
+    list_display = ["sku", "short_name", "price", "currency", "quantity", "row_number", "of_import"]
     search_fields = ["sku", "name"]
     raw_id_fields = ["price_import"]
     list_select_related = ["price_import__config"]
@@ -263,8 +402,16 @@ class PriceItemAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         # An import's rows are what the next import's diff compares with (and what its
-        # rows digest stands for): they go only with their import.
+        # rows digest stands for): they go only with their import, for superusers too.
         return False
+
+    @admin.display(description=_("name"), ordering="name")
+    def short_name(self, obj: PriceItem) -> str:
+        return truncated(obj.name, width="l")
+
+    @admin.display(description=_("import"), ordering="price_import")
+    def of_import(self, obj: PriceItem) -> str:
+        return truncated(str(obj.price_import), width="m")
 
 
 # -- the mailbox pages, with what this app adds to them --------------------------------
@@ -315,17 +462,47 @@ class MailboxAdmin(mailboxes_admin.MailboxAdmin):
     inlines = [PriceListConfigInline, *mailboxes_admin.MailboxAdmin.inlines]
     # The mailbox's columns, its config count after the folder.
     list_display = (
-        *mailboxes_admin.MAILBOX_COLUMNS[:4],
+        *mailboxes_admin.MAILBOX_COLUMNS[:3],
         "configs_enabled",
-        *mailboxes_admin.MAILBOX_COLUMNS[4:],
+        *mailboxes_admin.MAILBOX_COLUMNS[3:],
     )
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(n_configs=Count("configs", distinct=True))
 
-    @admin.display(description="configs", ordering="n_configs")
+    @admin.display(description=_("configs"), ordering="n_configs")
     def configs_enabled(self, obj: Mailbox) -> int:
         return annotated(obj, "n_configs")
+
+
+class ImportOutcomeFilter(admin.SimpleListFilter):
+    """Messages by what became of their imports: a message is DONE once its imports are
+    made, whatever each of them ends as, so its own status does not show a FAILED or
+    PARTIAL import."""
+
+    title = _("imports")
+    parameter_name = "imports"
+    FAILED_OR_PARTIAL = "failed_or_partial"
+    WAITING = "waiting"
+    NONE = "none"
+
+    def lookups(self, request, model_admin):
+        return [
+            (self.FAILED_OR_PARTIAL, _("has failed or partial imports")),
+            (self.WAITING, _("has imports waiting or running")),
+            (self.NONE, _("made no import")),
+        ]
+
+    def queryset(self, request, queryset):
+        imports = PriceImport.objects.filter(message=OuterRef("pk"))
+        value = self.value()
+        if value == self.FAILED_OR_PARTIAL:
+            return queryset.filter(Exists(imports.filter(status__in=TROUBLE)))
+        if value == self.WAITING:
+            return queryset.filter(Exists(imports.filter(status__in=OUTCOMES["waiting"])))
+        if value == self.NONE:
+            return queryset.filter(~Exists(imports))
+        return queryset
 
 
 admin.site.unregister(InboundMessage)
@@ -333,14 +510,48 @@ admin.site.unregister(InboundMessage)
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
-    """The inbound message page, with the imports each message made."""
+    """The inbound message page, with the imports each message made; its list row
+    counts their outcomes."""
 
     inlines = [*mailboxes_admin.InboundMessageAdmin.inlines, PriceImportInline]
-    list_display = (*mailboxes_admin.MESSAGE_COLUMNS, "imports_count")
+    # The outcome of its imports right after the message's own status.
+    list_display = (
+        *mailboxes_admin.MESSAGE_COLUMNS[:3],
+        "imports_outcome",
+        *mailboxes_admin.MESSAGE_COLUMNS[3:],
+    )
+    list_filter = [*mailboxes_admin.InboundMessageAdmin.list_filter, ImportOutcomeFilter]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(n_imports=Count("imports"))
+        # One query for the page: the counts come with the rows (a join and GROUP BY).
+        counts = {
+            f"n_{name}": Count("imports", filter=Q(imports__status__in=statuses))
+            for name, statuses in OUTCOMES.items()
+        }
+        return super().get_queryset(request).annotate(n_imports=Count("imports"), **counts)
 
-    @admin.display(description="imports", ordering="n_imports")
-    def imports_count(self, obj: InboundMessage) -> int:
-        return annotated(obj, "n_imports")
+    @admin.display(description=_("imports"), ordering="n_imports")
+    def imports_outcome(self, obj: InboundMessage) -> str:
+        """``2 ok, 1 failed, 1 partial``; failed and partial in red."""
+        labels = {
+            "ok": gettext("%(count)d ok"),
+            "failed": gettext("%(count)d failed"),
+            "partial": gettext("%(count)d partial"),
+            "waiting": gettext("%(count)d waiting"),
+        }
+        parts = []
+        for name, text_of in labels.items():
+            if count := annotated(obj, f"n_{name}"):
+                text = text_of % {"count": count}
+                trouble = name in ("failed", "partial")
+                parts.append(
+                    format_html('<span class="pf-error">{}</span>', text) if trouble else text
+                )
+        if not parts:
+            return EMPTY
+        # Cut like any long text (the words are longer in some languages), whole on hover.
+        return format_html(
+            '<span class="pf-cell pf-m" title="{}">{}</span>',
+            ", ".join(strip_tags(p) for p in parts),
+            format_html_join(", ", "{}", ((p,) for p in parts)),
+        )

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from django.contrib import admin
 from django.db import models
 from django.db.models.functions import Now
+from django.utils import formats
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 
 class PriceListConfig(models.Model):
@@ -109,6 +113,15 @@ class PriceImport(models.Model):
     rows_ok = models.PositiveIntegerField(default=0)
     rows_failed = models.PositiveIntegerField(default=0)
     rows_skipped = models.PositiveIntegerField(default=0)
+    # Rows read so far while RUNNING, written every PRICEFEED_IMPORT_PROGRESS_INTERVAL
+    # seconds from a connection of its own (pricefeed.imports.progress); at the end
+    # every data row read (rows_total), or those read before a FAILED parse stopped.
+    rows_read = models.PositiveIntegerField(
+        _("rows read"),
+        default=0,
+        db_default=0,
+        help_text=_("Rows read so far while the import runs; every data row read once it ends."),
+    )
     # How the file was read: sheet, encoding, delimiter, header row, column mapping.
     parse_info = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=list, blank=True)
@@ -129,6 +142,19 @@ class PriceImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.config} / {self.filename} ({self.status})"
+
+    @admin.display(description=_("progress"), ordering="rows_read")
+    def progress_display(self) -> str:
+        """How far the import got: rows read so far while it runs, every row read once
+        it ended; empty before it starts."""
+        if self.status == self.Status.PENDING and not self.rows_read:
+            return ""
+        rows = formats.number_format(self.rows_read, force_grouping=True)
+        if self.status == self.Status.RUNNING:
+            return ngettext(
+                "%(rows)s row read so far", "%(rows)s rows read so far", self.rows_read
+            ) % {"rows": rows}
+        return ngettext("%(rows)s row read", "%(rows)s rows read", self.rows_read) % {"rows": rows}
 
 
 ITEM_KEY_BITS = 32  # row numbers below 2**32; import ids below 2**31

@@ -66,6 +66,10 @@ class ScriptedHandler:
         with self.lock:
             if self.fail_left > 0:
                 self.fail_left -= 1
+                print(
+                    f"refused a message with {self.code} ({self.fail_left} more to refuse)",
+                    flush=True,
+                )
                 return f"{self.code} scripted failure, try again later"
         self.store(envelope.original_content or envelope.content)
         return "250 Message accepted for delivery"

@@ -3,7 +3,8 @@ PARTIAL or FAILED; retried with backoff, swept when forgotten, requeued by an op
 
 A run claims the import with a conditional UPDATE, reads its file outside any
 transaction, then parses it straight into the items table and stores counts, diff,
-status and the outcome event in one transaction.
+status and the outcome event in one transaction. While it parses, the rows read so far
+go to ``rows_read`` every few seconds on a connection of their own (progress.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pricefeed.models import PriceImport, PriceListConfig
 
 from .diff import diff
 from .outcome import publish_outcome
+from .progress import Progress, import_progress
 from .source import import_file
 from .storage import insert_items, item_writer
 
@@ -99,15 +101,19 @@ def price_import_run(*, import_id: int, worker: str) -> str | None:
             .get(pk=import_id)
         )
         fingerprint: dict = {}
-        try:
-            data, digest = import_file(price_import)
-            fingerprint = {"size": len(data), "sha256": digest}
-            return _parse_and_store(price_import, worker, data, fingerprint)
-        except parsing.ParseError as exc:
-            _store_failure(price_import, worker, str(exc), fingerprint)
-            return Status.FAILED
+        with import_progress(import_id=import_id, worker=worker) as progress:
+            try:
+                data, digest = import_file(price_import)
+                fingerprint = {"size": len(data), "sha256": digest}
+                return _parse_and_store(price_import, worker, data, fingerprint, progress)
+            except parsing.ParseError as exc:
+                # The rows read before the parse stopped (a time limit, a broken row
+                # far down the file): none is kept, but the count says how far it got.
+                _store_failure(price_import, worker, str(exc), fingerprint, rows_read=progress.rows)
+                return Status.FAILED
 
-    return IMPORT_WORK.run(pk=import_id, worker=worker, work=work, started_at=Now())
+    # rows_read starts again from 0 on every run (a retried or requeued import).
+    return IMPORT_WORK.run(pk=import_id, worker=worker, work=work, started_at=Now(), rows_read=0)
 
 
 class _Discard(Exception):
@@ -118,20 +124,32 @@ class _Discard(Exception):
         self.parsed = parsed
 
 
-def _parse_and_store(price_import: PriceImport, worker: str, data: bytes, fingerprint: dict) -> str:
+def _parse_and_store(
+    price_import: PriceImport,
+    worker: str,
+    data: bytes,
+    fingerprint: dict,
+    progress: Progress | None = None,
+) -> str:
     """Parses the file straight into the items table and stores the outcome, all in one
     transaction.
 
     Rows go to PostgreSQL (COPY) in chunks while the file is read, so the server stores
     one chunk while Python parses the next (the machines have two cores). A ParseError,
     a verdict of FAILED or a lost claim rolls the rows back; a FAILED verdict is then
-    stored, without rows, by _store().
+    stored, without rows, by _store(). ``progress`` counts the rows as they are read
+    (and writes the count every few seconds, outside this transaction).
     """
     options = options_for(price_import.config)
     limits = parse_limits()
     try:
         with transaction.atomic(durable=True):
-            with metrics.IMPORT_PARSE.time(), item_writer(price_import.pk) as writer:
+            with (
+                metrics.IMPORT_PARSE.time(),
+                item_writer(
+                    price_import.pk, progress.read if progress is not None else None
+                ) as writer,
+            ):
                 parsed = parsing.parse(data, options, limits, sink=writer)
             status, reason = verdict(price_import.config, parsed)
             if status == Status.FAILED:
@@ -168,13 +186,16 @@ def verdict(config: PriceListConfig, parsed: parsing.ParsedFile) -> tuple[str, s
     return (Status.PARTIAL if failed else Status.SUCCEEDED), ""
 
 
-def _store_failure(price_import: PriceImport, worker: str, reason: str, fingerprint: dict) -> None:
+def _store_failure(
+    price_import: PriceImport, worker: str, reason: str, fingerprint: dict, *, rows_read: int = 0
+) -> None:
     with transaction.atomic(durable=True):
         IMPORT_WORK.finish(
             pk=price_import.pk,
             worker=worker,
             status=Status.FAILED,
             last_error=reason[:5000],
+            rows_read=rows_read,
             **fingerprint,
         )
         publish_outcome(price_import.pk)
@@ -244,6 +265,7 @@ def _finish(
         rows_ok=parsed.rows_ok if status != Status.FAILED else 0,
         rows_failed=parsed.rows_failed,
         rows_skipped=parsed.skipped_rows,
+        rows_read=parsed.rows_total,
         errors=errors,
         diff=changes,
         parse_info=info,

@@ -125,15 +125,20 @@ class ItemWriter:
     ``digest``: a SHA-256 of the SKU and price sequence as stored. Two imports with the
     same digest hold the same SKUs with the same prices in the same order, so the diff
     between them is empty without reading a row.
+
+    ``progress`` is told how many rows each list or block held, once per list or block
+    (thousands of rows: progress.Progress reads its clock there, not per row).
     """
 
     def __init__(
         self,
         write_rows: Callable[[list[tuple]], None],
         write_block: Callable[[parsing.RowBlock], None],
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         self._write_rows = write_rows
         self._write_block = write_block
+        self._progress = progress
         self.rows = 0
         self._ascending = True
         self._last_sku: str | None = None
@@ -145,10 +150,14 @@ class ItemWriter:
         if rows:
             self._note(list(map(_SKU, rows)), list(map(str, map(_PRICE, rows))))
         self._write_rows(rows)
+        if rows and self._progress is not None:
+            self._progress(len(rows))
 
     def take_block(self, block: parsing.RowBlock) -> None:
         self._note(block.skus, block.prices)
         self._write_block(block)
+        if self._progress is not None:
+            self._progress(len(block))
 
     def _note(self, skus: Sequence[str], prices: Sequence[str]) -> None:
         self.rows += len(skus)
@@ -177,15 +186,18 @@ class ItemWriter:
 
 
 @contextlib.contextmanager
-def item_writer(import_id: int) -> Iterator[ItemWriter]:
+def item_writer(
+    import_id: int, progress: Callable[[int], None] | None = None
+) -> Iterator[ItemWriter]:
     """A sink for parse(): on PostgreSQL each list of rows goes into one open COPY as it
     comes, through a CopyFeeder (the server stores it while Python reads on); elsewhere
     rows are collected and inserted in batches when the block ends. Inside the caller's
     transaction, which a failed COPY leaves to be rolled back (the connection stays
-    usable); the driver's errors come out as Django's (django.db.DataError, ...)."""
+    usable); the driver's errors come out as Django's (django.db.DataError, ...).
+    ``progress`` is told the rows of each list or block handed over (ItemWriter)."""
     if not postgresql():
         collected: list[tuple] = []
-        yield ItemWriter(collected.extend, lambda block: collected.extend(block.rows()))
+        yield ItemWriter(collected.extend, lambda block: collected.extend(block.rows()), progress)
         insert_items(import_id, collected)
         return
     # The COPY runs on the driver's cursor: its errors are made Django's here (a value
@@ -203,7 +215,7 @@ def item_writer(import_id: int) -> Iterator[ItemWriter]:
                 feeder.write(_block_copy_text(import_id, block))
 
             try:
-                yield ItemWriter(write_rows, write_block)
+                yield ItemWriter(write_rows, write_block, progress)
             except BaseException:
                 feeder.abandon()
                 raise

@@ -19,9 +19,10 @@ OFFERED: dict[str, dict[str, set[str]]] = {
         OPERATOR: {"test_connection"},
         ADMINISTRATOR: {"test_connection", DELETE},
     },
+    # Audit records: deleted by superusers only (core.adminutils.AuditAdminMixin).
     "mailboxes_inboundmessage": {
         OPERATOR: {"reprocess", "mark_failed"},
-        ADMINISTRATOR: {"reprocess", "mark_failed", DELETE},
+        ADMINISTRATOR: {"reprocess", "mark_failed"},
     },
     "mailboxes_mailboxlease": {
         OPERATOR: {"force_release"},
@@ -30,17 +31,17 @@ OFFERED: dict[str, dict[str, set[str]]] = {
     "mailboxes_instanceheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
     "fleet_processheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
     "pricefeed_pricelistconfig": {OPERATOR: {DELETE}, ADMINISTRATOR: {DELETE}},
-    "pricefeed_priceimport": {
-        OPERATOR: {"rerun_failed"},
-        ADMINISTRATOR: {"rerun_failed", DELETE},
-    },
+    "pricefeed_priceimport": {OPERATOR: {"rerun_failed"}, ADMINISTRATOR: {"rerun_failed"}},
     "pricefeed_priceitem": {OPERATOR: set(), ADMINISTRATOR: set()},
     "outbox_outboxevent": {
         OPERATOR: {"retry_now", "requeue", "mark_failed"},
         ADMINISTRATOR: {"retry_now", "requeue", "mark_failed"},
     },
     "notifications_subscription": {OPERATOR: {DELETE}, ADMINISTRATOR: {DELETE}},
-    "notifications_notification": {OPERATOR: set(), ADMINISTRATOR: {DELETE}},
+    "notifications_notification": {
+        OPERATOR: {"retry_now", "requeue", "give_up"},
+        ADMINISTRATOR: {"retry_now", "requeue", "give_up"},
+    },
 }
 
 

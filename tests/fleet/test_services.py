@@ -3,7 +3,10 @@ would use another broker than the live processes."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from core.dbtime import db_now_minus
 from fleet import selectors, services
@@ -87,3 +90,19 @@ def test_the_heartbeat_beats_and_marks_itself_stopped(settings):
         assert ProcessHeartbeat.objects.get().broker == REDIS
 
     assert ProcessHeartbeat.objects.get().stopped is True
+
+
+def test_a_process_restarted_under_its_id_records_its_new_pid_and_start_time():
+    services.process_register(
+        process_id="listen_mail:a", kind=ProcessKind.LISTEN_MAIL, pid=1, broker="orm:default"
+    )
+    long_ago = timezone.now() - timedelta(hours=1)
+    ProcessHeartbeat.objects.update(started_at=long_ago, last_seen=long_ago, stopped=True)
+
+    services.process_register(
+        process_id="listen_mail:a", kind=ProcessKind.LISTEN_MAIL, pid=2, broker="orm:default"
+    )
+
+    row = ProcessHeartbeat.objects.get()
+    assert (row.pid, row.stopped) == (2, False)
+    assert row.started_at > long_ago

@@ -1,12 +1,15 @@
-"""The README's demo command: sample mail arrives, is recorded and matched; admin answers."""
+"""The README's demo command: sample mail arrives, is recorded and matched; admin answers;
+and the trouble an operator should see is there too."""
 
 from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import urllib.request
+from contextlib import closing
 
 from devkit.servers import free_port
 
@@ -21,7 +24,9 @@ def test_demo_records_and_matches_sample_mail_with_admin_reachable(tmp_path):
         if key != "DATABASE_URL" and not key.startswith("PRICEFEED_")
     }
     env |= {"PRICEFEED_VAR_DIR": str(tmp_path / "var"), "DEBUG": "1"}
-    command = [sys.executable, "manage.py", "demo", "--count", "4", "--interval", "2.5"]
+    # The first five e-mails of the demo's stream: a good CSV, an xlsx with bad rows, a
+    # newsletter, a wrong file, a good xlsx with a zipped CSV.
+    command = [sys.executable, "manage.py", "demo", "--count", "5", "--interval", "2.5"]
     lines = []
     login_page = ""
     with subprocess.Popen(
@@ -38,17 +43,43 @@ def test_demo_records_and_matches_sample_mail_with_admin_reachable(tmp_path):
                 url = f"http://127.0.0.1:{port}/admin/login/"
                 with urllib.request.urlopen(url, timeout=5) as response:
                     login_page = response.read().decode()
-        returncode = demo.wait(30)
+        returncode = demo.wait(180)  # a liveness bound: --count waits for the work to end
     output = "".join(lines)
     assert returncode == 0, output
     assert f"http://127.0.0.1:{port}/admin/" in output
     assert "login: demo / demo" in output
     assert "pricefeed" in login_page
-    # Four e-mails: three match a config (one of them twice), one matches nothing.
+    # Five e-mails: four match a config (one of them twice), one matches nothing.
     final = [line for line in lines if line.strip().startswith("messages:")][-1]
-    assert re.search(r"done 3\b", final), output
+    assert re.search(r"done 4\b", final), output
     assert re.search(r"ignored 1\b", final), output
-    assert re.search(r"price imports: 4\b", final), output
-    sent = int(re.search(r"notifications sent: (\d+)", final).group(1))
-    assert sent >= 1, output  # outcomes reach the SMTP sink through the outbox
-    assert (tmp_path / "var" / "pricefeed.sqlite3").exists()
+    assert "still busy" not in output
+    database = tmp_path / "var" / "pricefeed.sqlite3"
+    with closing(sqlite3.connect(database)) as db:
+
+        def counts(sql: str) -> dict[str, int]:
+            return dict(db.execute(sql).fetchall())
+
+        messages = counts("SELECT status, count(*) FROM mailboxes_inboundmessage GROUP BY 1")
+        imports = counts("SELECT status, count(*) FROM pricefeed_priceimport GROUP BY 1")
+        notifications = counts(
+            "SELECT status || (CASE WHEN attempts > 1 THEN ' retried' ELSE '' END), count(*) "
+            "FROM notifications_notification GROUP BY 1"
+        )
+        reasons = [
+            reason
+            for (reason,) in db.execute(
+                "SELECT last_error FROM pricefeed_priceimport WHERE status = 'FAILED'"
+            )
+        ]
+    assert messages == {"DONE": 4, "IGNORED": 1}, output
+    # Trouble to show: a file that failed (with its reason), one with bad rows.
+    assert imports == {"SUCCEEDED": 3, "PARTIAL": 1, "FAILED": 1}, output
+    assert "no header row" in reasons[0], reasons
+    # Every outcome reached the SMTP sink through the outbox, the first after the sink
+    # refused it (451) and the outbox tried again.
+    assert set(notifications) <= {"SENT", "SENT retried"}, (notifications, output)
+    assert notifications.get("SENT retried", 0) >= 1, (notifications, output)
+    mails = list((tmp_path / "var" / "demo-mail" / "new").iterdir())
+    # One mail per message and recipient (a message with two files is one digest).
+    assert 0 < len(mails) <= sum(notifications.values()), output

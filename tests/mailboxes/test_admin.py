@@ -181,7 +181,7 @@ def test_reprocess_action_requeues_finished_messages(
     }
     assert sorted(enqueued) == sorted([done.pk, failed.pk])
     assert flashed(response) == [
-        "2 message(s) queued for processing.",
+        "2 messages queued for processing.",
         "1 skipped: in progress, waiting, or with no stored body.",
     ]
 
@@ -201,7 +201,7 @@ def test_mark_failed_action_fails_the_selected_messages(admin_client, admin_user
     assert received.status == Status.FAILED
     assert received.last_error == f"marked failed by {admin_user.username}"
     assert done.status == Status.DONE
-    assert flashed(response) == ["1 message(s) marked failed."]
+    assert flashed(response) == ["1 message marked failed."]
 
 
 # -- Mailbox pages ----------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def plain_mailbox(host: str, port: int, password: str, **fields: object) -> Mail
 
 
 QUEUED = (
-    "1 connection test(s) queued: a worker runs each, and the mailbox's page shows the "
+    "1 connection test queued: a worker runs it, and the mailbox's page shows the "
     "result under “Last connection test”."
 )
 

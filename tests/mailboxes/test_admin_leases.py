@@ -82,7 +82,7 @@ def test_instance_list_tells_live_from_dead_and_what_each_holds(admin_client, tw
 
     table = rows(admin_client.get(reverse(INSTANCES_URL)))
 
-    assert table["host-a:1"][:5] == ["live", "0 s ago", "2", "10", "3"]
+    assert table["host-a:1"][:5] == ["live", "just now", "2", "10", "3"]
     assert table["host-b:2"][0] == "dead"
     assert table["host-b:2"][2:4] == ["0", "0"]
     assert table["host-c:3"][0] == "stopped"

@@ -81,7 +81,7 @@ def test_readyz_is_200_with_every_check_ok(client, production):
 @pytest.mark.django_db
 def test_readyz_is_503_naming_migrations_when_one_is_not_applied(client, production, caplog):
     MigrationRecorder(connection).migration_qs.filter(
-        app="access", name="0002_process_heartbeats"
+        app="access", name="0003_audit_records_kept"
     ).delete()
 
     with caplog.at_level(logging.INFO, logger="monitoring.probes"):
@@ -96,7 +96,7 @@ def test_readyz_is_503_naming_migrations_when_one_is_not_applied(client, product
     # Why, for the operator: in the log, once, not in the answer.
     assert probe_log(caplog) == [
         "readiness check migrations failed: CheckFailed: 1 migration(s) not applied, "
-        "the first access.0002_process_heartbeats"
+        "the first access.0003_audit_records_kept"
     ]
     assert "access" not in response.content.decode()
 
@@ -106,10 +106,10 @@ def test_a_failing_check_is_logged_when_it_fails_and_when_it_recovers(client, ca
     recorder = MigrationRecorder(connection)
     with caplog.at_level(logging.INFO, logger="monitoring.probes"):
         client.get("/readyz")
-        recorder.migration_qs.filter(app="access", name="0002_process_heartbeats").delete()
+        recorder.migration_qs.filter(app="access", name="0003_audit_records_kept").delete()
         client.get("/readyz")
         client.get("/readyz")
-        recorder.record_applied("access", "0002_process_heartbeats")
+        recorder.record_applied("access", "0003_audit_records_kept")
         assert client.get("/readyz").status_code == 200
 
     messages = probe_log(caplog)

@@ -21,7 +21,9 @@ def test_a_subscription_without_any_recipient_is_refused_with_a_message(admin_cl
     assert not Subscription.objects.exists()
 
 
-def test_notification_list_shows_recipient_status_and_message_id(admin_client, mailbox, config):
+def test_notification_list_shows_recipient_and_status_and_its_page_the_message_id(
+    admin_client, mailbox, config
+):
     from notifications import services
 
     Subscription.objects.create(email="ops@buyer.test")
@@ -33,5 +35,10 @@ def test_notification_list_shows_recipient_status_and_message_id(admin_client, m
     page = admin_client.get(reverse("admin:notifications_notification_changelist"))
     text = page.content.decode()
     assert "ops@buyer.test" in text
-    assert "&lt;pricefeed.notification.1@buyer.test&gt;" in text
+    assert '<td class="field-status">Sent</td>' in text
     assert page.context["cl"].result_count == 1
+    notification = Notification.objects.get()
+    detail = admin_client.get(
+        reverse("admin:notifications_notification_change", args=[notification.pk])
+    )
+    assert "&lt;pricefeed.notification.1@buyer.test&gt;" in detail.content.decode()

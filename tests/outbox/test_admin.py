@@ -73,7 +73,7 @@ def test_requeue_starts_a_failed_event_over(admin_client, events):
     failed = OutboxEvent.objects.get(id=events["failed"].id)
     assert (failed.status, failed.attempts, failed.last_error) == (Status.NEW, 0, "")
     text = response.content.decode()
-    assert "1 event(s) requeued." in text
+    assert "1 event requeued." in text
     assert "1 skipped: not FAILED." in text
 
 

@@ -1,4 +1,9 @@
-"""``manage.py demo``: the whole pipeline on one machine, with sample mail flowing in."""
+"""``manage.py demo``: the whole pipeline on one machine, with sample mail flowing in.
+
+The sample mail (devkit.samples.demo_stream) brings trouble as well as good price lists:
+a file that fails, one with bad rows (PARTIAL), a message no config matches; and the SMTP
+sink refuses the first few notification mails with a temporary error, which the outbox
+retries. The admin thus has something to show from the first minute."""
 
 from __future__ import annotations
 
@@ -17,14 +22,18 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
 
-from devkit.samples import DEMO_CONFIGS, demo_stream
+from devkit.samples import DEMO_CONFIGS, DEMO_KINDS, demo_stream
 from devkit.servers import LOOPBACK_IMAP_ENV, ImapAppender, free_port
 from devkit.servers.pymap import PymapServer
-from mailboxes.models import InboundMessage, Mailbox
+from mailboxes.models import IN_FLIGHT, InboundMessage, Mailbox
 from notifications.models import Notification, Subscription
+from outbox.models import EventStatus, OutboxEvent
 from pricefeed.models import PriceImport, PriceListConfig
 
 ROOT = Path(settings.BASE_DIR)
+
+# With --count: how long the demo waits, after its last e-mail, for the work to end.
+SETTLE_SECONDS = 120.0
 
 
 class Command(BaseCommand):
@@ -43,10 +52,17 @@ class Command(BaseCommand):
             "--count",
             type=int,
             default=0,
-            help="Stop after this many e-mails (0: run until Ctrl-C).",
+            help="Stop after this many e-mails, once they are worked off (0: run until Ctrl-C).",
+        )
+        parser.add_argument(
+            "--smtp-refusals",
+            type=int,
+            default=3,
+            help="Notification mails the SMTP sink refuses first with a temporary error "
+            "(451), so that the outbox retries them (0: none).",
         )
 
-    def handle(self, *args, port: int, interval: float, count: int, **options):
+    def handle(self, *args, port: int, interval: float, count: int, smtp_refusals: int, **options):
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         logs = Path(settings.VAR_DIR) / "demo-logs"
@@ -60,9 +76,23 @@ class Command(BaseCommand):
         smtp_port = free_port()
         children: list[subprocess.Popen] = []
         try:
+            # The mail that went out, one file each; the first --smtp-refusals are refused.
+            sent_mail = Path(settings.VAR_DIR) / "demo-mail"
             children.append(
                 self._spawn(
-                    [sys.executable, "-m", "aiosmtpd", "-n", "-l", f"127.0.0.1:{smtp_port}"],
+                    [
+                        sys.executable,
+                        "-m",
+                        "devkit.servers.smtp",
+                        "--port",
+                        str(smtp_port),
+                        "--maildir",
+                        str(sent_mail),
+                        "--fail-first",
+                        str(max(0, smtp_refusals)),
+                        "--code",
+                        "451",
+                    ],
                     logs / "smtp-sink.log",
                 )
             )
@@ -73,6 +103,9 @@ class Command(BaseCommand):
                 "EMAIL_URL": f"smtp://127.0.0.1:{smtp_port}",
                 "ADMINS": "Operator <ops@localhost>",
                 "PRICEFEED_SWEEP_INTERVAL": "5",
+                # A refused notification is tried again within seconds, not minutes.
+                "PRICEFEED_OUTBOX_RETRY_BASE": "2",
+                "PRICEFEED_OUTBOX_RETRY_MAX": "10",
             }
             manage = [sys.executable, str(ROOT / "manage.py")]
             children.append(self._spawn([*manage, "listen_mail"], logs / "listen_mail.log", env))
@@ -95,8 +128,13 @@ class Command(BaseCommand):
                 self.style.SUCCESS(
                     f"\npricefeed demo is running.\n"
                     f"  Admin:   http://127.0.0.1:{port}/admin/   (login: demo / demo)\n"
-                    f"  Look at: Inbound messages, Price imports, Mailboxes (who listens).\n"
+                    f"  Look at: Inbound messages, Price imports, Notifications, Mailboxes.\n"
+                    f"  Trouble: every {DEMO_KINDS} e-mails a file fails, one has bad rows "
+                    f"(partial), one matches no config;\n"
+                    f"           the SMTP sink refuses the first {max(0, smtp_refusals)} "
+                    f"mails (451), the outbox retries them.\n"
                     f"  IMAP:    127.0.0.1:{imap.port} (pymap), SMTP sink 127.0.0.1:{smtp_port}\n"
+                    f"  Mail:    {sent_mail / 'new'} (what the sink accepted)\n"
                     f"  Logs:    {logs}\n"
                     f"  Ctrl-C stops everything.\n"
                 )
@@ -168,6 +206,7 @@ class Command(BaseCommand):
         Subscription.objects.get_or_create(email="buyer@localhost")
 
     def _feed(self, imap, password, interval, count, stop) -> None:
+        before = InboundMessage.objects.count()
         with ImapAppender(imap.host, imap.port, "prices", password) as appender:
             for n, (description, raw) in enumerate(demo_stream(), start=1):
                 appender.append(raw)
@@ -176,18 +215,46 @@ class Command(BaseCommand):
                     break
                 self._summary()
                 if count and n >= count:
-                    stop.wait(interval)
-                    self._summary()
+                    if not stop.is_set():
+                        self._settle(before + n, stop)
+                        self._summary()
                     break
 
+    def _settle(self, messages: int, stop: threading.Event) -> None:
+        """Waits until ``messages`` messages are recorded and nothing is left to do: no
+        message, import, notification or outbox event waiting or running (refused mail
+        included: it is retried within seconds here); at most SETTLE_SECONDS, or until
+        the demo is stopped."""
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while time.monotonic() < deadline:
+            busy = (
+                InboundMessage.objects.count() < messages
+                or InboundMessage.objects.filter(
+                    status__in=[*IN_FLIGHT, InboundMessage.Status.RETRYABLE]
+                ).exists()
+                or PriceImport.objects.filter(
+                    status__in=[PriceImport.Status.PENDING, PriceImport.Status.RUNNING]
+                ).exists()
+                or Notification.objects.filter(status=Notification.Status.PENDING).exists()
+                or OutboxEvent.objects.filter(
+                    status__in=[EventStatus.NEW, EventStatus.PROCESSING]
+                ).exists()
+            )
+            if not busy or stop.wait(0.5):
+                return
+        self.stdout.write(f"   still busy after {SETTLE_SECONDS:.0f} s; stopping anyway")
+
     def _summary(self) -> None:
-        statuses = dict(
-            InboundMessage.objects.values_list("status").annotate(n=Count("id")).order_by()
-        )
-        imports = PriceImport.objects.count()
-        sent = Notification.objects.filter(status=Notification.Status.SENT).count()
-        line = ", ".join(f"{k.lower()} {v}" for k, v in sorted(statuses.items()))
+        def counts(model) -> str:
+            by_status = dict(model.objects.values_list("status").annotate(n=Count("pk")).order_by())
+            return ", ".join(f"{k.lower()} {v}" for k, v in sorted(by_status.items()))
+
+        retried = Notification.objects.filter(
+            status=Notification.Status.SENT, attempts__gt=1
+        ).count()
         self.stdout.write(
-            f"   messages: {line or 'none yet'}; price imports: {imports}; "
-            f"notifications sent: {sent}"
+            f"   messages: {counts(InboundMessage) or 'none yet'}; "
+            f"price imports: {counts(PriceImport) or 'none yet'}; "
+            f"notifications: {counts(Notification) or 'none yet'} "
+            f"({retried} sent after a refusal)"
         )

@@ -1,0 +1,93 @@
+"""How every admin list shows a time, a long text and a duration."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import translation
+
+from core.adminutils import absolute, age, due, duration, truncated, when
+
+NOW = datetime(2026, 12, 1, 19, 5, 3, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("delta", "said"),
+    [
+        (timedelta(seconds=-20), "just now"),
+        (timedelta(seconds=20), "in under a minute"),
+        (timedelta(minutes=-3, seconds=-10), "3 minutes ago"),
+        (timedelta(hours=-26), "1 day ago"),
+        (timedelta(minutes=5, seconds=30), "in 5 minutes"),
+    ],
+)
+def test_an_age_is_said_in_its_largest_unit(delta, said):
+    assert age(NOW + delta, now=NOW).replace("\xa0", " ") == said
+
+
+def test_an_age_is_said_in_the_active_language():
+    with translation.override("ru"):
+        said = age(NOW - timedelta(minutes=3), now=NOW)
+
+    assert "3\xa0минуты" in said
+
+
+def test_the_absolute_time_is_24_hour_in_the_configured_zone_and_names_it(settings):
+    settings.TIME_ZONE = "Europe/Moscow"
+
+    assert absolute(NOW) == "2026-12-01 22:05:03 MSK (Europe/Moscow)"
+
+
+def test_the_absolute_time_in_utc_names_utc(settings):
+    settings.TIME_ZONE = "UTC"
+
+    assert absolute(NOW) == "2026-12-01 19:05:03 UTC"
+
+
+def test_a_time_in_a_list_is_its_age_with_the_absolute_time_on_hover(settings):
+    settings.TIME_ZONE = "Europe/Moscow"
+
+    shown = when(NOW - timedelta(minutes=3), now=NOW)
+
+    assert shown == (
+        '<time class="pf-when" datetime="2026-12-01T19:02:03+00:00" '
+        'title="2026-12-01 22:02:03 MSK (Europe/Moscow)">3\xa0minutes ago</time>'
+    )
+    assert when(None) == "—"
+
+
+def test_a_long_text_is_cut_to_its_column_on_one_line_and_whole_on_hover():
+    text = "line one <b>\n" + "x" * 200
+
+    shown = truncated(text, width="s", error=True)
+
+    assert shown.startswith('<span class="pf-cell pf-s pf-error" title="line one &lt;b&gt;\n')
+    assert ">line one &lt;b&gt; " + "x" * 20 in shown
+    assert shown.endswith("…</span>")
+    assert truncated("", width="l") == "—"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(0.423, "0.42 s"), (12.7, "12 s"), (125, "2 min 05 s"), (7620, "2 h 07 min")],
+)
+def test_a_duration_is_said_in_the_units_that_fit(seconds, said):
+    assert duration(timedelta(seconds=seconds)) == said
+    assert duration(None) == "—"
+
+
+@pytest.mark.parametrize(
+    ("delta", "said", "red"),
+    [
+        (timedelta(minutes=5, seconds=10), "in 5 minutes", False),
+        (timedelta(seconds=-30), "due now", False),
+        (timedelta(minutes=-5, seconds=-10), "overdue by 5 minutes", True),
+    ],
+)
+def test_a_next_attempt_is_in_a_while_due_now_or_overdue(delta, said, red):
+    shown = due(NOW + delta, now=NOW).replace("\xa0", " ")
+
+    assert f">{said}</time>" in shown
+    assert ("pf-error" in shown) is red
+    assert 'title="2026-12-01 ' in shown

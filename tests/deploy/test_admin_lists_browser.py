@@ -1,0 +1,196 @@
+"""Every admin list of the apps fits a 1440 px window in a real browser (Debian's
+Chromium, the admin served as in production): no list wider than its window or its
+results box, no row taller than one line of text, long texts cut with the whole in a
+tooltip. Screenshots under var/test-artifacts/admin-lists/."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from devkit.samples import price_list_csv
+from fleet import services as fleet
+from fleet.models import ProcessKind
+from mailboxes import leases
+from mailboxes.models import InboundMessage, Mailbox
+from notifications import services as notifications
+from notifications.models import Notification, Subscription
+from outbox.models import OutboxEvent
+from tests.factories import ROWS, create_config, create_mailbox, create_message, receive, run_all
+from tests.integration.support import database_url
+from tests.requirements import require_chromium
+
+from .support import ROOT, Gunicorn, run, unit_command
+from .test_admin_browser import CHROMIUM_ARGS, PASSWORD
+
+pytestmark = pytest.mark.integration
+
+ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-lists"
+LISTS = [
+    "mailboxes/mailbox",
+    "mailboxes/mailboxlease",
+    "mailboxes/instanceheartbeat",
+    "mailboxes/inboundmessage",
+    "fleet/processheartbeat",
+    "pricefeed/pricelistconfig",
+    "pricefeed/priceimport",
+    "pricefeed/priceitem",
+    "outbox/outboxevent",
+    "notifications/subscription",
+    "notifications/notification",
+]
+LONG_HOST = "imap.a-supplier-with-a-rather-long-domain-name.example.com"
+LONG_ADDRESS = "procurement.department.operator@buyer-company-with-a-long-name.example.ru"
+REFUSED = (
+    f"SMTPRecipientsRefused: {{'{LONG_ADDRESS}': (550, b'5.1.1 <{LONG_ADDRESS}>: "
+    "Recipient address rejected: User unknown in virtual mailbox table')}"
+)
+PDF = b"%PDF-1.7 not a price list"
+ONE_BAD_ROW = (
+    "Артикул;Наименование;Цена\r\nA-1;Болт;10,50\r\nA-2;Гайка;по запросу\r\n"
+    + "".join(f"B-{i};Шайба;{i},00\r\n" for i in range(1, 19))
+).encode("cp1251")
+
+# Measured in the page: how far the document and the results box overflow, and the
+# tallest row against the height of one line of its text.
+MEASURE = """() => {
+  const results = document.querySelector('#changelist .results');
+  const rows = [...document.querySelectorAll('#result_list tbody tr')];
+  const cell = rows.length ? rows[0].querySelector('td, th') : null;
+  const line = (cell && parseFloat(getComputedStyle(cell).lineHeight)) || 16;
+  return {
+    page: document.documentElement.scrollWidth - window.innerWidth,
+    results: results ? results.scrollWidth - results.clientWidth : 0,
+    rows: rows.length,
+    tallest: Math.max(0, ...rows.map(r => r.getBoundingClientRect().height)),
+    line: line,
+  };
+}"""
+
+
+def trouble_of_every_kind() -> None:
+    """Rows with long texts in every list: messages with good, failed and partial
+    imports, refused messages, notifications backing off, a lease and heartbeats."""
+    mailbox = create_mailbox(
+        name="Поставщики — основной ящик отдела закупок",
+        host="127.0.0.1",
+        port=143,
+        security=Mailbox.Security.PLAIN,
+        username="procurement.department.buyer.account",
+    )
+    create_config(
+        mailbox,
+        name="ТД Металлоконструкции и крепёж (Екатеринбург), основной прайс",
+        sender_pattern="*@acme.test",
+        subject_pattern="re:прайс|price|остатки|наличие",
+        filename_pattern="*",
+    )
+    create_config(
+        mailbox,
+        name="Второй поставщик с очень длинным названием организации и филиала",
+        sender_pattern="*@a-supplier-with-a-rather-long-domain-name.example.com",
+        filename_pattern="Прайс*Металлоконструкции*остатки*наличие*.xlsx",
+    )
+    Subscription.objects.create(email=LONG_ADDRESS)
+    for n in range(6):
+        message = receive(
+            mailbox,
+            [
+                (
+                    "Прайс-лист ООО Металлоконструкции на декабрь 2026 (полный).csv",
+                    price_list_csv(ROWS),
+                ),
+                ("price.pdf", PDF),
+                ("q.csv", ONE_BAD_ROW),
+            ],
+            subject=f"Прайс-лист на декабрь 2026 года, обновлённый, с новыми позициями, версия {n}",
+        )
+        run_all(message)
+        notifications.notifications_fan_out_message(message_id=message.pk)
+    for _ in range(3):
+        create_message(
+            mailbox,
+            status=InboundMessage.Status.REJECTED,
+            subject="Re: Fwd: " * 30,
+            from_address=f"sales.{LONG_ADDRESS}",
+            last_error="refused: the header block is over PRICEFEED_MIME_MAX_HEADER_BYTES "
+            "(65536 bytes): 1048576 bytes in 12000 fields " * 3,
+        )
+    OutboxEvent.objects.filter(kind=notifications.SEND_EVENT).update(
+        attempts=3, last_error=REFUSED, next_attempt_at=timezone.now() + timedelta(minutes=7)
+    )
+    Notification.objects.update(attempts=3, last_error=REFUSED)
+    instance = "worker-host-with-a-long-name.internal.example.com:123456"
+    leases.instance_started(instance_id=instance)
+    leases.lease_acquire(mailbox_id=mailbox.pk, owner=instance, ttl=30)
+    fleet.process_register(
+        process_id=f"qcluster:{instance}", kind=ProcessKind.QCLUSTER, pid=1, broker="orm:default"
+    )
+
+
+def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(transactional_db, tmp_path):
+    browser = require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url(),
+        "DEBUG": "false",
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+    }
+    run([sys.executable, "manage.py", "collectstatic", "--noinput"], env, ROOT)
+    get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
+    trouble_of_every_kind()
+    venv = Path(sys.executable).parent.parent
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+
+    def command(bind: str) -> list[str]:
+        return unit_command("pricefeed-web.service", "ExecStart", venv, bind=bind)
+
+    measured: dict[str, dict] = {}
+    tooltips: list[str] = []
+    # No database access in here: Playwright's loop runs in this thread.
+    with Gunicorn(command, env, ROOT, tmp_path) as server, sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=browser,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1440, "height": 900},
+        )
+        try:
+            page = context.new_page()
+            page.goto(f"{server.url}/admin/login/?next=/admin/")
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", PASSWORD)
+            page.click("input[type=submit]")
+            page.wait_for_url("**/admin/")
+            for name in LISTS:
+                page.goto(f"{server.url}/admin/{name}/")
+                measured[name] = page.evaluate(MEASURE)
+                page.screenshot(path=str(ARTIFACTS / f"{name.replace('/', '-')}-1440.png"))
+            page.goto(f"{server.url}/admin/notifications/notification/")
+            tooltips = page.eval_on_selector_all(
+                "td.field-short_error .pf-cell", "cells => cells.map(c => c.title)"
+            )
+        finally:
+            context.close()
+
+    for name, m in measured.items():
+        assert m["rows"], f"{name}: no rows to measure"
+        assert m["page"] <= 0, f"{name}: the page is {m['page']} px wider than the window"
+        assert m["results"] <= 0, f"{name}: the list overflows its box by {m['results']} px"
+        # One line of text and the cell's padding; two lines would be about a line more.
+        assert m["tallest"] < 2 * m["line"] + 16, f"{name}: a row {m['tallest']} px tall"
+    assert tooltips and all(title == REFUSED for title in tooltips)
+    assert server.returncode == 0, server.log()[-3000:]

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AccessConfig(AppConfig):
@@ -6,4 +7,4 @@ class AccessConfig(AppConfig):
     django-q2's admin to superusers where it runs arbitrary functions (admin.py)."""
 
     name = "access"
-    verbose_name = "Access"
+    verbose_name = _("Access")

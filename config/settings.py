@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 
 import environ
+from django.utils.translation import gettext_lazy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -113,6 +114,10 @@ MIDDLEWARE = [
     # The admin's static files, from STATIC_ROOT, by the WSGI server itself.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language of each request: the one chosen with the switcher in the admin's
+    # header (set_language, kept in a cookie), else the browser's Accept-Language, else
+    # LANGUAGE_CODE. After the session, before CommonMiddleware (Django's order).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -186,12 +191,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# The language of the admin (for a browser that asks for none of LANGUAGES, and until a
+# user picks one) and of mails; Russian unless set.
+LANGUAGE_CODE = env.str("LANGUAGE_CODE", default="ru")
 # The languages the admin and the notification mails are offered in.
 LANGUAGES = [("ru", "Русский"), ("en", "English")]
+# The project's catalogue (locale/, the strings of config, core, access, fleet,
+# monitoring, devkit and templates/), through the link config/locale, which is also where
+# the wheel puts it; every app's own locale/ is found by Django beside the app. The .mo
+# files are compiled by the build (build_locale.py), not committed.
+LOCALE_PATHS = [Path(__file__).parent / "locale"]
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
+# Numbers and dates are shown in the formats of the request's language (Russian: a
+# decimal comma, "1 декабря 2026 г. 22:05", 24-hour times). Thousands are not grouped:
+# the admin shows identifiers (IMAP UIDs, ids, ports, row numbers) as plain numbers too,
+# and "4 294 967 295" as a UID would be misread; prices keep their decimal comma.
+USE_THOUSAND_SEPARATOR = False
 
 STATIC_URL = "static/"
 # Filled by `manage.py collectstatic` and served by WhiteNoise under hashed names (the
@@ -353,7 +370,8 @@ Q_CLUSTER = {
     "poll": env.float("PRICEFEED_Q_POLL", default=0.2),
     "ack_failures": True,
     "catch_up": False,
-    "label": "Task queue",
+    # The admin's name for django-q2's app (its verbose_name), in the request's language.
+    "label": gettext_lazy("Task queue"),
 }
 # Address space (RLIMIT_AS) of each django-q2 worker process, in bytes; 0 = no cap. An
 # idle worker maps ~100 MiB; importing a 1M-row CSV peaks at ~510 MiB, a 1M-row (46 MiB)

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 admin.site.site_header = "pricefeed"
@@ -8,4 +8,6 @@ admin.site.site_title = "pricefeed"
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
     path("admin/", admin.site.urls),
+    # set_language: the language switcher in the admin's header posts here.
+    path("i18n/", include("django.conf.urls.i18n")),
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
+from django.utils.formats import number_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince, timeuntil
@@ -123,7 +124,8 @@ def duration(value: timedelta | None) -> str:
         return EMPTY
     seconds = max(0.0, value.total_seconds())
     if seconds < 10:
-        return gettext("%(seconds).2f s") % {"seconds": seconds}
+        # In the language's own decimal separator: "0.42 s", "0,42 с".
+        return gettext("%(seconds)s s") % {"seconds": number_format(seconds, 2)}
     if seconds < 60:
         return gettext("%(seconds)d s") % {"seconds": seconds}
     if seconds < 3600:

@@ -3,8 +3,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import BooleanField, ExpressionWrapper
 from django.utils.html import format_html
-from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext, pgettext, pgettext_lazy
 
 from core.adminutils import AuditAdminMixin, truncated, when
 from core.brokers import fingerprint
@@ -74,26 +73,26 @@ class ProcessHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
             )
         return super().changelist_view(request, extra_context)
 
-    @admin.display(description=_("process"), ordering="process_id")
+    @admin.display(description=pgettext_lazy("process", "process"), ordering="process_id")
     def short_process_id(self, obj: ProcessHeartbeat) -> str:
         return truncated(obj.process_id, width="s")
 
-    @admin.display(description=_("broker"), ordering="broker")
+    @admin.display(description=pgettext_lazy("process", "broker"), ordering="broker")
     def short_broker(self, obj: ProcessHeartbeat) -> str:
         return truncated(obj.broker, width="s")
 
-    @admin.display(description=_("last seen"), ordering="last_seen")
+    @admin.display(description=pgettext_lazy("process", "last seen"), ordering="last_seen")
     def seen(self, obj: ProcessHeartbeat) -> str:
         return when(obj.last_seen)
 
-    @admin.display(description=_("started"), ordering="started_at")
+    @admin.display(description=pgettext_lazy("process", "started"), ordering="started_at")
     def started(self, obj: ProcessHeartbeat) -> str:
         return when(obj.started_at)
 
-    @admin.display(description=_("state"))
+    @admin.display(description=pgettext_lazy("process", "state"))
     def state(self, obj: ProcessHeartbeat) -> str:
         if obj.stopped:
-            return gettext("stopped")
+            return pgettext("process", "stopped")
         if getattr(obj, "is_live", False):
-            return gettext("live")
-        return format_html('<span class="pf-error">{}</span>', gettext("dead"))
+            return pgettext("process", "live")
+        return format_html('<span class="pf-error">{}</span>', pgettext("process", "dead"))

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class ProcessKind(models.TextChoices):
@@ -18,18 +20,22 @@ class ProcessHeartbeat(models.Model):
 
     Kind = ProcessKind
 
-    process_id = models.CharField(max_length=255, unique=True)
-    kind = models.CharField(max_length=32, choices=ProcessKind.choices)
-    host = models.CharField(max_length=255)
-    pid = models.IntegerField()
+    process_id = models.CharField(_("process id"), max_length=255, unique=True)
+    kind = models.CharField(
+        pgettext_lazy("process", "kind"), max_length=32, choices=ProcessKind.choices
+    )
+    host = models.CharField(pgettext_lazy("process", "host"), max_length=255)
+    pid = models.IntegerField(_("PID"))
     # core.brokers.fingerprint(): "orm:default", "redis:host:6379/0"; never a password.
-    broker = models.CharField(max_length=255)
-    started_at = models.DateTimeField(db_default=Now())
-    last_seen = models.DateTimeField(db_default=Now())
-    stopped = models.BooleanField(default=False)
+    broker = models.CharField(pgettext_lazy("process", "broker"), max_length=255)
+    started_at = models.DateTimeField(pgettext_lazy("process", "started at"), db_default=Now())
+    last_seen = models.DateTimeField(pgettext_lazy("process", "last seen"), db_default=Now())
+    stopped = models.BooleanField(pgettext_lazy("process", "stopped"), default=False)
 
     class Meta:
         ordering = ["kind", "process_id"]
+        verbose_name = _("process heartbeat")
+        verbose_name_plural = _("process heartbeats")
 
     def __str__(self) -> str:
         return f"{self.kind} {self.process_id}"

@@ -20,8 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from .exceptions import AddressNotAllowed, ImapSettingsError, PlainNotAllowed
+from .texts import Text
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -53,21 +55,21 @@ def non_public_kind(ip: IPAddress) -> str | None:
     for a public unicast address."""
     ip = embedded_ipv4(ip) or ip
     if ip.is_unspecified:
-        return "unspecified"
+        return gettext_noop("unspecified")
     if ip.is_loopback:
-        return "loopback"
+        return gettext_noop("loopback")
     if ip.is_link_local:
-        return "link-local"
+        return gettext_noop("link-local")
     if ip.is_multicast:
-        return "multicast"
+        return gettext_noop("multicast")
     if ip in _SHARED:
-        return "shared (carrier-grade NAT)"
+        return gettext_noop("shared (carrier-grade NAT)")
     if any(ip.version == net.version and ip in net for net in _PRIVATE):
-        return "private"
+        return gettext_noop("private")
     if ip.is_reserved:
-        return "reserved"
+        return gettext_noop("reserved")
     if not ip.is_global:
-        return "special-purpose"
+        return gettext_noop("special-purpose")
     return None
 
 
@@ -99,7 +101,12 @@ def _parse_networks(values: tuple[str, ...]) -> tuple[IPNetwork, ...]:
             networks.append(ipaddress.ip_network(value.strip(), strict=False))
         except ValueError as exc:
             raise ImapSettingsError(
-                f"{ALLOWED_NETWORKS}: {value!r} is not a network ({exc})"
+                Text(
+                    gettext_noop("%(setting)s: %(value)s is not a network (%(error)s)"),
+                    setting=ALLOWED_NETWORKS,
+                    value=repr(value),
+                    error=str(exc),
+                )
             ) from None
     return tuple(networks)
 
@@ -148,8 +155,13 @@ class ConnectionPolicy:
     def check_security(self, security: str) -> None:
         if security == "plain" and not self.allow_plain:
             raise PlainNotAllowed(
-                f"plain-text IMAP (no TLS) is not allowed ({ALLOW_PLAIN} is off); "
-                "choose SSL/TLS or STARTTLS"
+                Text(
+                    gettext_noop(
+                        "plain-text IMAP (no TLS) is not allowed (%(setting)s is off); "
+                        "choose SSL/TLS or STARTTLS"
+                    ),
+                    setting=ALLOW_PLAIN,
+                )
             )
 
     def check_addresses(self, host: str, addresses: Sequence[Resolved]) -> None:
@@ -157,10 +169,24 @@ class ConnectionPolicy:
         for address in addresses:
             kind = refusal(address.ip, self.networks)
             if kind is not None:
-                where = f"{host} is" if _is_literal(host) else f"{host} resolves to {address.ip},"
+                if _is_literal(host):
+                    message = gettext_noop(
+                        "%(host)s is not a public address (%(kind)s); IMAP connections to "
+                        "it need %(setting)s to hold it"
+                    )
+                else:
+                    message = gettext_noop(
+                        "%(host)s resolves to %(ip)s, not a public address (%(kind)s); IMAP "
+                        "connections to it need %(setting)s to hold it"
+                    )
                 raise AddressNotAllowed(
-                    f"{where} not a public address ({kind}); IMAP connections to it need "
-                    f"{ALLOWED_NETWORKS} to hold it"
+                    Text(
+                        message,
+                        host=host,
+                        ip=str(address.ip),
+                        kind=Text(kind),
+                        setting=ALLOWED_NETWORKS,
+                    )
                 )
 
     def addresses(self, host: str, port: int) -> list[Resolved]:

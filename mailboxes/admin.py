@@ -24,6 +24,7 @@ from .models import (
     MailboxCheckpoint,
     MailboxLease,
 )
+from .texts import translated
 from .weights import weight_expression
 
 # The list columns, for the admins of apps that extend these pages (pricefeed).
@@ -89,7 +90,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     actions = ["test_connection"]
     readonly_fields = [
         "last_connected_at",
-        "last_error",
+        "shown_error",
         "last_error_at",
         "test_requested_at",
         "test_finished_at",
@@ -116,7 +117,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
             {
                 "fields": [
                     "last_connected_at",
-                    ("last_error", "last_error_at"),
+                    ("shown_error", "last_error_at"),
                     ("created_at", "updated_at"),
                 ]
             },
@@ -166,7 +167,12 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     def problem(self, obj: Mailbox) -> str:
         if not obj.last_error:
             return ""
-        return truncated(obj.last_error, width="m", error=True)
+        return truncated(self.shown_error(obj), width="m", error=True)
+
+    @admin.display(description=_("last error"))
+    def shown_error(self, obj: Mailbox) -> str:
+        """The last error in the reader's language when it was recorded translatable."""
+        return translated(obj.last_error_text) if obj.last_error_text else obj.last_error
 
     def has_test_permission(self, request) -> bool:
         return request.user.has_perm("mailboxes.test_mailbox")
@@ -210,7 +216,8 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
             return gettext("never tested")
         if obj.test_finished_at is None:
             return gettext("queued: waiting for a worker")
-        return f"{'✔' if obj.test_succeeded else '✘'} {obj.test_result}"
+        result = translated(obj.test_result_text) if obj.test_result_text else obj.test_result
+        return f"{'✔' if obj.test_succeeded else '✘'} {result}"
 
 
 @admin.register(InboundMessage)

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
 from django.core import checks
+from django.utils.translation import gettext_lazy as _
 
 
 class MailboxesConfig(AppConfig):
     name = "mailboxes"
-    verbose_name = "Mailboxes and inbound mail"
+    verbose_name = _("Mailboxes and inbound mail")
 
     def ready(self) -> None:
         from core import crypto, sweeps, workers

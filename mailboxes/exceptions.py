@@ -41,7 +41,7 @@ class ServerClosed(ImapError):
 
 class ImapSettingsError(ImapError):
     """pricefeed's own IMAP settings prevent this connection; the message names the
-    setting."""
+    setting. Raised with a ``texts.Text``, to be shown translated."""
 
 
 class AddressNotAllowed(ImapSettingsError):

@@ -3,10 +3,13 @@ from __future__ import annotations
 import socket
 
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from .addresses import ConnectionPolicy
 from .exceptions import AddressNotAllowed, ImapSettingsError, PlainNotAllowed
 from .models import Mailbox
+from .texts import text_of, translated
 
 
 class MailboxForm(forms.ModelForm):
@@ -25,7 +28,8 @@ class MailboxForm(forms.ModelForm):
     password = forms.CharField(
         widget=forms.PasswordInput(render_value=False),
         required=False,
-        help_text=(
+        label=_("Password"),
+        help_text=_(
             "Stored encrypted. Leave empty to keep the current password, unless host, port, "
             "security or username change: then enter it again."
         ),
@@ -51,16 +55,18 @@ class MailboxForm(forms.ModelForm):
         try:
             host.encode("idna")
         except UnicodeError as exc:
-            raise forms.ValidationError("Not a valid host name.") from exc
+            raise forms.ValidationError(_("Not a valid host name."), code="invalid") from exc
         return host
 
     def clean(self):
         cleaned = super().clean() or {}
         security, port = cleaned.get("security"), cleaned.get("port")
         if security == Mailbox.Security.SSL and port == 143:
-            self.add_error("port", "Port 143 normally speaks STARTTLS or plain, not SSL/TLS.")
+            self.add_error(
+                "port", gettext("Port 143 normally speaks STARTTLS or plain, not SSL/TLS.")
+            )
         if security in (Mailbox.Security.STARTTLS, Mailbox.Security.PLAIN) and port == 993:
-            self.add_error("port", "Port 993 normally speaks implicit SSL/TLS.")
+            self.add_error("port", gettext("Port 993 normally speaks implicit SSL/TLS."))
         self._clean_password(cleaned)
         self._check_destination(cleaned)
         return cleaned
@@ -79,12 +85,20 @@ class MailboxForm(forms.ModelForm):
         if self.password_entered:
             return
         if not self.instance.pk:
-            self.add_error("password", "A password is required for a new mailbox.")
+            self.add_error("password", gettext("A password is required for a new mailbox."))
         elif changed := self._server_changes(cleaned):
             self.add_error(
                 "password",
-                f"The server changed ({', '.join(changed)}): enter the password again. "
-                "The stored password is only ever sent to the server it was entered for.",
+                gettext(
+                    "The server changed (%(fields)s): enter the password again. The stored "
+                    "password is only ever sent to the server it was entered for."
+                )
+                % {
+                    "fields": ", ".join(
+                        str(getattr(Mailbox._meta.get_field(name), "verbose_name", name))
+                        for name in changed
+                    )
+                },
             )
         else:
             cleaned["password"] = self.instance.password
@@ -97,13 +111,13 @@ class MailboxForm(forms.ModelForm):
         try:
             policy = ConnectionPolicy.current()
         except ImapSettingsError as exc:  # a bad PRICEFEED_IMAP_ALLOWED_NETWORKS
-            self.add_error(None, str(exc))
+            self.add_error(None, translated(text_of(exc)))
             return
         if "security" in cleaned:
             try:
                 policy.check_security(cleaned["security"])
             except PlainNotAllowed as exc:
-                self.add_error("security", str(exc))
+                self.add_error("security", translated(text_of(exc)))
         if "host" not in cleaned or "port" not in cleaned:
             return
         try:
@@ -111,7 +125,7 @@ class MailboxForm(forms.ModelForm):
         except socket.gaierror:
             pass  # checked again on every connection, which reports "host not found"
         except AddressNotAllowed as exc:
-            self.add_error("host", str(exc))
+            self.add_error("host", translated(text_of(exc)))
 
     def save(self, commit: bool = True) -> Mailbox:
         if self.password_entered:

@@ -33,6 +33,7 @@ from datetime import datetime
 
 import imapclient
 from django.conf import settings as django_settings
+from django.utils.translation import gettext_noop
 from imapclient import imap4, tls
 from imapclient.exceptions import (
     CapabilityError,
@@ -55,6 +56,7 @@ from .exceptions import (
     ImapSettingsError,
     ServerClosed,
 )
+from .texts import Text, text_of
 
 logger = logging.getLogger(__name__)
 
@@ -85,54 +87,99 @@ class FolderState:
 
 
 def describe_error(exc: BaseException, settings: ConnectionSettings | None = None) -> str:
-    """Turns a connection problem into one line an operator can act on."""
-    where = f"{settings.host}:{settings.port}" if settings else "the server"
+    """Turns a connection problem into one line an operator can act on (a ``Text``: in
+    English, and translatable where it is shown)."""
+    where = f"{settings.host}:{settings.port}" if settings else Text(gettext_noop("the server"))
     if isinstance(exc, LoginError):
-        return f"authentication failed for user {settings.username if settings else ''!r}"
+        return Text(
+            gettext_noop("authentication failed for user %(user)s"),
+            user=repr(settings.username if settings else ""),
+        )
     if isinstance(
         exc, FolderMissing | CredentialsUnreadable | CredentialsMissing | ImapSettingsError
     ):
-        return str(exc)
+        return text_of(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
         # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH.
         if exc.verify_code in (62, 64):
-            return (
-                f"TLS certificate of {where} is for another host "
-                f"({exc.verify_message.rstrip('.')}); connect by a name the certificate lists"
+            return Text(
+                gettext_noop(
+                    "TLS certificate of %(where)s is for another host (%(reason)s); connect "
+                    "by a name the certificate lists"
+                ),
+                where=where,
+                reason=exc.verify_message.rstrip("."),
             )
-        return f"TLS certificate of {where} not trusted: {exc.verify_message}"
+        return Text(
+            gettext_noop("TLS certificate of %(where)s not trusted: %(reason)s"),
+            where=where,
+            reason=exc.verify_message,
+        )
     if isinstance(exc, ssl.SSLError):
         # What a client speaking TLS first reads from a plain port: the IMAP greeting.
         if exc.reason == "WRONG_VERSION_NUMBER":
-            return (
-                f"TLS handshake with {where} failed: the server does not speak TLS on that "
-                "port; check the security setting"
+            return Text(
+                gettext_noop(
+                    "TLS handshake with %(where)s failed: the server does not speak TLS on "
+                    "that port; check the security setting"
+                ),
+                where=where,
             )
-        return (
-            f"TLS handshake with {where} failed ({exc.reason or exc}); check the security setting"
+        return Text(
+            gettext_noop(
+                "TLS handshake with %(where)s failed (%(reason)s); check the security setting"
+            ),
+            where=where,
+            reason=str(exc.reason or exc),
         )
     if isinstance(exc, CapabilityError) and "STARTTLS" in str(exc):
-        return f"{where} does not offer STARTTLS; choose SSL/TLS or plain"
+        return Text(
+            gettext_noop("%(where)s does not offer STARTTLS; choose SSL/TLS or plain"),
+            where=where,
+        )
     if isinstance(exc, socket.gaierror):
-        return f"host {settings.host if settings else ''!r} not found ({exc.strerror})"
+        return Text(
+            gettext_noop("host %(host)s not found (%(reason)s)"),
+            host=repr(settings.host if settings else ""),
+            reason=str(exc.strerror),
+        )
     if isinstance(exc, ConnectionRefusedError):
-        return f"connection to {where} refused (nothing listening?)"
+        return Text(
+            gettext_noop("connection to %(where)s refused (nothing listening?)"), where=where
+        )
     if isinstance(exc, TimeoutError | socket.timeout):
         if settings and settings.security != "ssl":
             # An implicit-TLS port waits for the client's handshake and never greets.
-            return (
-                f"{where} did not answer in time; if that port expects TLS from the start, "
-                "choose SSL/TLS"
+            return Text(
+                gettext_noop(
+                    "%(where)s did not answer in time; if that port expects TLS from the "
+                    "start, choose SSL/TLS"
+                ),
+                where=where,
             )
-        return f"{where} did not answer in time"
+        return Text(gettext_noop("%(where)s did not answer in time"), where=where)
     if isinstance(exc, OSError) and exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
-        return f"{where} unreachable ({exc.strerror})"
+        return Text(
+            gettext_noop("%(where)s unreachable (%(reason)s)"),
+            where=where,
+            reason=str(exc.strerror),
+        )
     if isinstance(exc, ServerClosed):
-        return f"{where} closed the connection: {exc}"
+        return Text(
+            gettext_noop("%(where)s closed the connection: %(reason)s"),
+            where=where,
+            reason=str(exc),
+        )
     if isinstance(exc, IMAPClientError | ImapError):
-        return f"IMAP error from {where}: {exc}"
+        return Text(
+            gettext_noop("IMAP error from %(where)s: %(reason)s"), where=where, reason=str(exc)
+        )
     if isinstance(exc, OSError):
-        return f"network error talking to {where}: {exc.strerror or exc}"
+        return Text(
+            gettext_noop("network error talking to %(where)s: %(reason)s"),
+            where=where,
+            reason=str(exc.strerror or exc),
+        )
     # Anything else (a database error, say): its first line, the one that names it.
     return f"{type(exc).__name__}: {first_line(exc)}"
 
@@ -248,11 +295,20 @@ class ImapSession:
         """Connects, secures, logs in and selects the folder read-only."""
         s = self.settings
         if isinstance(s.password, UnreadableSecret):
-            raise CredentialsUnreadable(f"{s.password.reason}; re-enter the mailbox password")
+            raise CredentialsUnreadable(
+                Text(
+                    gettext_noop("%(reason)s; re-enter the mailbox password"),
+                    reason=s.password.reason,
+                )
+            )
         if not s.password:
             raise CredentialsMissing(
-                "no password stored for this server (host, port, security or username "
-                "changed since it was entered); enter the mailbox password"
+                Text(
+                    gettext_noop(
+                        "no password stored for this server (host, port, security or "
+                        "username changed since it was entered); enter the mailbox password"
+                    )
+                )
             )
         policy = ConnectionPolicy.current()
         policy.check_security(s.security)
@@ -293,7 +349,13 @@ class ImapSession:
             info = self.client.select_folder(folder, readonly=True)
         except IMAPClientError as exc:
             if "select failed" in str(exc).lower():
-                raise FolderMissing(f"folder {folder!r} cannot be selected: {exc}") from exc
+                raise FolderMissing(
+                    Text(
+                        gettext_noop("folder %(folder)s cannot be selected: %(reason)s"),
+                        folder=repr(folder),
+                        reason=str(exc),
+                    )
+                ) from exc
             raise
         return FolderState(
             uidvalidity=int(info[b"UIDVALIDITY"]),
@@ -585,14 +647,25 @@ def _check(session: ImapSession) -> str:
     settings = session.settings
     state = session.open()
     capabilities = session.client.capabilities()
-    idle = "IDLE supported" if b"IDLE" in capabilities else "IDLE NOT supported (polling)"
-    return (
-        f"connected to {settings.host}:{settings.port}, folder {settings.folder!r} has "
-        f"{state.exists} message(s), UIDVALIDITY {state.uidvalidity}; {idle}"
+    if b"IDLE" in capabilities:
+        idle = Text(gettext_noop("IDLE supported"))
+    else:
+        idle = Text(gettext_noop("IDLE NOT supported (polling)"))
+    return Text(
+        gettext_noop(
+            "connected to %(host)s:%(port)s, folder %(folder)s has %(count)s message(s), "
+            "UIDVALIDITY %(uidvalidity)s; %(idle)s"
+        ),
+        host=settings.host,
+        port=settings.port,
+        folder=repr(settings.folder),
+        count=state.exists,
+        uidvalidity=state.uidvalidity,
+        idle=idle,
     )
 
 
-SECURITY_NAMES = {"ssl": "SSL/TLS", "starttls": "STARTTLS", "plain": "plain text"}
+SECURITY_NAMES = {"ssl": "SSL/TLS", "starttls": "STARTTLS", "plain": gettext_noop("plain text")}
 
 
 def probe_error(exc: BaseException, settings: ConnectionSettings, *, logged_in: bool) -> str:
@@ -604,18 +677,28 @@ def probe_error(exc: BaseException, settings: ConnectionSettings, *, logged_in: 
     does not resolve, a refused login and a missing folder are specific; so is what
     fails after the login was accepted."""
     if isinstance(exc, ImapSettingsError | CredentialsUnreadable | CredentialsMissing):
-        return str(exc)
+        return text_of(exc)
     if isinstance(exc, socket.gaierror):  # our resolver's answer, not the peer's
         return describe_error(exc, settings)
     if isinstance(exc, LoginError):
-        return f"authentication failed for user {settings.username!r}"
+        return Text(
+            gettext_noop("authentication failed for user %(user)s"), user=repr(settings.username)
+        )
     if isinstance(exc, FolderMissing):
-        return f"logged in; folder {settings.folder!r} cannot be selected"
+        return Text(
+            gettext_noop("logged in; folder %(folder)s cannot be selected"),
+            folder=repr(settings.folder),
+        )
     if logged_in:
-        return f"logged in, then: {describe_error(exc, settings)}"
+        return Text(gettext_noop("logged in, then: %(error)s"), error=describe_error(exc, settings))
     security = SECURITY_NAMES.get(settings.security, settings.security)
-    return (
-        f"could not connect to {settings.host}:{settings.port} with {security} (no "
-        "connection, no answer, or no verified IMAP server there; check host, port, "
-        "security and the server's certificate)"
+    return Text(
+        gettext_noop(
+            "could not connect to %(host)s:%(port)s with %(security)s (no connection, no "
+            "answer, or no verified IMAP server there; check host, port, security and the "
+            "server's certificate)"
+        ),
+        host=settings.host,
+        port=settings.port,
+        security=Text(security),
     )

@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Now
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from core.crypto import EncryptedTextField
 
@@ -11,49 +13,59 @@ class Mailbox(models.Model):
     """An IMAP mailbox that price lists arrive in; several configs share one mailbox."""
 
     class Security(models.TextChoices):
-        SSL = "ssl", "SSL/TLS (implicit, usually port 993)"
-        STARTTLS = "starttls", "STARTTLS (usually port 143)"
-        PLAIN = "plain", "None (plain text; trusted networks only)"
+        SSL = "ssl", _("SSL/TLS (implicit, usually port 993)")
+        STARTTLS = "starttls", _("STARTTLS (usually port 143)")
+        PLAIN = "plain", _("None (plain text; trusted networks only)")
 
     class Backfill(models.TextChoices):
-        ALL = "all", "Every message already in the folder"
-        NEW = "new", "Only messages that arrive from now on"
+        ALL = "all", _("Every message already in the folder")
+        NEW = "new", _("Only messages that arrive from now on")
 
-    name = models.CharField(max_length=100, unique=True)
-    host = models.CharField(max_length=255)
+    name = models.CharField(_("name"), max_length=100, unique=True)
+    host = models.CharField(_("host"), max_length=255)
     port = models.PositiveIntegerField(
-        default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
+        _("port"), default=993, validators=[MinValueValidator(1), MaxValueValidator(65535)]
     )
-    security = models.CharField(max_length=10, choices=Security, default=Security.SSL)
-    username = models.CharField(max_length=255)
-    password = EncryptedTextField(blank=True, help_text="Stored encrypted.")
-    folder = models.CharField(max_length=255, default="INBOX")
-    enabled = models.BooleanField(default=True)
+    security = models.CharField(
+        _("security"), max_length=10, choices=Security, default=Security.SSL
+    )
+    username = models.CharField(_("username"), max_length=255)
+    password = EncryptedTextField(_("password"), blank=True, help_text=_("Stored encrypted."))
+    folder = models.CharField(_("folder"), max_length=255, default="INBOX")
+    enabled = models.BooleanField(_("enabled"), default=True)
     backfill = models.CharField(
+        _("backfill"),
         max_length=10,
         choices=Backfill,
         default=Backfill.ALL,
-        help_text="What the first connection records when there is no checkpoint yet.",
+        help_text=_("What the first connection records when there is no checkpoint yet."),
     )
     weight = models.PositiveIntegerField(
+        _("weight"),
         null=True,
         blank=True,
-        help_text="Load weight for lease balancing; empty = number of enabled configs.",
+        help_text=_("Load weight for lease balancing; empty = number of enabled configs."),
     )
     # What the listener last saw; written by the lease owner, shown in admin.
-    last_connected_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    last_error_at = models.DateTimeField(null=True, blank=True)
+    last_connected_at = models.DateTimeField(_("last connected at"), null=True, blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    last_error_at = models.DateTimeField(_("last error at"), null=True, blank=True)
+    # The same error as a msgid and its parameters (texts.Text), shown translated.
+    last_error_text = models.JSONField(default=dict, blank=True, editable=False)
     # The last "Test connection" (run by a worker, not in the web request).
-    test_requested_at = models.DateTimeField(null=True, blank=True)
-    test_finished_at = models.DateTimeField(null=True, blank=True)
-    test_succeeded = models.BooleanField(null=True, blank=True)
-    test_result = models.TextField(blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    updated_at = models.DateTimeField(auto_now=True)
+    test_requested_at = models.DateTimeField(_("test requested at"), null=True, blank=True)
+    test_finished_at = models.DateTimeField(_("test finished at"), null=True, blank=True)
+    test_succeeded = models.BooleanField(_("test succeeded"), null=True, blank=True)
+    test_result = models.TextField(_("test result"), blank=True)
+    # The same result as a msgid and its parameters (texts.Text), shown in the reader's
+    # language; {} for a result written before it existed.
+    test_result_text = models.JSONField(default=dict, blank=True, editable=False)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
-        verbose_name_plural = "mailboxes"
+        verbose_name = _("mailbox")
+        verbose_name_plural = _("mailboxes")
         ordering = ["name"]
         permissions = [("test_mailbox", "Can test a mailbox's connection")]
 
@@ -119,34 +131,44 @@ class Mailbox(models.Model):
 class MailboxLease(models.Model):
     """Who listens to a mailbox. ``token`` grows on every acquisition and fences writes."""
 
-    mailbox = models.OneToOneField(Mailbox, on_delete=models.CASCADE, related_name="lease")
-    owner = models.CharField(max_length=255, blank=True, db_index=True)
-    token = models.BigIntegerField(default=0)
-    acquired_at = models.DateTimeField(null=True, blank=True)
-    renewed_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
+    mailbox = models.OneToOneField(
+        Mailbox, on_delete=models.CASCADE, related_name="lease", verbose_name=_("mailbox")
+    )
+    owner = models.CharField(_("owner"), max_length=255, blank=True, db_index=True)
+    token = models.BigIntegerField(_("token"), default=0)
+    acquired_at = models.DateTimeField(_("acquired at"), null=True, blank=True)
+    renewed_at = models.DateTimeField(_("renewed at"), null=True, blank=True)
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
     # Set from admin ("force release"): the owner's next renewal fails, it stops
     # listening and frees the lease.
-    release_requested = models.BooleanField(default=False)
+    release_requested = models.BooleanField(_("release requested"), default=False)
 
     class Meta:
+        verbose_name = _("mailbox lease")
+        verbose_name_plural = _("mailbox leases")
         permissions = [("release_mailboxlease", "Can force the release of a mailbox lease")]
 
     def __str__(self) -> str:
-        return f"{self.mailbox} → {self.owner or 'free'} (token {self.token})"
+        return gettext("%(mailbox)s → %(owner)s (token %(token)s)") % {
+            "mailbox": self.mailbox,
+            "owner": self.owner or gettext("free"),
+            "token": self.token,
+        }
 
 
 class InstanceHeartbeat(models.Model):
     """A running ``listen_mail`` process."""
 
-    instance_id = models.CharField(max_length=255, unique=True)
-    host = models.CharField(max_length=255)
-    pid = models.IntegerField()
-    started_at = models.DateTimeField(db_default=Now())
-    last_seen = models.DateTimeField(db_default=Now())
-    stopping = models.BooleanField(default=False)
+    instance_id = models.CharField(_("instance"), max_length=255, unique=True)
+    host = models.CharField(_("host"), max_length=255)
+    pid = models.IntegerField(_("PID"))
+    started_at = models.DateTimeField(_("started at"), db_default=Now())
+    last_seen = models.DateTimeField(_("last seen"), db_default=Now())
+    stopping = models.BooleanField(_("stopping"), default=False)
 
     class Meta:
+        verbose_name = _("listener instance")
+        verbose_name_plural = _("listener instances")
         ordering = ["instance_id"]
 
     def __str__(self) -> str:
@@ -156,13 +178,17 @@ class InstanceHeartbeat(models.Model):
 class MailboxCheckpoint(models.Model):
     """The highest UID recorded for a folder under one UIDVALIDITY."""
 
-    mailbox = models.ForeignKey(Mailbox, on_delete=models.CASCADE, related_name="checkpoints")
-    folder = models.CharField(max_length=255)
-    uidvalidity = models.BigIntegerField()
-    last_uid = models.BigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
+    mailbox = models.ForeignKey(
+        Mailbox, on_delete=models.CASCADE, related_name="checkpoints", verbose_name=_("mailbox")
+    )
+    folder = models.CharField(_("folder"), max_length=255)
+    uidvalidity = models.BigIntegerField(_("UIDVALIDITY"))
+    last_uid = models.BigIntegerField(_("last UID"), default=0)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("checkpoint")
+        verbose_name_plural = _("checkpoints")
         constraints = [
             models.UniqueConstraint(fields=["mailbox", "folder"], name="checkpoint_per_folder"),
         ]
@@ -172,13 +198,13 @@ class MailboxCheckpoint(models.Model):
 
 
 class MessageStatus(models.TextChoices):
-    RECEIVED = "RECEIVED", "Received"
-    PROCESSING = "PROCESSING", "Processing"
-    DONE = "DONE", "Done"
-    IGNORED = "IGNORED", "Ignored (no config matched)"
-    RETRYABLE = "RETRYABLE", "Retryable"
-    FAILED = "FAILED", "Failed"
-    REJECTED = "REJECTED", "Rejected"
+    RECEIVED = "RECEIVED", pgettext_lazy("message status", "Received")
+    PROCESSING = "PROCESSING", pgettext_lazy("message status", "Processing")
+    DONE = "DONE", pgettext_lazy("message status", "Done")
+    IGNORED = "IGNORED", pgettext_lazy("message status", "Ignored (no config matched)")
+    RETRYABLE = "RETRYABLE", pgettext_lazy("message status", "Retryable")
+    FAILED = "FAILED", pgettext_lazy("message status", "Failed")
+    REJECTED = "REJECTED", pgettext_lazy("message status", "Rejected")
 
 
 # Recorded, not yet finished by a worker: what admission control bounds.
@@ -190,37 +216,43 @@ class InboundMessage(models.Model):
 
     Status = MessageStatus
 
-    mailbox = models.ForeignKey(Mailbox, on_delete=models.PROTECT, related_name="messages")
-    folder = models.CharField(max_length=255)
-    uidvalidity = models.BigIntegerField()
-    uid = models.BigIntegerField()
-    message_id = models.CharField(max_length=998, blank=True, db_index=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    from_address = models.CharField(max_length=320, blank=True)
-    from_header = models.CharField(max_length=998, blank=True)
-    subject = models.CharField(max_length=998, blank=True)
-    size = models.BigIntegerField(default=0)
-    sha256 = models.CharField(max_length=64, blank=True)
+    mailbox = models.ForeignKey(
+        Mailbox, on_delete=models.PROTECT, related_name="messages", verbose_name=_("mailbox")
+    )
+    folder = models.CharField(_("folder"), max_length=255)
+    uidvalidity = models.BigIntegerField(_("UIDVALIDITY"))
+    uid = models.BigIntegerField(_("UID"))
+    message_id = models.CharField(_("Message-ID"), max_length=998, blank=True, db_index=True)
+    sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
+    from_address = models.CharField(_("sender address"), max_length=320, blank=True)
+    from_header = models.CharField(_("From header"), max_length=998, blank=True)
+    subject = models.CharField(_("subject"), max_length=998, blank=True)
+    size = models.BigIntegerField(_("size (bytes)"), default=0)
+    sha256 = models.CharField(_("SHA-256"), max_length=64, blank=True)
     # The message exactly as the server returned it; empty when it was refused unread.
     # Compressed with lz4 on PostgreSQL (migration 0003): half the time of pglz to store.
-    raw = models.BinaryField(null=True, blank=True, editable=False)
-    dedup_key = models.CharField(max_length=64, unique=True)
-    status = models.CharField(max_length=10, choices=Status, default=Status.RECEIVED, db_index=True)
-    attempts = models.PositiveIntegerField(default=0)
+    raw = models.BinaryField(_("raw message"), null=True, blank=True, editable=False)
+    dedup_key = models.CharField(_("deduplication key"), max_length=64, unique=True)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status, default=Status.RECEIVED, db_index=True
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
     # Runs that ended with their worker process (killed, crashed, out of memory):
     # core.claims.ClaimedWork.crashed; FAILED at PRICEFEED_CRASH_MAX_ATTEMPTS.
-    crashes = models.PositiveSmallIntegerField(default=0, db_default=0)
-    claimed_by = models.CharField(max_length=255, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    warnings = models.JSONField(default=list, blank=True)
-    match_report = models.JSONField(default=dict, blank=True)
-    received_at = models.DateTimeField(db_default=Now(), db_index=True)
-    updated_at = models.DateTimeField(db_default=Now())
-    finished_at = models.DateTimeField(null=True, blank=True)
+    crashes = models.PositiveSmallIntegerField(_("crashes"), default=0, db_default=0)
+    claimed_by = models.CharField(_("claimed by"), max_length=255, blank=True)
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), null=True, blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    warnings = models.JSONField(_("warnings"), default=list, blank=True)
+    match_report = models.JSONField(_("match report"), default=dict, blank=True)
+    received_at = models.DateTimeField(_("received at"), db_default=Now(), db_index=True)
+    updated_at = models.DateTimeField(_("updated at"), db_default=Now())
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("inbound message")
+        verbose_name_plural = _("inbound messages")
         ordering = ["-received_at", "-id"]
         permissions = [
             ("reprocess_inboundmessage", "Can reprocess inbound messages"),

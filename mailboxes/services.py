@@ -17,6 +17,7 @@ from core.dbtime import db_now_minus
 from .exceptions import ImapError
 from .imap import ConnectionSettings, probe_connection
 from .models import Mailbox
+from .texts import as_json, text_of
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +39,18 @@ def connection_settings(mailbox: Mailbox) -> ConnectionSettings:
 
 def mailbox_report_connected(*, mailbox_id: int) -> None:
     Mailbox.objects.filter(pk=mailbox_id).update(
-        last_connected_at=Now(), last_error="", last_error_at=None
+        last_connected_at=Now(), last_error="", last_error_text={}, last_error_at=None
     )
 
 
 def mailbox_report_error(*, mailbox_id: int, error: str) -> None:
-    Mailbox.objects.filter(pk=mailbox_id).update(last_error=error[:2000], last_error_at=Now())
+    """Records ``error`` (``imap.describe_error``'s line: a ``texts.Text`` is kept
+    translatable too) as the mailbox's last error."""
+    Mailbox.objects.filter(pk=mailbox_id).update(
+        last_error=str(error)[:2000],
+        last_error_text=as_json(error) if len(error) <= 2000 else {},
+        last_error_at=Now(),
+    )
 
 
 def pending_test_seconds() -> float:
@@ -75,7 +82,11 @@ def mailbox_tests_request(*, mailbox_ids: Iterable[int]) -> list[int]:
     queued = []
     for mailbox_id in mailbox_ids:
         marked = Mailbox.objects.filter(startable, pk=mailbox_id).update(
-            test_requested_at=Now(), test_finished_at=None, test_succeeded=None, test_result=""
+            test_requested_at=Now(),
+            test_finished_at=None,
+            test_succeeded=None,
+            test_result="",
+            test_result_text={},
         )
         if marked:
             queued.append(mailbox_id)
@@ -96,10 +107,15 @@ def mailbox_test_run(*, mailbox_id: int) -> bool | None:
     try:
         result, succeeded = probe_connection(connection_settings(mailbox)), True
     except ImapError as exc:
-        result, succeeded = str(exc), False
+        result, succeeded = text_of(exc), False
     written = Mailbox.objects.filter(
         pk=mailbox_id, test_requested_at=mailbox.test_requested_at, test_finished_at=None
-    ).update(test_finished_at=Now(), test_succeeded=succeeded, test_result=result[:2000])
+    ).update(
+        test_finished_at=Now(),
+        test_succeeded=succeeded,
+        test_result=str(result)[:2000],
+        test_result_text=as_json(result) if len(result) <= 2000 else {},
+    )
     extra = {"action": "connection_tested", "mailbox_id": mailbox_id, "mailbox_name": mailbox.name}
     if not written:
         # A duplicate delivery finished first, or the test was asked again meanwhile.

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class MonitoringConfig(AppConfig):
@@ -8,7 +9,7 @@ class MonitoringConfig(AppConfig):
     app's selectors."""
 
     name = "monitoring"
-    verbose_name = "Monitoring"
+    verbose_name = _("Monitoring")
 
     def ready(self) -> None:
         # The metrics port of listen_mail and dispatch_outbox (core.metrics_server)

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import (
@@ -16,9 +17,26 @@ from core.adminutils import (
     when,
 )
 from outbox.models import OutboxEvent
+from pricefeed.imports.outcome import FINAL
+from pricefeed.models import PriceImport
 
-from . import retries, selectors
+from . import retries, selectors, services
 from .models import Notification, Subscription
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """The import outcome a notification is about, named as the import's status is (the
+    field stores the status's value, without choices of its own)."""
+
+    title = _("outcome")
+    parameter_name = "kind__exact"
+
+    def lookups(self, request, model_admin):
+        return [(status, PriceImport.Status(status).label) for status in FINAL]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(kind=value) if value else queryset
 
 
 @admin.register(Subscription)
@@ -35,21 +53,22 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
         "created",
         "short_recipient",
-        "kind",
+        "outcome",
         "status",
         "next_attempt",
         "short_error",
         "of_import",
     ]
-    list_filter = ["status", "kind"]
+    list_filter = ["status", OutcomeFilter]
     search_fields = ["recipient", "message_id"]
     raw_id_fields = ["price_import"]
     actions = ["retry_now", "requeue", "give_up"]
+    exclude = ["kind", "language"]  # shown by their names: "outcome", "mail_language"
     readonly_fields = [
         "price_import",
         "recipient",
-        "kind",
-        "language",
+        "outcome",
+        "mail_language",
         "status",
         "message_id",
         "attempts",
@@ -70,13 +89,22 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
-    @admin.display(description=_("created"), ordering="created_at")
+    @admin.display(description=pgettext_lazy("notification", "created"), ordering="created_at")
     def created(self, obj: Notification) -> str:
         return when(obj.created_at)
 
     @admin.display(description=_("recipient"), ordering="recipient")
     def short_recipient(self, obj: Notification) -> str:
         return truncated(obj.recipient, width="s")
+
+    @admin.display(description=_("outcome"), ordering="kind")
+    def outcome(self, obj: Notification) -> str:
+        return obj.outcome_label()
+
+    @admin.display(description=_("language"))
+    def mail_language(self, obj: Notification) -> str:
+        code = services.mail_language(obj.language)
+        return dict(settings.LANGUAGES).get(code, code)
 
     @admin.display(description=_("next attempt"), ordering="send_next_attempt_at")
     def next_attempt(self, obj: Notification) -> str:

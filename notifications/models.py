@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from pricefeed.models import PriceImport
@@ -59,7 +59,7 @@ class Subscription(models.Model):
     on_succeeded = models.BooleanField(_("on success"), default=True)
     on_partial = models.BooleanField(_("on partial success"), default=True)
     on_failed = models.BooleanField(_("on failure"), default=True)
-    enabled = models.BooleanField(_("enabled"), default=True)
+    enabled = models.BooleanField(pgettext_lazy("subscription", "enabled"), default=True)
 
     class Meta:
         verbose_name = _("subscription")
@@ -112,8 +112,8 @@ class Notification(models.Model):
     message_id = models.CharField(_("Message-ID"), max_length=255, blank=True)
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     last_error = models.TextField(_("last error"), blank=True)
-    created_at = models.DateTimeField(_("created"), db_default=Now())
-    sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
+    sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("notification")
@@ -126,4 +126,12 @@ class Notification(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} → {self.recipient} ({self.get_status_display()})"
+        return f"{self.outcome_label()} → {self.recipient} ({self.get_status_display()})"
+
+    def outcome_label(self) -> str:
+        """The import outcome as its status is named in the active language (the stored
+        value itself when it is no import status)."""
+        try:
+            return str(PriceImport.Status(self.kind).label)
+        except ValueError:
+            return self.kind

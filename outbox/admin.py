@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import AuditAdminMixin, due, truncated, when
@@ -76,7 +76,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
             "<pre>{}</pre>", json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True)
         )
 
-    @admin.display(description=_("created"), ordering="created_at")
+    @admin.display(description=pgettext_lazy("outbox event", "created"), ordering="created_at")
     def created(self, obj: OutboxEvent) -> str:
         return when(obj.created_at)
 
@@ -149,7 +149,8 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     def mark_failed(self, request, queryset):
         moved = services.events_mark_failed(
             event_ids=queryset.values_list("id", flat=True),
-            reason=gettext("marked failed by %(user)s") % {"user": request.user.get_username()},
+            reason=pgettext("outbox event", "marked failed by %(user)s")
+            % {"user": request.user.get_username()},
         )
         self._report(
             request,

@@ -5,13 +5,15 @@ import uuid
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class EventStatus(models.TextChoices):
-    NEW = "NEW", "New"
-    PROCESSING = "PROCESSING", "Processing"
-    SENT = "SENT", "Sent"
-    FAILED = "FAILED", "Failed"
+    NEW = "NEW", _("New")
+    PROCESSING = "PROCESSING", _("Processing")
+    SENT = "SENT", _("Sent")
+    FAILED = "FAILED", _("Failed")
 
 
 class OutboxEvent(models.Model):
@@ -22,26 +24,34 @@ class OutboxEvent(models.Model):
 
     Status = EventStatus
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    kind = models.CharField(max_length=100)
-    aggregate_type = models.CharField(max_length=100)
-    aggregate_id = models.CharField(max_length=100)
-    payload = models.JSONField(default=dict)
-    status = models.CharField(max_length=10, choices=Status, default=Status.NEW)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(db_default=Now())
-    claimed_by = models.CharField(max_length=255, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    sent_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)  # SENT or FAILED
+    id = models.UUIDField(_("ID"), primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(_("kind"), max_length=100)
+    aggregate_type = models.CharField(_("aggregate type"), max_length=100)
+    aggregate_id = models.CharField(_("aggregate ID"), max_length=100)
+    payload = models.JSONField(_("payload"), default=dict)
+    status = models.CharField(_("status"), max_length=10, choices=Status, default=Status.NEW)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), db_default=Now())
+    claimed_by = models.CharField(
+        pgettext_lazy("outbox event", "claimed by"), max_length=255, blank=True
+    )
+    claimed_at = models.DateTimeField(
+        pgettext_lazy("outbox event", "claimed at"), null=True, blank=True
+    )
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("outbox event", "created at"), db_default=Now())
+    sent_at = models.DateTimeField(pgettext_lazy("outbox event", "sent at"), null=True, blank=True)
+    finished_at = models.DateTimeField(
+        pgettext_lazy("outbox event", "finished at"), null=True, blank=True
+    )  # SENT or FAILED
 
     class Meta:
+        verbose_name = _("outbox event")
+        verbose_name_plural = _("outbox events")
         ordering = ["-created_at"]
         permissions = [
-            ("retry_outboxevent", "Can retry or requeue outbox events"),
-            ("fail_outboxevent", "Can give up outbox events"),
+            ("retry_outboxevent", _("Can retry or requeue outbox events")),
+            ("fail_outboxevent", _("Can give up outbox events")),
         ]
         indexes = [
             # The claim query reads only NEW rows in (next_attempt_at, id) order; however

@@ -29,6 +29,7 @@ from mailboxes.models import InboundMessage, Mailbox
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
 from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
+from .texts import translated, translated_all
 
 PREVIEW_ROWS = 20
 Status = PriceImport.Status
@@ -156,7 +157,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "sha256",
         "status",
         "format",
-        "last_error",
+        "error",
         "rows_total",
         "rows_ok",
         "rows_failed",
@@ -176,7 +177,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "duration",
     ]
     fieldsets = [
-        (None, {"fields": ["status", "last_error", "config", "message_link", "filename"]}),
+        (None, {"fields": ["status", "error", "config", "message_link", "filename"]}),
         (
             _("Rows"),
             {"fields": [("rows_total", "rows_ok", "rows_failed", "rows_skipped"), "items_link"]},
@@ -271,10 +272,15 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
                 text = gettext("%(failed)s; row %(row)s: %(error)s") % {
                     "failed": text,
                     "row": annotated(obj, "first_error_row"),
-                    "error": first,
+                    "error": translated(first),
                 }
             return truncated(text, width="m", error=True)
-        return truncated(obj.last_error, width="m", error=obj.status == Status.FAILED)
+        return truncated(translated(obj.last_error), width="m", error=obj.status == Status.FAILED)
+
+    @admin.display(description=_("last error"))
+    def error(self, obj: PriceImport) -> str:
+        """The last error in the active language where it is known (stored in English)."""
+        return translated(obj.last_error) or EMPTY
 
     @admin.display(description=_("duration"), ordering="run_time")
     def duration(self, obj: PriceImport) -> str:
@@ -339,7 +345,9 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         if not obj.errors:
             return EMPTY
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td></tr>", ((e["row"], e["error"]) for e in obj.errors)
+            "",
+            "<tr><td>{}</td><td>{}</td></tr>",
+            ((e["row"], translated(e["error"])) for e in obj.errors),
         )
         total = (obj.parse_info or {}).get("errors_total", len(obj.errors))
         heading = (
@@ -530,6 +538,17 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
         }
         return super().get_queryset(request).annotate(n_imports=Count("imports"), **counts)
 
+    @admin.display(description=_("match report"))
+    def report(self, obj: InboundMessage) -> str:
+        """The match report, its reasons and note in the active language (they are
+        stored in English: pricefeed.texts)."""
+        stored = obj.match_report
+        obj.match_report = _translated_report(stored)
+        try:
+            return super().report(obj)
+        finally:
+            obj.match_report = stored
+
     @admin.display(description=_("imports"), ordering="n_imports")
     def imports_outcome(self, obj: InboundMessage) -> str:
         """``2 ok, 1 failed, 1 partial``; failed and partial in red."""
@@ -555,3 +574,19 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
             ", ".join(strip_tags(p) for p in parts),
             format_html_join(", ", "{}", ((p,) for p in parts)),
         )
+
+
+def _translated_report(report: dict) -> dict:
+    """A copy of a match report whose configs' reasons and note are translated."""
+    if not report:
+        return report
+    translated_report = {
+        **report,
+        "configs": [
+            {**c, "reasons": translated_all(c.get("reasons", []))}
+            for c in report.get("configs", [])
+        ],
+    }
+    if "note" in report:
+        translated_report["note"] = translated(report["note"])
+    return translated_report

@@ -1,10 +1,11 @@
 from django.apps import AppConfig
 from django.core import checks
+from django.utils.translation import gettext_lazy as _
 
 
 class PricefeedConfig(AppConfig):
     name = "pricefeed"
-    verbose_name = "Price lists"
+    verbose_name = _("Price lists")
 
     def ready(self) -> None:
         from core import sweeps, workers

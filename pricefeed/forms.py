@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
 from .exceptions import PatternError
 from .limits import file_size_problem
 from .matching import compile_pattern
 from .models import PriceListConfig
+from .texts import translated
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")
 
@@ -35,7 +38,7 @@ class PriceListConfigForm(forms.ModelForm):
         try:
             compile_pattern(value)
         except PatternError as exc:
-            raise forms.ValidationError(str(exc)) from None
+            raise forms.ValidationError(translated(str(exc))) from None
         return value
 
     def clean_sender_pattern(self) -> str:
@@ -51,42 +54,54 @@ class PriceListConfigForm(forms.ModelForm):
         value = self.cleaned_data.get("sender_auth") or PriceListConfig.SenderAuth.RECORD
         if value == PriceListConfig.SenderAuth.REQUIRE and not settings.PRICEFEED_AUTHSERV_IDS:
             raise forms.ValidationError(
-                "No receiving server is trusted (PRICEFEED_AUTHSERV_IDS is empty), so no "
-                "sender can be authenticated and this config would never match. Set "
-                "PRICEFEED_AUTHSERV_IDS first, or choose “record”."
+                _(
+                    "No receiving server is trusted (PRICEFEED_AUTHSERV_IDS is empty), so no "
+                    "sender can be authenticated and this config would never match. Set "
+                    "PRICEFEED_AUTHSERV_IDS first, or choose “%(record)s”."
+                ),
+                code="no_authserv_ids",
+                params={"record": PriceListConfig.SenderAuth.RECORD.label},
             )
         return value
 
     def clean_columns(self) -> dict:
         columns = self.cleaned_data.get("columns") or {}
         if not isinstance(columns, dict):
-            raise forms.ValidationError('Expected an object such as {"sku": "A", "price": "Цена"}.')
+            raise forms.ValidationError(
+                _('Expected an object such as {"sku": "A", "price": "Цена"}.'), code="invalid"
+            )
         unknown = sorted(set(columns) - set(FIELDS))
         if unknown:
             raise forms.ValidationError(
-                f"Unknown field(s) {', '.join(unknown)}; use {', '.join(FIELDS)}."
+                _("Unknown field(s) %(unknown)s; use %(fields)s."),
+                code="unknown_field",
+                params={"unknown": ", ".join(unknown), "fields": ", ".join(FIELDS)},
             )
         for key, value in columns.items():
             if not isinstance(value, str) or not value.strip():
                 raise forms.ValidationError(
-                    f"Column for {key!r} must be a header text or a column letter."
+                    _("Column for %(field)s must be a header text or a column letter."),
+                    code="invalid_column",
+                    params={"field": repr(key)},
                 )
         return columns
 
     def clean_sheet(self) -> str:
         sheet = (self.cleaned_data.get("sheet") or "").strip()
         if sheet.isdigit() and int(sheet) < 1:
-            raise forms.ValidationError("Sheet numbers start at 1.")
+            raise forms.ValidationError(_("Sheet numbers start at 1."), code="invalid_sheet")
         return sheet
 
 
 class PreviewForm(forms.Form):
-    file = forms.FileField(help_text="A price-list file or an archive; nothing is stored.")
+    file = forms.FileField(
+        label=_("File"), help_text=_("A price-list file or an archive; nothing is stored.")
+    )
 
     def clean_file(self):
         """The upload's size, known before its bytes are read, within the file limit."""
         upload = self.cleaned_data["file"]
         problem = file_size_problem(upload.size or 0)
         if problem:
-            raise forms.ValidationError(problem[:1].upper() + problem[1:] + ".")
+            raise forms.ValidationError(capfirst(translated(problem)) + ".", code="too_large")
         return upload

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from core.budget import cpu_budget
 from mailboxes import authresults, mime
@@ -32,6 +33,9 @@ from .limits import parse_limits
 from .models import PriceListConfig
 
 logger = logging.getLogger(__name__)
+
+# The match report's note, translated where it is shown (pricefeed.texts).
+NO_ENABLED_CONFIGS = gettext_noop("the mailbox has no enabled configs")
 
 Status = InboundMessage.Status
 
@@ -185,7 +189,7 @@ def _process(message_id: int, worker: str) -> str:
     results = matching.evaluate_all(rules, envelope)
     report = matching.report(envelope, results, warnings=parsed.warnings)
     if not configs:
-        report["note"] = "the mailbox has no enabled configs"
+        report["note"] = NO_ENABLED_CONFIGS
     matched = [(r.config_id, key) for r in results if r.matched for key in r.attachments]
     by_key = {a.key: a for a in attachments}
     status = Status.DONE if matched else Status.IGNORED

@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import fields
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from . import parsing
 
 SETTING_PREFIX = parsing.SETTING_PREFIX  # the library names limits by these settings
+# Stored and shown in English, translated where it is shown (pricefeed.texts).
+FILE_TOO_LARGE = gettext_noop(
+    "the file is %(size)s bytes, over the %(limit)s-byte limit (%(setting)s)"
+)
 
 
 def parse_limits() -> parsing.Limits:
@@ -27,8 +32,9 @@ def file_size_problem(size: int) -> str | None:
     None; for callers that know the size before they hold the bytes (uploads)."""
     limit = parse_limits().max_file_bytes
     if size > limit:
-        return (
-            f"the file is {size:,} bytes, over the {limit:,}-byte limit "
-            f"({parsing.limit_name('max_file_bytes')})"
-        )
+        return FILE_TOO_LARGE % {
+            "size": f"{size:,}",
+            "limit": f"{limit:,}",
+            "setting": parsing.limit_name("max_file_bytes"),
+        }
     return None

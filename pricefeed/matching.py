@@ -20,11 +20,42 @@ import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
+from django.utils.translation import gettext_noop
+
 from mailboxes.authresults import SenderVerdict
 
 from .exceptions import PatternError
 
 REGEX_PREFIX = "re:"
+
+# The reasons of a config's verdict, stored in English in the match report and
+# translated where they are shown (pricefeed.texts).
+SENDER_MISMATCH = gettext_noop("sender %(sender)s does not match %(pattern)s")
+SUBJECT_MISMATCH = gettext_noop("subject %(subject)s does not match %(pattern)s")
+NO_ATTACHMENTS = gettext_noop("message has no attachments")
+NO_FILE_MATCHES = gettext_noop(
+    "no attachment name matches %(pattern)s (attachments: %(attachments)s)"
+)
+INVALID_PATTERN = gettext_noop("config has an invalid pattern: %(error)s")
+INVALID_REGEX = gettext_noop("invalid regular expression: %(error)s")
+NOT_AUTHENTICATED = gettext_noop("sender not authenticated: %(why)s")
+AUTHENTICATED = gettext_noop("sender authenticated: %(why)s")
+NOT_AUTHENTICATED_RECORDED = gettext_noop("sender not authenticated (recorded only): %(why)s")
+NOT_CHECKED = gettext_noop("the message's sender was not checked")
+# A count: translated with ngettext (pricefeed.texts).
+MATCHED_FILES = "matched %(count)s file(s)"
+REASONS = (
+    SENDER_MISMATCH,
+    SUBJECT_MISMATCH,
+    NO_ATTACHMENTS,
+    NO_FILE_MATCHES,
+    INVALID_PATTERN,
+    INVALID_REGEX,
+    NOT_AUTHENTICATED,
+    AUTHENTICATED,
+    NOT_AUTHENTICATED_RECORDED,
+    NOT_CHECKED,
+)
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str] | None:
@@ -36,7 +67,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str] | None:
         try:
             return re.compile(pattern[len(REGEX_PREFIX) :], re.IGNORECASE)
         except re.error as exc:
-            raise PatternError(f"invalid regular expression: {exc}") from None
+            raise PatternError(INVALID_REGEX % {"error": exc}) from None
     # fnmatch.translate anchors at the end; match() anchors at the start.
     return re.compile(fnmatch.translate(pattern), re.IGNORECASE)
 
@@ -140,14 +171,19 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
     try:
         if not _check(rule.sender_pattern, envelope.sender):
             result.reasons.append(
-                f"sender {envelope.sender or '(none)'!r} does not match {rule.sender_pattern!r}"
+                SENDER_MISMATCH
+                % {
+                    "sender": repr(envelope.sender or "(none)"),
+                    "pattern": repr(rule.sender_pattern),
+                }
             )
         if not _check(rule.subject_pattern, envelope.subject):
             result.reasons.append(
-                f"subject {envelope.subject!r} does not match {rule.subject_pattern!r}"
+                SUBJECT_MISMATCH
+                % {"subject": repr(envelope.subject), "pattern": repr(rule.subject_pattern)}
             )
         if not envelope.attachments:
-            result.reasons.append("message has no attachments")
+            result.reasons.append(NO_ATTACHMENTS)
         else:
             result.attachments = [
                 key
@@ -160,30 +196,30 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
                     for a in envelope.attachments
                 )
                 result.reasons.append(
-                    f"no attachment name matches {rule.filename_pattern!r} (attachments: {names})"
+                    NO_FILE_MATCHES % {"pattern": repr(rule.filename_pattern), "attachments": names}
                 )
     except PatternError as exc:
-        result.reasons.append(f"config has an invalid pattern: {exc}")
+        result.reasons.append(INVALID_PATTERN % {"error": exc})
         result.attachments = []
     verdict = envelope.sender_auth
     authenticated = verdict is not None and verdict.authenticated
     if rule.sender_auth == REQUIRE and not authenticated:
-        result.reasons.append(f"sender not authenticated: {_why(verdict)}")
+        result.reasons.append(NOT_AUTHENTICATED % {"why": _why(verdict)})
     result.matched = not result.reasons
     if not result.matched:
         result.attachments = []
         return result
-    result.reasons.append(f"matched {len(result.attachments)} file(s)")
+    result.reasons.append(MATCHED_FILES % {"count": len(result.attachments)})
     if verdict is not None and verdict.checked and rule.sender_auth in (RECORD, REQUIRE):
         if authenticated:
-            result.reasons.append(f"sender authenticated: {verdict.reason}")
+            result.reasons.append(AUTHENTICATED % {"why": verdict.reason})
         else:
-            result.reasons.append(f"sender not authenticated (recorded only): {verdict.reason}")
+            result.reasons.append(NOT_AUTHENTICATED_RECORDED % {"why": verdict.reason})
     return result
 
 
 def _why(verdict: SenderVerdict | None) -> str:
-    return verdict.reason if verdict is not None else "the message's sender was not checked"
+    return verdict.reason if verdict is not None else NOT_CHECKED
 
 
 def evaluate_all(rules: Iterable[Rule], envelope: Envelope) -> list[RuleResult]:

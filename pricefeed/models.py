@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import formats
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
+from django.utils.translation import ngettext, pgettext_lazy
 
 
 class PriceListConfig(models.Model):
@@ -17,58 +17,88 @@ class PriceListConfig(models.Model):
     """
 
     class Mode(models.TextChoices):
-        SNAPSHOT = "snapshot", "Snapshot (the file is the whole price list)"
-        DELTA = "delta", "Delta (the file holds changes only)"
+        SNAPSHOT = "snapshot", _("Snapshot (the file is the whole price list)")
+        DELTA = "delta", _("Delta (the file holds changes only)")
 
     class SenderAuth(models.TextChoices):
-        IGNORE = "ignore", "Ignore (match on the From address alone)"
-        RECORD = "record", "Record the receiving server's verdict"
-        REQUIRE = "require", "Require DMARC pass or an aligned DKIM pass"
+        IGNORE = "ignore", _("Ignore (match on the From address alone)")
+        RECORD = "record", _("Record the receiving server's verdict")
+        REQUIRE = "require", _("Require DMARC pass or an aligned DKIM pass")
 
     class NumberFormat(models.TextChoices):
-        AUTO = "auto", "Detect (1 234,50 / 1,234.50 / 1234.5)"
-        COMMA_DECIMAL = "comma", "Comma decimal (1 234,50)"
-        DOT_DECIMAL = "dot", "Dot decimal (1,234.50)"
+        AUTO = "auto", _("Detect (1 234,50 / 1,234.50 / 1234.5)")
+        COMMA_DECIMAL = "comma", _("Comma decimal (1 234,50)")
+        DOT_DECIMAL = "dot", _("Dot decimal (1,234.50)")
 
-    name = models.CharField(max_length=100)
+    name = models.CharField(_("name"), max_length=100)
     mailbox = models.ForeignKey(
-        "mailboxes.Mailbox", on_delete=models.CASCADE, related_name="configs"
+        "mailboxes.Mailbox",
+        on_delete=models.CASCADE,
+        related_name="configs",
+        verbose_name=_("mailbox"),
     )
-    enabled = models.BooleanField(default=True)
-    sender_pattern = models.CharField(max_length=500, blank=True)
-    subject_pattern = models.CharField(max_length=500, blank=True)
-    filename_pattern = models.CharField(max_length=500, blank=True)
+    enabled = models.BooleanField(pgettext_lazy("price-list config", "enabled"), default=True)
+    sender_pattern = models.CharField(
+        _("sender pattern"),
+        max_length=500,
+        blank=True,
+        help_text=_(
+            "A case-insensitive glob such as *@supplier.ru, or re: and a regular "
+            "expression; empty matches anything."
+        ),
+    )
+    subject_pattern = models.CharField(_("subject pattern"), max_length=500, blank=True)
+    filename_pattern = models.CharField(_("file name pattern"), max_length=500, blank=True)
     sender_auth = models.CharField(
+        _("sender authentication"),
         max_length=10,
         choices=SenderAuth,
         default=SenderAuth.RECORD,
-        help_text="What the receiving server's Authentication-Results (from "
-        "PRICEFEED_AUTHSERV_IDS) must say of the sender.",
+        help_text=_(
+            "What the receiving server's Authentication-Results (from "
+            "PRICEFEED_AUTHSERV_IDS) must say of the sender."
+        ),
     )
     columns = models.JSONField(
+        _("columns"),
         default=dict,
         blank=True,
-        help_text='Column mapping, e.g. {"sku": "Артикул", "price": "C"}; empty = by '
-        "header synonyms.",
+        help_text=_(
+            'Column mapping, e.g. {"sku": "Артикул", "price": "C"}; empty = by header synonyms.'
+        ),
     )
     sheet = models.CharField(
-        max_length=100, blank=True, help_text="Sheet name or 1-based number; empty = first."
+        _("sheet"),
+        max_length=100,
+        blank=True,
+        help_text=_("Sheet name or 1-based number; empty = first."),
     )
-    number_format = models.CharField(max_length=10, choices=NumberFormat, default=NumberFormat.AUTO)
-    mode = models.CharField(max_length=10, choices=Mode, default=Mode.SNAPSHOT)
+    number_format = models.CharField(
+        _("number format"), max_length=10, choices=NumberFormat, default=NumberFormat.AUTO
+    )
+    mode = models.CharField(_("mode"), max_length=10, choices=Mode, default=Mode.SNAPSHOT)
     default_currency = models.CharField(
-        max_length=10, blank=True, help_text="Currency when the file names none, e.g. RUB."
+        _("default currency"),
+        max_length=10,
+        blank=True,
+        help_text=_("Currency when the file names none, e.g. RUB."),
     )
     max_bad_rows_percent = models.PositiveSmallIntegerField(
+        _("failed rows limit, %"),
         default=10,
-        help_text="More failed rows than this share of data rows fails the whole import.",
+        help_text=_("More failed rows than this share of data rows fails the whole import."),
     )
-    created_at = models.DateTimeField(db_default=Now())
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(
+        pgettext_lazy("price-list config", "created at"), db_default=Now()
+    )
+    updated_at = models.DateTimeField(
+        pgettext_lazy("price-list config", "updated at"), auto_now=True
+    )
 
     class Meta:
         ordering = ["mailbox__name", "name"]
-        verbose_name = "price-list config"
+        verbose_name = _("price-list config")
+        verbose_name_plural = _("price-list configs")
         constraints = [
             models.UniqueConstraint(fields=["mailbox", "name"], name="config_name_per_mailbox"),
         ]
@@ -81,38 +111,52 @@ class PriceImport(models.Model):
     """One price-list file from one message for one config: "the document"."""
 
     class Status(models.TextChoices):
-        PENDING = "PENDING", "Pending"
-        RUNNING = "RUNNING", "Running"
-        SUCCEEDED = "SUCCEEDED", "Succeeded"
-        PARTIAL = "PARTIAL", "Partial (some rows failed)"
-        FAILED = "FAILED", "Failed"
+        PENDING = "PENDING", _("Pending")
+        RUNNING = "RUNNING", _("Running")
+        SUCCEEDED = "SUCCEEDED", _("Succeeded")
+        PARTIAL = "PARTIAL", _("Partial (some rows failed)")
+        FAILED = "FAILED", _("Failed")
 
     message = models.ForeignKey(
-        "mailboxes.InboundMessage", on_delete=models.CASCADE, related_name="imports"
+        "mailboxes.InboundMessage",
+        on_delete=models.CASCADE,
+        related_name="imports",
+        verbose_name=_("message"),
     )
-    config = models.ForeignKey(PriceListConfig, on_delete=models.PROTECT, related_name="imports")
+    config = models.ForeignKey(
+        PriceListConfig,
+        on_delete=models.PROTECT,
+        related_name="imports",
+        verbose_name=_("config"),
+    )
     # Identifies the file inside the message: "part<N>" in MIME walk order, then
     # "/<path>" for a file inside an archive attachment.
-    attachment_key = models.CharField(max_length=255)
-    filename = models.CharField(max_length=500, blank=True)
-    content_type = models.CharField(max_length=255, blank=True)
-    size = models.BigIntegerField(default=0)
-    sha256 = models.CharField(max_length=64, blank=True)
-    status = models.CharField(max_length=10, choices=Status, default=Status.PENDING, db_index=True)
-    format = models.CharField(max_length=10, blank=True)
-    attempts = models.PositiveIntegerField(default=0)
+    attachment_key = models.CharField(_("attachment key"), max_length=255)
+    filename = models.CharField(_("file name"), max_length=500, blank=True)
+    content_type = models.CharField(_("content type"), max_length=255, blank=True)
+    size = models.BigIntegerField(_("size, bytes"), default=0)
+    sha256 = models.CharField("SHA-256", max_length=64, blank=True)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status, default=Status.PENDING, db_index=True
+    )
+    format = models.CharField(_("format"), max_length=10, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
     # Runs that ended with their worker process (killed, crashed, out of memory):
     # core.claims.ClaimedWork.crashed; FAILED at PRICEFEED_CRASH_MAX_ATTEMPTS.
-    crashes = models.PositiveSmallIntegerField(default=0, db_default=0)
-    claimed_by = models.CharField(max_length=255, blank=True)
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    crashes = models.PositiveSmallIntegerField(_("crashes"), default=0, db_default=0)
+    claimed_by = models.CharField(
+        pgettext_lazy("price import", "claimed by"), max_length=255, blank=True
+    )
+    claimed_at = models.DateTimeField(
+        pgettext_lazy("price import", "claimed at"), null=True, blank=True
+    )
+    next_attempt_at = models.DateTimeField(_("next attempt at"), null=True, blank=True)
     # Last time the import was handed to the task queue (creation or sweep).
-    queued_at = models.DateTimeField(db_default=Now())
-    rows_total = models.PositiveIntegerField(default=0)
-    rows_ok = models.PositiveIntegerField(default=0)
-    rows_failed = models.PositiveIntegerField(default=0)
-    rows_skipped = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(_("queued at"), db_default=Now())
+    rows_total = models.PositiveIntegerField(_("rows in total"), default=0)
+    rows_ok = models.PositiveIntegerField(_("rows imported"), default=0)
+    rows_failed = models.PositiveIntegerField(_("rows failed"), default=0)
+    rows_skipped = models.PositiveIntegerField(_("rows skipped"), default=0)
     # Rows read so far while RUNNING, written every PRICEFEED_IMPORT_PROGRESS_INTERVAL
     # seconds from a connection of its own (pricefeed.imports.progress); at the end
     # every data row read (rows_total), or those read before a FAILED parse stopped.
@@ -123,16 +167,24 @@ class PriceImport(models.Model):
         help_text=_("Rows read so far while the import runs; every data row read once it ends."),
     )
     # How the file was read: sheet, encoding, delimiter, header row, column mapping.
-    parse_info = models.JSONField(default=dict, blank=True)
-    errors = models.JSONField(default=list, blank=True)
-    diff = models.JSONField(default=dict, blank=True)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(db_default=Now(), db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    parse_info = models.JSONField(_("how the file was read"), default=dict, blank=True)
+    errors = models.JSONField(_("row errors"), default=list, blank=True)
+    diff = models.JSONField(_("diff"), default=dict, blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(
+        pgettext_lazy("price import", "created at"), db_default=Now(), db_index=True
+    )
+    started_at = models.DateTimeField(
+        pgettext_lazy("price import", "started at"), null=True, blank=True
+    )
+    finished_at = models.DateTimeField(
+        pgettext_lazy("price import", "finished at"), null=True, blank=True
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = _("price import")
+        verbose_name_plural = _("price imports")
         permissions = [("rerun_priceimport", "Can run failed imports again")]
         constraints = [
             models.UniqueConstraint(
@@ -197,15 +249,22 @@ class PriceItem(models.Model):
         related_name="items",
         db_constraint=False,
         db_index=False,
+        verbose_name=_("import"),
     )
-    sku = models.CharField(max_length=255)
-    name = models.TextField(blank=True)
-    price = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
-    currency = models.CharField(max_length=10, blank=True)
-    quantity = models.DecimalField(max_digits=18, decimal_places=4, null=True, blank=True)
-    row_number = models.PositiveIntegerField()
+    sku = models.CharField(_("sku"), max_length=255)
+    name = models.TextField(_("name"), blank=True)
+    price = models.DecimalField(_("price"), max_digits=18, decimal_places=4, null=True, blank=True)
+    currency = models.CharField(_("currency"), max_length=10, blank=True)
+    quantity = models.DecimalField(
+        _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    row_number = models.PositiveIntegerField(_("row"))
 
     objects = PriceItemQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("price item")
+        verbose_name_plural = _("price items")
 
     def __str__(self) -> str:
         return f"{self.sku} {self.price} {self.currency}"

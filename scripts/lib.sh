@@ -83,6 +83,9 @@ ensure_venv() {
         fi
         echo "$want" > "$stamp"
     fi
+    # The message catalogues' .mo files (not committed; the wheel build compiles them the
+    # same way): those missing or older than their .po, in pure Python (no msgfmt).
+    "$VENV/bin/python" "$ROOT/build_locale.py" || { say "compiling the message catalogues failed"; exit 1; }
 }
 
 ensure_dovecot() {
@@ -98,6 +101,22 @@ ensure_dovecot() {
     else
         say "note: Dovecot or faketime is missing and cannot be installed without root;"
         say "      the tests that need them will be skipped (the pymap ones still run)."
+    fi
+}
+
+ensure_gettext() {
+    # GNU gettext's xgettext and msgmerge, which makemessages runs: the guard test of the
+    # catalogues (tests/test_catalogue.py) extracts the strings of the code with them.
+    # (Compiling needs no msgfmt: build_locale.py does it in Python.)
+    command -v xgettext >/dev/null && command -v msgmerge >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing gettext for the catalogue test ..."
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            gettext >/dev/null
+    else
+        say "note: GNU gettext is missing and cannot be installed without root;"
+        say "      the catalogue test will be skipped (apt-get install gettext)."
     fi
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
+from django.utils import translation
 
 from mailboxes import processing
 from mailboxes.models import InboundMessage, Mailbox
@@ -25,6 +26,16 @@ def pytest_configure(config):
             "pricefeed's tests run on PostgreSQL: set DATABASE_URL=postgres://user@host/db "
             "or run ./scripts/test, which provides one."
         )
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in LANGUAGE_CODE (English here): LocaleMiddleware activates the
+    language of a request in the thread and leaves it active after the response, so a
+    test that asked for Russian would otherwise leave the next one in Russian."""
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from core import metrics
 from core.claims import PERMANENT_ERRORS, ClaimedWork, SweepResult
@@ -170,19 +171,29 @@ def _parse_and_store(
     return status
 
 
+# Why an import FAILED, stored in English as its last error and translated where it is
+# shown (pricefeed.texts).
+NO_VALID_ROWS = gettext_noop("no valid price rows")
+# A count: translated with ngettext (pricefeed.texts).
+NO_VALID_ROWS_FAILED = "no valid price rows (%(failed)s row(s) failed)"
+TOO_MANY_FAILED = gettext_noop("%(failed)s of %(total)s rows failed, over the limit of %(limit)s%%")
+REASONS = (NO_VALID_ROWS, TOO_MANY_FAILED)
+
+
 def verdict(config: PriceListConfig, parsed: parsing.ParsedFile) -> tuple[str, str]:
     """(status, reason) an import of ``config`` ends in with these rows."""
     # rows_failed counts every failed row; parsed.errors keeps at most max_errors.
     ok, failed = parsed.rows_ok, parsed.rows_failed
     if not ok:
-        return Status.FAILED, "no valid price rows" + (
-            f" ({failed} row(s) failed)" if failed else ""
-        )
+        if failed:
+            return Status.FAILED, NO_VALID_ROWS_FAILED % {"failed": failed}
+        return Status.FAILED, NO_VALID_ROWS
     if parsed.rows_total and failed * 100 > config.max_bad_rows_percent * parsed.rows_total:
-        return Status.FAILED, (
-            f"{failed} of {parsed.rows_total} rows failed, over the limit of "
-            f"{config.max_bad_rows_percent}%"
-        )
+        return Status.FAILED, TOO_MANY_FAILED % {
+            "failed": failed,
+            "total": parsed.rows_total,
+            "limit": config.max_bad_rows_percent,
+        }
     return (Status.PARTIAL if failed else Status.SUCCEEDED), ""
 
 

@@ -1,14 +1,18 @@
-"""A file read the way an import of a config would read it, storing nothing."""
+"""A file read the way an import of a config would read it, storing nothing.
+
+Nothing is stored, so the texts are made in the active language (pricefeed.texts)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from django.core.files.uploadedfile import UploadedFile
+from django.utils.translation import gettext
 
 from pricefeed import parsing
 from pricefeed.limits import file_size_problem, parse_limits
 from pricefeed.models import PriceListConfig
+from pricefeed.texts import translated, translated_all
 
 from . import lifecycle
 from .source import ARCHIVES
@@ -30,7 +34,9 @@ class PreviewResult:
 
     @property
     def errors(self) -> list[tuple[int, str]]:
-        return self.parsed.errors[: self.limit] if self.parsed else []
+        """The first row errors, in the active language."""
+        errors = self.parsed.errors[: self.limit] if self.parsed else []
+        return [(row, translated(text)) for row, text in errors]
 
 
 class FirstRows:
@@ -46,6 +52,16 @@ class FirstRows:
             self.rows.extend(rows[: self.count - len(self.rows)])  # a copy: parse reuses it
 
 
+def _verdict(status: str, reason: str) -> str:
+    """What an import would end as, in the active language."""
+    if reason:
+        return gettext("An import would end %(status)s: %(reason)s") % {
+            "status": status,
+            "reason": translated(reason),
+        }
+    return gettext("An import would end %(status)s.") % {"status": status}
+
+
 def preview_upload(
     *, config: PriceListConfig, upload: UploadedFile, rows: int = 20
 ) -> list[PreviewResult]:
@@ -53,7 +69,7 @@ def preview_upload(
     name = upload.name or "upload"
     problem = file_size_problem(upload.size or 0)
     if problem:
-        return [PreviewResult(name, error=problem, limit=rows)]
+        return [PreviewResult(name, error=translated(problem), limit=rows)]
     return preview_file(config=config, filename=name, data=upload.read(), rows=rows)
 
 
@@ -65,7 +81,7 @@ def preview_file(
     limits = parse_limits()
     problem = file_size_problem(len(data))
     if problem:
-        return [PreviewResult(filename, error=problem, limit=rows)]
+        return [PreviewResult(filename, error=translated(problem), limit=rows)]
     try:
         if parsing.detect_format(data) in ARCHIVES:
             members = [
@@ -74,17 +90,18 @@ def preview_file(
         else:
             members = [(filename, data)]
     except parsing.ParseError as exc:
-        return [PreviewResult(filename, error=str(exc), limit=rows)]
+        return [PreviewResult(filename, error=translated(str(exc)), limit=rows)]
     results = []
     for name, member in members:
         first = FirstRows(rows)
         try:
             parsed = parsing.parse(member, lifecycle.options_for(config), limits, sink=first)
         except parsing.ParseError as exc:
-            results.append(PreviewResult(name, error=str(exc), limit=rows))
+            results.append(PreviewResult(name, error=translated(str(exc)), limit=rows))
             continue
         status, reason = lifecycle.verdict(config, parsed)
-        verdict = f"An import would end {status}" + (f": {reason}" if reason else ".")
+        verdict = _verdict(status, reason)
+        parsed.warnings = translated_all(parsed.warnings)
         results.append(
             PreviewResult(name, parsed=parsed, verdict=verdict, rows=first.rows, limit=rows)
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+from django.utils.translation import gettext_noop
+
 from mailboxes.exceptions import RawMessageMissing
 from mailboxes.mime import attachment_payload
 from mailboxes.selectors import message_raw
@@ -14,6 +16,14 @@ from pricefeed.matching import member_key
 from pricefeed.models import PriceImport
 
 ARCHIVES = ("zip", "gzip")
+# Why an import FAILED, stored in English and translated where it is shown
+# (pricefeed.texts).
+ARCHIVE_OPENS_NOW = gettext_noop(
+    "the archive can be opened now (limits changed?): reprocess the message to import the "
+    "files inside it"
+)
+NOT_IN_ARCHIVE = gettext_noop("file %(path)s is no longer in the archive")
+REASONS = (ARCHIVE_OPENS_NOW, NOT_IN_ARCHIVE)
 
 
 def import_file(price_import: PriceImport) -> tuple[bytes, str]:
@@ -37,12 +47,9 @@ def import_file(price_import: PriceImport) -> tuple[bytes, str]:
             # Imported whole only when it could not be opened when the message was
             # matched: opening it again gives the reason (or says what changed).
             parsing.expand(payload, price_import.filename, limits)
-            raise parsing.ParseError(
-                "the archive can be opened now (limits changed?): reprocess the message "
-                "to import the files inside it"
-            )
+            raise parsing.ParseError(ARCHIVE_OPENS_NOW)
         return payload, digest
     for member in parsing.expand(payload, price_import.filename, limits):
         if member_key(part, member.path) == price_import.attachment_key:
             return member.data, hashlib.sha256(member.data).hexdigest()
-    raise parsing.ParseError(f"file {path!r} is no longer in the archive")
+    raise parsing.ParseError(NOT_IN_ARCHIVE % {"path": repr(path)})

@@ -34,10 +34,9 @@ CURRENCY_TOKENS = {
 # smallest value that rounds to 10**14; a value out of that range is a row error (price)
 # or no quantity, never a failed COPY. A float below 1e14 is at most
 # 99999999999999.984375: FLOAT_LIMIT needs no rounding margin.
-_WHOLE_DIGITS = NUMBER_MAX_DIGITS - NUMBER_DECIMAL_PLACES
-LIMIT = Decimal(10) ** _WHOLE_DIGITS - Decimal(5).scaleb(-NUMBER_DECIMAL_PLACES - 1)
-FLOAT_LIMIT = float(10**_WHOLE_DIGITS)
-OUT_OF_RANGE = f"is out of range (at most {_WHOLE_DIGITS} digits before the decimal point)"
+WHOLE_DIGITS = NUMBER_MAX_DIGITS - NUMBER_DECIMAL_PLACES
+LIMIT = Decimal(10) ** WHOLE_DIGITS - Decimal(5).scaleb(-NUMBER_DECIMAL_PLACES - 1)
+FLOAT_LIMIT = float(10**WHOLE_DIGITS)
 
 # Numbers are made in a context that keeps them storable: 28 significant digits (a
 # 20000-digit fraction would overflow PostgreSQL's numeric), exponents within +-999 (an

@@ -7,6 +7,7 @@ import csv
 from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 
+from . import messages as m
 from .archives import mib
 from .types import ColumnCuts, Limits, limit_name
 
@@ -129,16 +130,18 @@ class PlainLines:
         out = []
         for i, line in enumerate(lines):
             if len(line) > limit:
-                self.marked[first + i] = (
-                    f"line {first + i + 1:,} is {len(line):,} bytes long, more than "
-                    f"{mib(limit)} ({limit_name('max_line_bytes')}): not read"
-                )
+                self.marked[first + i] = m.LINE_TOO_LONG % {
+                    "line": f"{first + i + 1:,}",
+                    "size": f"{len(line):,}",
+                    "limit": mib(limit),
+                    "setting": limit_name("max_line_bytes"),
+                }
                 out.append("")
                 continue
             try:
                 out.append(line.decode(encoding, self.errors))
             except UnicodeDecodeError:
-                self.marked[first + i] = f"line {first + i + 1:,} is not valid UTF-8"
+                self.marked[first + i] = m.LINE_NOT_UTF8 % {"line": f"{first + i + 1:,}"}
                 out.append("")
         return "\n".join(out) + "\n" if out else ""
 

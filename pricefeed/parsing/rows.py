@@ -15,6 +15,7 @@ from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
 
+from . import messages as m
 from .deadline import Deadline
 from .errors import (
     TooManyRows,
@@ -26,7 +27,7 @@ from .headers import (
 from .numbers import (
     FLOAT_LIMIT,
     LIMIT,
-    OUT_OF_RANGE,
+    WHOLE_DIGITS,
     NumberReader,
     float_to_decimal,
     make_decimal,
@@ -69,9 +70,9 @@ def cell_text(value: object) -> str:
 def sku_problem(sku: str) -> str | None:
     """Why a non-empty SKU cannot be stored, or None."""
     if len(sku) > SKU_MAX_LENGTH:
-        return f"sku is longer than {SKU_MAX_LENGTH} characters ({len(sku):,})"
+        return m.SKU_TOO_LONG % {"limit": SKU_MAX_LENGTH, "length": f"{len(sku):,}"}
     if NUL in sku:
-        return "sku contains a NUL character"
+        return m.SKU_NUL
     return None
 
 
@@ -79,9 +80,9 @@ def currency_problem(currency: str) -> str | None:
     """Why a currency cannot be stored, or None."""
     if len(currency) > CURRENCY_MAX_LENGTH:
         shown = currency if len(currency) <= 40 else currency[:40] + "..."
-        return f"currency {shown!r} is longer than {CURRENCY_MAX_LENGTH} characters"
+        return m.CURRENCY_TOO_LONG % {"value": repr(shown), "limit": CURRENCY_MAX_LENGTH}
     if NUL in currency:
-        return "currency contains a NUL character"
+        return m.CURRENCY_NUL
     return None
 
 
@@ -491,12 +492,12 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, f"price {p!r} is not a number")
+                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p)})
                 continue
             sep = num.decimal
             other = "." if sep == "," else ","
         if not -LIMIT < price < LIMIT:
-            ctx.error(rn, f"price {p!r} {OUT_OF_RANGE}")
+            ctx.error(rn, m.PRICE_OUT_OF_RANGE % {"value": repr(p), "digits": WHOLE_DIGITS})
             continue
         if has_qty:
             q = q.strip()
@@ -527,7 +528,7 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
         name = name.strip() if has_name else ""
         if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
             num.pending = False
-            ctx.error(rn, sku_problem(sku) or "name contains a NUL character")
+            ctx.error(rn, sku_problem(sku) or m.NAME_NUL)
             continue
         if num.pending:
             ctx.ambiguous.append((len(out), p, q))
@@ -549,12 +550,12 @@ def _incomplete_row(row: list, sku: str, price: str, ctx: RowContext) -> str | N
         non_empty = sum(1 for c in row if (c.strip() if isinstance(c, str) else c != ""))
         if non_empty <= 1 and not any(ch.isdigit() for ch in sku):
             return None
-        return "price is missing"
+        return m.PRICE_MISSING
     try:
         NumberReader("dot").read(price)
     except ValueError:
         return None  # no sku and no number: a note or sub-heading
-    return "sku is missing"
+    return m.SKU_MISSING
 
 
 def read_workbook_rows(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
@@ -699,13 +700,15 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, f"price {p_text!r} is not a number")
+                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p_text)})
                 continue
         else:
-            ctx.error(rn, f"price {cell_text(raw)!r} is not a number")
+            ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(raw))})
             continue
         if not -LIMIT < price < LIMIT:
-            ctx.error(rn, f"price {cell_text(raw)!r} {OUT_OF_RANGE}")
+            ctx.error(
+                rn, m.PRICE_OUT_OF_RANGE % {"value": repr(cell_text(raw)), "digits": WHOLE_DIGITS}
+            )
             continue
         q = row[qi] if qi < n else ""
         qt = type(q)
@@ -738,7 +741,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
         name = v.strip() if type(v) is str else cell_text(v)
         if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
             num.pending = False
-            ctx.error(rn, sku_problem(sku) or "name contains a NUL character")
+            ctx.error(rn, sku_problem(sku) or m.NAME_NUL)
             continue
         if num.pending:
             ctx.ambiguous.append(

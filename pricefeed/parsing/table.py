@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from itertools import chain, islice
 from operator import itemgetter
 
+from . import messages as m
 from .deadline import Deadline
 from .errors import (
     EmptyFile,
@@ -216,7 +217,7 @@ def _report_unread_rows(marked: dict[int, str], first: int, ctx: RowContext) -> 
             ctx.error(index + 1, marked[index])
             errors = True
         else:
-            warnings.append(f"{marked[index]} (above the data)")
+            warnings.append(m.ABOVE_THE_DATA % {"problem": marked[index]})
     if errors:
         ctx.errors.sort(key=itemgetter(0))
     return warnings

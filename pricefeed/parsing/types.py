@@ -31,6 +31,13 @@ NUMBER_DECIMAL_PLACES = 4
 SETTING_PREFIX = "PRICEFEED_PARSE_"
 
 
+# A warning with a count (translated with ngettext where it is shown: pricefeed.texts).
+CELLS_CUT = (
+    "%(rows)s row(s) have cells past column %(width)s (%(setting)s); those cells were not "
+    "read (first: row %(first)s)"
+)
+
+
 def limit_name(field: str) -> str:
     """A limit as an operator finds it: "max_cells, setting PRICEFEED_PARSE_MAX_CELLS"."""
     return f"{field}, setting {SETTING_PREFIX}{field.upper()}"
@@ -261,7 +268,9 @@ class ColumnCuts:
     def warning(self, width: int) -> str | None:
         if not self.rows:
             return None
-        return (
-            f"{self.rows:,} row(s) have cells past column {width:,} ({limit_name('max_columns')}); "
-            f"those cells were not read (first: row {self.first:,})"
-        )
+        return CELLS_CUT % {
+            "rows": f"{self.rows:,}",
+            "width": f"{width:,}",
+            "setting": limit_name("max_columns"),
+            "first": f"{self.first:,}",
+        }

@@ -437,3 +437,18 @@ def test_hours_are_cut_in_the_time_zone_even_half_an_hour_off_utc(client, settin
     latency = next(c for c in dashboard.charts if c.id == "chart-latency")
     assert [row[1:] for row in latency.table if row[1] != "—"] == [["25 s", "38 s"]]
     assert "Hours in Asia/Kolkata." in html
+
+
+@pytest.mark.django_db
+def test_the_front_page_speaks_russian_when_asked(client):
+    Installation()
+    client.force_login(superuser())
+
+    with translation.override("ru"):
+        html = client.get("/admin/", headers={"accept-language": "ru"}).content.decode()
+
+    assert "Входящие сообщения" in html
+    assert "Исходящие" in html
+    assert "Пауза перед повтором" in html
+    assert "Время указано в поясе" in html
+    assert "Outbox" not in html[html.index('id="tile-outbox"') :]

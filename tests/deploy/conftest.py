@@ -29,6 +29,8 @@ NOT_IN_A_CLONE = shutil.ignore_patterns(
     ".import_linter_cache",
     "*.sqlite3",
     ".env",
+    # Compiled catalogues (.gitignore): the wheel build must make them itself.
+    "*.mo",
 )
 
 

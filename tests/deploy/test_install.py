@@ -67,7 +67,10 @@ def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off
 
     with Gunicorn(command, env, cwd) as server:
         plain = server.get("/admin/login/")
-        login = server.get("/admin/login/", VIA_PROXY)
+        login = server.get("/admin/login/", {**VIA_PROXY, "Accept-Language": "en"})
+        # The catalogues compiled by the wheel build: Russian by default and when asked.
+        russian = server.get("/admin/login/", {**VIA_PROXY, "Accept-Language": "ru"})
+        default = server.get("/admin/login/", VIA_PROXY)
         stylesheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', login.text)
         sheets = {href: server.get(href, VIA_PROXY) for href in stylesheets}
     # Plain HTTP is sent to HTTPS; through the proxy the page comes, HTTPS-only.
@@ -75,6 +78,13 @@ def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off
     assert plain.headers["Location"] == f"https://{server.url.removeprefix('http://')}/admin/login/"
     assert login.status == 200, login.text
     assert "Log in" in login.text
+    assert "Username" in login.text
+    assert 'lang="en"' in login.text
+    for page in (russian, default):
+        assert page.status == 200, page.text
+        assert "Имя пользователя" in page.text and "Войти" in page.text, page.text[:3000]
+        assert ">Язык</label>" in page.text  # the project's own catalogue (the switcher)
+        assert 'lang="ru"' in page.text
     assert login.headers["Strict-Transport-Security"] == "max-age=3600"
     assert "; Secure" in login.headers["Set-Cookie"]
     # The admin's stylesheets, under the hashed names of the manifest, served.
@@ -86,6 +96,31 @@ def test_installed_package_serves_the_styled_admin_under_gunicorn_with_debug_off
         assert sheet.body, href
     assert b"body" in sheets[base[0]].body
     assert server.returncode == 0, server.log()[-3000:]
+
+
+def test_installed_package_carries_every_catalogue_compiled(installed, tmp_path):
+    # The .mo files are not committed: the wheel build compiled each app's and the
+    # project's (config/locale). Every app names itself in Russian from its own catalogue.
+    env = production_environment(tmp_path)
+    cwd = tmp_path / "run"
+    cwd.mkdir()
+    code = (
+        "import json, django; django.setup()\n"
+        "from django.apps import apps\n"
+        "from django.utils import translation\n"
+        "names = {}\n"
+        "for language in ('ru', 'en'):\n"
+        "    with translation.override(language):\n"
+        "        names[language] = {a.label: str(a.verbose_name) for a in apps.get_app_configs()}\n"
+        "print(json.dumps(names))"
+    )
+    names = json.loads(python_in(installed, code, env, cwd).stdout)
+    ours = ["access", "fleet", "monitoring", "mailboxes", "outbox", "pricefeed", "notifications"]
+    ours.append("console")
+    for label in ours:
+        assert re.search("[а-яё]", names["ru"][label], re.IGNORECASE), (label, names["ru"])
+        assert names["ru"][label] != names["en"][label], label
+    assert names["ru"]["fleet"] == "Процессы и их брокер"
 
 
 def test_installed_package_answers_probes_and_metrics_over_plain_http_on_any_host(

@@ -66,3 +66,14 @@ def test_a_web_process_on_another_broker_than_the_live_ones_is_told(admin_client
     [message] = [str(m) for m in response.context["messages"]]
     assert "This web process uses the django-q2 broker orm:default, but the live " in message
     assert REDIS in message and "PRICEFEED_REDIS_URL" in message
+
+
+def test_the_list_is_in_russian_for_a_browser_that_asks_for_it(admin_client):
+    add("listen_mail:a", ProcessKind.LISTEN_MAIL, "orm:default")
+
+    response = admin_client.get(reverse(URL), headers={"accept-language": "ru"})
+
+    text = response.content.decode()
+    assert "Сигналы процессов" in text  # verbose_name_plural, as the title says it
+    assert "Последний сигнал" in text  # a column, capitalised as the admin does
+    assert rows(response)["listen_mail:a"][:3] == ["listen_mail", "orm:default", "работает"]

@@ -15,9 +15,9 @@ def test_an_imported_price_list_is_announced_once_to_each_subscriber(
     port, path = smtp_sink
     mailbox = make_mailbox(dovecot)
     config = make_config(mailbox)
-    ops = Subscription.objects.create(email="ops@buyer.test")
+    ops = Subscription.objects.create(email="ops@buyer.test", language="en")
     ops.configs.add(config)
-    Subscription.objects.create(reply_to_sender=True, on_succeeded=True)
+    Subscription.objects.create(reply_to_sender=True, on_succeeded=True, language="en")
     env = {"EMAIL_URL": f"smtp://127.0.0.1:{port}", "DEFAULT_FROM_EMAIL": "pricefeed@buyer.test"}
     manage("listen_mail")
     manage("qcluster", env=env)
@@ -63,7 +63,7 @@ def _imported(mailbox_factory, config_factory, dovecot):
 
     mailbox = mailbox_factory(dovecot)
     config = config_factory(mailbox)
-    Subscription.objects.create(email="buyer@buyer.test")
+    Subscription.objects.create(email="buyer@buyer.test", language="en")
     (price_import,) = run_all(receive(mailbox, [("price.csv", b"sku;price\nA-1;10,50\n")]))
     assert price_import.status == PriceImport.Status.SUCCEEDED
     return config, price_import

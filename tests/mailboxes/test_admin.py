@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
+from django.utils import translation
 
 from devkit.servers import free_port
 from devkit.servers.pymap import PymapServer
 from mailboxes import leases, services
+from mailboxes.imap import describe_error
 from mailboxes.models import InboundMessage, Mailbox
 from mailboxes.tasks import mailbox_test_connection
 from pricefeed import intake
@@ -398,3 +401,63 @@ def test_test_connection_failures_before_login_read_alike(
         ]
         * 2
     )
+
+
+# -- in Russian ----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("tests_run_inline")
+def test_a_connection_test_result_is_shown_in_the_readers_language(
+    admin_client, pymap_server, django_capture_on_commit_callbacks
+):
+    """Written by a worker in English (the column, the logs), read in Russian."""
+    mailbox = plain_mailbox(pymap_server.host, pymap_server.port, "wrong-password")
+    _, mailbox = run_test_connection(admin_client, mailbox, django_capture_on_commit_callbacks)
+    url = reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk])
+
+    with translation.override("ru"):
+        page = admin_client.get(url, headers={"accept-language": "ru"})
+
+    assert mailbox.test_result == "authentication failed for user 'pricefeed'"
+    content = html.unescape(page.content.decode())
+    assert "✘ не удалось войти под пользователем 'pricefeed'" in content
+    assert "Последняя проверка подключения" in content
+    assert "Имя пользователя" in content
+
+
+def test_the_mailbox_list_speaks_russian(admin_client, mailbox):
+    with translation.override("ru"):
+        page = admin_client.get(reverse(MAILBOXES_URL), headers={"accept-language": "ru"})
+
+    content = page.content.decode()
+    assert "Почтовые ящики" in content
+    assert "Последнее подключение" in content
+    assert "Проверить подключение (вход и выбор папки)" in content
+
+
+def test_the_message_list_shows_statuses_in_russian(admin_client, messages):
+    with translation.override("ru"):
+        page = admin_client.get(
+            reverse(MESSAGES_URL), {"status__exact": "IGNORED"}, headers={"accept-language": "ru"}
+        )
+
+    content = page.content.decode()
+    assert "Входящие сообщения" in content
+    assert "Пропущено (ни одна настройка не подошла)" in content
+
+
+def test_a_listeners_error_is_shown_in_the_readers_language(admin_client, mailbox):
+    error = describe_error(ConnectionRefusedError(), services.connection_settings(mailbox))
+    services.mailbox_report_error(mailbox_id=mailbox.pk, error=error)
+    change_url = reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk])
+
+    with translation.override("ru"):
+        listed_page = admin_client.get(reverse(MAILBOXES_URL), headers={"accept-language": "ru"})
+        page = admin_client.get(change_url, headers={"accept-language": "ru"})
+
+    assert Mailbox.objects.get(pk=mailbox.pk).last_error == (
+        "connection to imap.supplier.example:993 refused (nothing listening?)"
+    )
+    said = "imap.supplier.example:993: в подключении отказано (там ничего не слушает?)"
+    assert said in html.unescape(listed_page.content.decode())
+    assert said in html.unescape(page.content.decode())

@@ -7,6 +7,7 @@ import ipaddress
 import socket
 
 import pytest
+from django.utils import translation
 
 from mailboxes import addresses
 from mailboxes.forms import MailboxForm
@@ -246,3 +247,26 @@ def test_a_disabled_mailbox_with_a_refused_host_can_still_be_saved_unchanged(
 
     assert "host" in enabled.errors
     assert disabled.is_valid(), disabled.errors
+
+
+# -- in Russian ----------------------------------------------------------------------------
+
+
+def test_the_forms_refusals_are_in_the_active_language(production_policy, mailbox):
+    with translation.override("ru"):
+        plain = MailboxForm(data=data(security=Mailbox.Security.PLAIN, port="143"))
+        private = MailboxForm(data=data(host="mail.intranet.example"))
+        changed = MailboxForm(data=data(password="", host="imap.other.example"), instance=mailbox)
+
+        assert not plain.is_valid()
+        assert plain.errors["security"] == [
+            "IMAP открытым текстом (без TLS) запрещён (настройка PRICEFEED_IMAP_ALLOW_PLAIN "
+            "выключена); выберите SSL/TLS или STARTTLS"
+        ]
+        assert not private.is_valid()
+        assert private.errors["host"] == [
+            "mail.intranet.example указывает на 10.20.30.40 — это не публичный адрес (частный); "
+            "чтобы подключаться к нему по IMAP, добавьте его в PRICEFEED_IMAP_ALLOWED_NETWORKS"
+        ]
+        assert not changed.is_valid()
+        assert changed.errors["password"][0].startswith("Сервер изменился (хост): ")

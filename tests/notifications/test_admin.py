@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from notifications.models import Notification, Subscription
 from tests.factories import receive, run_all
@@ -42,3 +43,28 @@ def test_notification_list_shows_recipient_and_status_and_its_page_the_message_i
         reverse("admin:notifications_notification_change", args=[notification.pk])
     )
     assert "&lt;pricefeed.notification.1@buyer.test&gt;" in detail.content.decode()
+
+
+def test_the_notification_list_and_the_subscription_form_speak_russian_when_asked(
+    admin_client, mailbox, config
+):
+    from notifications import services
+
+    Subscription.objects.create(email="ops@buyer.test")
+    (price_import,) = run_all(receive(mailbox, [("p.csv", b"sku;price\nA-1;1\n")]))
+    services.notifications_fan_out(import_id=price_import.pk)
+
+    with translation.override("ru"):
+        listed = admin_client.get(
+            reverse("admin:notifications_notification_changelist"),
+            headers={"accept-language": "ru"},
+        ).content.decode()
+        form = admin_client.get(
+            reverse("admin:notifications_subscription_add"), headers={"accept-language": "ru"}
+        ).content.decode()
+
+    assert "Получатель" in listed
+    assert '<td class="field-status">Ожидает</td>' in listed
+    assert "Больше не пытаться (отметить как ошибку)" in listed
+    assert "Отвечать отправителю" in form
+    assert "Писать также на адрес поставщика, с которого пришёл прайс-лист." in form

@@ -158,6 +158,8 @@ def test_a_digest_in_each_language_names_every_file_with_its_link(mailbox, confi
         english.subject == "[pricefeed] 2 price lists from sales@acme.test: 1 succeeded, 1 failed"
     )
     assert f'"{FILE}" for {config.name}: Succeeded.' in english.body
+    # The outcome counts are the notifications app's own words, in the mail's language.
+    assert "1 успешно, 1 с ошибкой" in mails["ru@buyer.test"].subject
 
 
 # -- whose language --------------------------------------------------------------------

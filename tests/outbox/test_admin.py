@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from outbox import services
 from outbox.handlers import NOOP
@@ -83,3 +83,13 @@ def test_mark_failed_gives_up_on_new_events_only(admin_client, admin_user, event
     new = OutboxEvent.objects.get(id=events["new"].id)
     assert (new.status, new.last_error) == (Status.FAILED, f"marked failed by {admin_user}")
     assert OutboxEvent.objects.get(id=events["old"].id).status == Status.PROCESSING
+
+
+def test_the_event_list_speaks_russian_when_asked(admin_client, events):
+    with translation.override("ru"):
+        page = admin_client.get(reverse(URL), headers={"accept-language": "ru"})
+    text = page.content.decode()
+    assert "Выберите исходящее событие для просмотра" in text
+    assert '<td class="field-status">Ошибка</td>' in text
+    assert "Вернуть в очередь события с ошибкой (попытки заново)" in text
+    assert "Старше суток" in text

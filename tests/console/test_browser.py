@@ -20,9 +20,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-s
 PASSWORD = "front-page-password-42"
 
 
+@pytest.mark.parametrize("language", ["ru", "en"])
 @pytest.mark.parametrize("width", [1440, 1920])
 def test_the_front_page_fits_the_window_and_trouble_is_two_clicks_away(
-    live_server, transactional_db, tmp_path, width
+    live_server, transactional_db, tmp_path, width, language
 ):
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
@@ -39,6 +40,7 @@ def test_the_front_page_fits_the_window_and_trouble_is_two_clicks_away(
             headless=True,
             args=CHROMIUM_ARGS,
             viewport={"width": width, "height": 900},
+            locale=language,  # Accept-Language: the admin answers in it
         )
         try:
             page = context.new_page()
@@ -47,7 +49,8 @@ def test_the_front_page_fits_the_window_and_trouble_is_two_clicks_away(
             page.fill("#id_password", PASSWORD)
             page.click("input[type=submit]")
             page.wait_for_url("**/admin/")
-            page.screenshot(path=ARTIFACTS / f"front-page-{width}.png", full_page=True)
+            assert page.locator("html").get_attribute("lang") == language
+            page.screenshot(path=ARTIFACTS / f"front-page-{language}-{width}.png", full_page=True)
 
             sideways = page.evaluate(
                 "document.documentElement.scrollWidth - document.documentElement.clientWidth"

@@ -134,7 +134,10 @@ def trouble_of_every_kind() -> None:
     )
 
 
-def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(transactional_db, tmp_path):
+@pytest.mark.parametrize("language", ["ru", "en"])
+def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(
+    transactional_db, tmp_path, language
+):
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
@@ -167,6 +170,7 @@ def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(transactional
             headless=True,
             args=CHROMIUM_ARGS,
             viewport={"width": 1440, "height": 900},
+            locale=language,  # Accept-Language: the admin answers in it
         )
         try:
             page = context.new_page()
@@ -175,10 +179,13 @@ def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(transactional
             page.fill("#id_password", PASSWORD)
             page.click("input[type=submit]")
             page.wait_for_url("**/admin/")
+            languages = set()
             for name in LISTS:
                 page.goto(f"{server.url}/admin/{name}/")
+                languages.add(page.locator("html").get_attribute("lang"))
                 measured[name] = page.evaluate(MEASURE)
-                page.screenshot(path=str(ARTIFACTS / f"{name.replace('/', '-')}-1440.png"))
+                shot = f"{name.replace('/', '-')}-{language}-1440.png"
+                page.screenshot(path=str(ARTIFACTS / shot))
             page.goto(f"{server.url}/admin/notifications/notification/")
             tooltips = page.eval_on_selector_all(
                 "td.field-short_error .pf-cell", "cells => cells.map(c => c.title)"
@@ -186,6 +193,7 @@ def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(transactional
         finally:
             context.close()
 
+    assert languages == {language}
     for name, m in measured.items():
         assert m["rows"], f"{name}: no rows to measure"
         assert m["page"] <= 0, f"{name}: the page is {m['page']} px wider than the window"

@@ -147,6 +147,9 @@ class AuditAdminMixin(ListAdminMixin):
     runs): read-only history that only a superuser may delete. Without the permission
     the Delete button and the *Delete selected* action are gone."""
 
+    def has_add_permission(self, request) -> bool:
+        return False  # made by the pipeline, never by hand
+
     def has_delete_permission(self, request, obj=None) -> bool:
         user = request.user
         if not (user.is_active and user.is_superuser):

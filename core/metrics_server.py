@@ -17,9 +17,12 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import connections
 
 from . import metrics
@@ -145,6 +148,23 @@ class MetricsServer:
 
 class MetricsPortError(Exception):
     """The metrics port could not be opened (taken, or not an address of this host)."""
+
+
+@contextmanager
+def serving_metrics(option: int | None, setting: str) -> Iterator[None]:
+    """For a command's run: its metrics port served (``--metrics-port``, else the
+    setting named ``setting``; 0 = none), stopped on the way out. A port that cannot be
+    bound stops the command with a ``CommandError`` naming the setting."""
+    port = option if option is not None else getattr(settings, setting)
+    try:
+        server = start_metrics_port(port, setting)
+    except MetricsPortError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        yield
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def start_metrics_port(port: int, setting: str) -> MetricsServer | None:

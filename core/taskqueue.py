@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from django.db import connections
+from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 
@@ -99,7 +100,7 @@ class WakingORM(ORM):
     def take(self) -> list[tuple[Any, Any]]:
         """Takes up to ``bulk`` due tasks: django-q2's own query and conditional lock."""
         taken = []
-        for task in self.get_connection().filter(key=self.list_key, lock__lt=self._now())[
+        for task in self.get_connection().filter(key=self.list_key, lock__lt=timezone.now())[
             : Conf.BULK
         ]:
             if (
@@ -110,12 +111,6 @@ class WakingORM(ORM):
                 taken.append((task.pk, task.payload))
             # else another cluster took it first
         return taken
-
-    @staticmethod
-    def _now() -> Any:
-        from django.utils import timezone
-
-        return timezone.now()
 
     def close(self) -> None:
         if self._listener is not None and self._listener_pid == os.getpid():

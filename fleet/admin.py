@@ -40,9 +40,6 @@ class ProcessHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
         live = ExpressionWrapper(process_is_live(), output_field=BooleanField())
         return super().get_queryset(request).annotate(is_live=live)
 
-    def has_add_permission(self, request):
-        return False
-
     def changelist_view(self, request, extra_context=None):
         brokers = live_brokers()
         if len(brokers) > 1:

@@ -290,9 +290,6 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
         # The raw bytes stay in the database until somebody downloads them.
         return super().get_queryset(request).defer("raw", "match_report").select_related("mailbox")
 
-    def has_add_permission(self, request):
-        return False
-
     def has_change_permission(self, request, obj=None):
         return False
 
@@ -615,9 +612,6 @@ class InstanceHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
                 .values("n")
             ),
         )
-
-    def has_add_permission(self, request):
-        return False
 
     @admin.display(description=_("state"))
     def liveness(self, obj: InstanceHeartbeat) -> str:

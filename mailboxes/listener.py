@@ -259,13 +259,14 @@ class MailboxListener(threading.Thread):
                     keep_going=self.lease_valid,
                 )
                 announced = bool(responses)
-                self.log.debug(
-                    "IDLE ended after %.2fs: %s; woken %s, lease valid %s",
-                    time.monotonic() - idled,
-                    responses or "nothing said",
-                    self.waker.pending(),
-                    self.lease_valid(),
-                )
+                if self.log.isEnabledFor(logging.DEBUG):
+                    self.log.debug(
+                        "IDLE ended after %.2fs: %s; woken %s, lease valid %s",
+                        time.monotonic() - idled,
+                        responses or "nothing said",
+                        self.waker.pending(),
+                        self.lease_valid(),
+                    )
                 self.waker.drain()
             else:
                 self._sleep(check if check > 0 else POLL_WITHOUT_IDLE)

@@ -83,9 +83,6 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
             super().get_queryset(request).select_related("price_import__config")
         )
 
-    def has_add_permission(self, request):
-        return False
-
     def has_change_permission(self, request, obj=None):
         return False
 

@@ -99,9 +99,6 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     def short_error(self, obj: OutboxEvent) -> str:
         return truncated(obj.last_error, width="m", error=True)
 
-    def has_add_permission(self, request):
-        return False
-
     def has_change_permission(self, request, obj=None):
         return False
 

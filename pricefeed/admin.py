@@ -225,9 +225,6 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             )
         )
 
-    def has_add_permission(self, request):
-        return False
-
     def has_change_permission(self, request, obj=None):
         return False
 

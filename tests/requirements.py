@@ -1,4 +1,4 @@
-"""Tools some tests need from the machine (Dovecot, redis-server, Chromium): where one is
+"""Tools some tests need from the machine (Dovecot, redis-server, Chromium, gettext): where one is
 missing the test is skipped, saying what to install; under CI, which sets
 PRICEFEED_REQUIRE_<TOOL>=1, a missing tool is a broken setup and the test fails."""
 
@@ -36,6 +36,16 @@ def require_redis() -> None:
         RedisServer.available(),
         "PRICEFEED_REQUIRE_REDIS",
         "apt-get install redis-server (./scripts/test does)",
+    )
+
+
+def require_gettext() -> None:
+    """GNU gettext's xgettext and msgmerge, which makemessages runs."""
+    require(
+        "GNU gettext (xgettext, msgmerge)",
+        bool(shutil.which("xgettext") and shutil.which("msgmerge")),
+        "PRICEFEED_REQUIRE_GETTEXT",
+        "apt-get install gettext (./scripts/test does)",
     )
 
 

@@ -12,7 +12,6 @@ directory (it writes where it runs, and has no dry run), and compared with the c
 
 from __future__ import annotations
 
-import os
 import shutil
 import tomllib
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from django.core.management import call_command
 
 from build_locale import Entry, read_po
+from tests.requirements import require_gettext
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGUAGE = "ru"
@@ -39,14 +39,6 @@ CATALOGUES = {"project": (Path("."), PROJECT_SOURCES)} | {
 def first_party_packages() -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     return config["tool"]["ruff"]["lint"]["isort"]["known-first-party"]
-
-
-def require_gettext() -> None:
-    if shutil.which("xgettext") and shutil.which("msgmerge"):
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail("GNU gettext (xgettext, msgmerge) is required under CI but not installed")
-    pytest.skip("GNU gettext not installed: apt-get install gettext (./scripts/test does)")
 
 
 def extracted(sources: tuple[str, ...], workdir: Path, monkeypatch) -> list[Entry]:

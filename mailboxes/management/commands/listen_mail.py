@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.backends.signals import connection_created
 
-from core.metrics_server import MetricsPortError, start_metrics_port
+from core.metrics_server import serving_metrics
 from fleet.heartbeat import ProcessHeartbeat
 from fleet.models import ProcessKind
 from mailboxes.leases import listener_session_setup
@@ -89,16 +89,8 @@ class Command(BaseCommand):
         heartbeat = ProcessHeartbeat(
             process_id=f"listen_mail:{instance_id}", kind=ProcessKind.LISTEN_MAIL
         )
-        port = options["metrics_port"]
-        if port is None:
-            port = settings.PRICEFEED_LISTENER_METRICS_PORT
-        try:
-            metrics = start_metrics_port(port, "PRICEFEED_LISTENER_METRICS_PORT")
-        except MetricsPortError as exc:
-            raise CommandError(str(exc)) from exc
-        try:
-            with heartbeat.running():
-                supervisor.run()
-        finally:
-            if metrics is not None:
-                metrics.stop()
+        with (
+            serving_metrics(options["metrics_port"], "PRICEFEED_LISTENER_METRICS_PORT"),
+            heartbeat.running(),
+        ):
+            supervisor.run()

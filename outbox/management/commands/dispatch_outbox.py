@@ -4,9 +4,9 @@ import signal
 import threading
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from core.metrics_server import MetricsPortError, start_metrics_port
+from core.metrics_server import serving_metrics
 from fleet.heartbeat import ProcessHeartbeat
 from fleet.models import ProcessKind
 from outbox.dispatcher import Dispatcher
@@ -41,16 +41,8 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
-        port = options["metrics_port"]
-        if port is None:
-            port = settings.PRICEFEED_OUTBOX_METRICS_PORT
-        try:
-            metrics = start_metrics_port(port, "PRICEFEED_OUTBOX_METRICS_PORT")
-        except MetricsPortError as exc:
-            raise CommandError(str(exc)) from exc
-        try:
-            with heartbeat.running():
-                Dispatcher(dispatcher_id=dispatcher_id, stop=stop).run()
-        finally:
-            if metrics is not None:
-                metrics.stop()
+        with (
+            serving_metrics(options["metrics_port"], "PRICEFEED_OUTBOX_METRICS_PORT"),
+            heartbeat.running(),
+        ):
+            Dispatcher(dispatcher_id=dispatcher_id, stop=stop).run()

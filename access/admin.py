@@ -1,4 +1,5 @@
-"""django-q2's admin, where it runs functions, for superusers only.
+"""django-q2's admin, where it runs functions, for superusers only; the group and user
+pages with permissions and roles named in the reader's language (permissions.py).
 
 A schedule names any importable function with any arguments and the workers run it;
 *Resubmit* runs a finished task's function again; editing a queued task's lock hands it
@@ -9,9 +10,13 @@ rest of django-q2's pages (results, the queue) answer to the ordinary view permi
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import admin as auth_admin
+from django.contrib.auth.models import Group, User
 from django.db.models import Model
 from django_q import admin as q_admin
 from django_q.models import Failure, OrmQ, Schedule, Success
+
+from . import permissions
 
 
 def superuser(request) -> bool:
@@ -66,6 +71,34 @@ def replace(model: type[Model], model_admin: type[admin.ModelAdmin]) -> None:
         admin.site.register(model, model_admin)
 
 
+def named(field, db_field):
+    """The permission and group choices of a group's or a user's form named in the
+    reader's language (Django shows the stored English names)."""
+    if field is not None and db_field.name in ("permissions", "user_permissions"):
+        field.label_from_instance = permissions.permission_label
+    elif field is not None and db_field.name == "groups":
+        field.label_from_instance = permissions.role_name
+    return field
+
+
+class GroupAdmin(auth_admin.GroupAdmin):
+    list_display = ["role"]
+
+    def formfield_for_manytomany(self, db_field, request=None, **kwargs):
+        return named(super().formfield_for_manytomany(db_field, request, **kwargs), db_field)
+
+    @admin.display(description=Group._meta.get_field("name").verbose_name, ordering="name")
+    def role(self, obj: Group) -> str:
+        return permissions.role_name(obj)
+
+
+class UserAdmin(auth_admin.UserAdmin):
+    def formfield_for_manytomany(self, db_field, request=None, **kwargs):
+        return named(super().formfield_for_manytomany(db_field, request, **kwargs), db_field)
+
+
+replace(Group, GroupAdmin)
+replace(User, UserAdmin)
 replace(Schedule, ScheduleAdmin)
 replace(Success, TaskAdmin)
 replace(Failure, FailAdmin)

@@ -8,9 +8,9 @@ Each role holds everything of the one before it:
   their items, subscriptions, notifications, outbox events, and django-q2's task results
   and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
-  reprocess or mark failed a message, run failed imports again, retry, requeue or give
-  up an outbox event) and adds, changes and deletes price-list configs and
-  subscriptions.
+  reprocess or mark failed a message, run failed imports again, approve or reject a
+  held import, retry, requeue or give up an outbox event), adds, changes and deletes
+  price-list configs and subscriptions, and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -53,9 +53,12 @@ VIEW = frozenset(
         "pricefeed.view_pricelistconfig",
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
+        "pricefeed.view_catalogueentry",
         "outbox.view_outboxevent",
         "notifications.view_subscription",
         "notifications.view_notification",
+        "pricefeed.view_overduealert",
+        "notifications.view_overduenotification",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -70,6 +73,7 @@ ACT = frozenset(
         "mailboxes.reprocess_inboundmessage",
         "mailboxes.fail_inboundmessage",
         "pricefeed.rerun_priceimport",
+        "pricefeed.review_priceimport",
         "outbox.retry_outboxevent",
         "outbox.fail_outboxevent",
     }
@@ -83,6 +87,12 @@ CONFIGURE = frozenset(
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",
+        # Their own API tokens (api.admin shows a user no one else's): a program reading
+        # the API acts as the person who made its token, with their permissions.
+        "api.view_apitoken",
+        "api.add_apitoken",
+        "api.change_apitoken",
+        "api.delete_apitoken",
     }
 )
 # Where mail is read from (host, account, password).

@@ -100,6 +100,12 @@ INSTALLED_APPS = [
     "monitoring",
     # The admin's front page: what is failing, waiting and listening, at a glance.
     "console",
+    # The read-only API under /api/ (REST framework), its OpenAPI schema and reference
+    # page (the sidecar: Swagger UI's files served as our own static files).
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "api",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -285,6 +291,9 @@ PRICEFEED_PARSE_MAX_SECONDS = env.int("PRICEFEED_PARSE_MAX_SECONDS", default=180
 # A running import writes the rows it has read at most this often (seconds), from a
 # database connection of its own (pricefeed.imports.progress); 0: only at the end.
 PRICEFEED_IMPORT_PROGRESS_INTERVAL = env.float("PRICEFEED_IMPORT_PROGRESS_INTERVAL", default=2.0)
+# The most rows the admin exports as xlsx (openpyxl writes ~14,000 rows/s here: a
+# million would outlast the web worker's timeout); CSV has no limit.
+PRICEFEED_EXPORT_XLSX_MAX_ROWS = env.int("PRICEFEED_EXPORT_XLSX_MAX_ROWS", default=200_000)
 
 # IMAP.
 PRICEFEED_IMAP_CONNECT_TIMEOUT = env.float("PRICEFEED_IMAP_CONNECT_TIMEOUT", default=15.0)
@@ -355,6 +364,49 @@ PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS = env.int(
 # Where people reach this site (scheme and host, e.g. https://pricefeed.example.com):
 # notification mails link to the import in the admin under it. Empty: no link.
 PRICEFEED_PUBLIC_URL = env.str("PRICEFEED_PUBLIC_URL", default="")
+
+# --- API ----------------------------------------------------------------------------
+# /api/ (the api app, docs/api.md): read-only; programs sign in with an API token, people
+# with the admin's session; the user's view permissions decide what either may read.
+# Optional requests per token (e.g. "600/minute"; empty: no limit). Off by default: every
+# page is an index range of at most 1000 rows, the tokens are given to known systems,
+# and without a shared cache the counts would be per web worker.
+PRICEFEED_API_RATE = env.str("PRICEFEED_API_RATE", default="")
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.ViewPermission"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.CursorPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.ContentNegotiation",
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": (
+        ["api.throttling.TokenRateThrottle"] if PRICEFEED_API_RATE else []
+    ),
+    "DEFAULT_THROTTLE_RATES": {"api": PRICEFEED_API_RATE or None},
+    # Prices are exact: decimals as strings (DRF's default, stated).
+    "COERCE_DECIMAL_TO_STRING": True,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "pricefeed API",
+    "DESCRIPTION": "Supplier price lists received by e-mail: configs, imports, their rows, "
+    "and each config's catalogue now, as of a moment, and its changes. Read-only.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI from the sidecar's static files: the reference page fetches nothing
+    # from the internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 # --- django-q2 ----------------------------------------------------------------------
 # The worker count is the concurrency cap for parsing and sending.

@@ -10,4 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # set_language: the language switcher in the admin's header posts here.
     path("i18n/", include("django.conf.urls.i18n")),
+    # The read-only API, its schema (/api/schema/) and reference page (/api/docs/).
+    path("api/", include("api.urls")),
 ]

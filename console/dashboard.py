@@ -15,20 +15,21 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.db.models import Model
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.formats import get_format, localize
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext
 
 from mailboxes import selectors as mailboxes_selectors
 from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
 from notifications.models import Notification
 from outbox import selectors as outbox_selectors
 from outbox.models import OutboxEvent
-from pricefeed.models import PriceImport
+from pricefeed.filters import IN_PROGRESS
+from pricefeed.models import PriceImport, PriceListConfig
+from pricefeed.selectors import overdue_configs
 
 from . import charts, selectors
 from .charts import Chart, Series, Slot
@@ -41,6 +42,7 @@ VIEW_OUTBOX = "outbox.view_outboxevent"
 VIEW_INSTANCES = "mailboxes.view_instanceheartbeat"
 VIEW_LEASES = "mailboxes.view_mailboxlease"
 VIEW_MAILBOXES = "mailboxes.view_mailbox"
+VIEW_CONFIGS = "pricefeed.view_pricelistconfig"
 
 # Unheld mailboxes named on the tile itself; the link shows them all.
 NAMES_SHOWN = 5
@@ -111,8 +113,10 @@ def dashboard_build(user: Any, *, now: datetime | None = None) -> Dashboard:
     if user.has_perm(VIEW_NOTIFICATIONS):
         tiles.append(_notifications_tile(windows, columns))
     if user.has_perm(VIEW_OUTBOX):
-        tiles.append(_outbox_tile(windows.now))
-    listeners = _listeners_tile(user, windows.now)
+        tiles.append(_outbox_tile())
+    if user.has_perm(VIEW_CONFIGS):
+        tiles.append(_overdue_tile(now))
+    listeners = _listeners_tile(user)
     if listeners is not None:
         tiles.append(listeners)
     return Dashboard(
@@ -132,15 +136,15 @@ def _changelist(model: type[Model], params: Mapping[str, object] | None = None) 
 
 
 def _iso(moment: datetime) -> str:
-    # The admin takes an ISO time with its offset as a lookup value (microseconds kept:
-    # "due now" must hold a row that became due within the second).
+    # The lists' "since" filter (core.adminutils.SinceFilter) takes an ISO time with
+    # its offset: the hour a window's counts begin.
     return moment.isoformat()
 
 
 def _windowed_rows(
     model: type[Model],
     *,
-    time: str,
+    status_param: str = "status__exact",
     labels: Sequence[tuple[str, str, str | None, bool]],
     counts: Sequence[Mapping[str, int]],
     since: Sequence[datetime],
@@ -155,8 +159,7 @@ def _windowed_rows(
                     value=found[key],
                     url=_changelist(
                         model,
-                        {f"{time}__gte": _iso(start)}
-                        | ({"status__exact": status} if status else {}),
+                        {"since": _iso(start)} | ({status_param: status} if status else {}),
                     ),
                     alarm=alarm,
                 )
@@ -181,7 +184,6 @@ def _messages_tile(
         columns=columns,
         rows=_windowed_rows(
             InboundMessage,
-            time=selectors.MESSAGE_TIME,
             labels=[
                 ("received", gettext("Received"), None, False),
                 ("ignored", gettext("Ignored (no config matched)"), Msg.IGNORED, False),
@@ -204,7 +206,7 @@ def _imports_tile(
     Imp = PriceImport.Status
     rows = _windowed_rows(
         PriceImport,
-        time=selectors.IMPORT_TIME,
+        status_param="status",  # pricefeed.filters.ImportStatusFilter
         labels=[
             ("succeeded", gettext("Succeeded"), Imp.SUCCEEDED, False),
             ("partial", gettext("Partial"), Imp.PARTIAL, True),
@@ -213,9 +215,6 @@ def _imports_tile(
         counts=counts,
         since=since,
     )
-    # Pending and running: two statuses, and the change list filters one at a time;
-    # status__in is a plain lookup the admin accepts on a model's own field.
-    waiting = ",".join([Imp.PENDING, Imp.RUNNING])
     rows.append(
         Row(
             key="in_progress",
@@ -223,10 +222,24 @@ def _imports_tile(
             cells=[
                 Cell(
                     value=found["in_progress"],
+                    url=_changelist(PriceImport, {"since": _iso(start), "status": IN_PROGRESS}),
+                )
+                for found, start in zip(counts, since, strict=True)
+            ],
+        )
+    )
+    rows.append(
+        Row(
+            key="held",
+            label=pgettext("imports", "Held for review"),
+            cells=[
+                Cell(
+                    value=found["held"],
                     url=_changelist(
                         PriceImport,
-                        {f"{selectors.IMPORT_TIME}__gte": _iso(start), "status__in": waiting},
+                        {"since": _iso(start), "review__exact": PriceImport.Review.HELD},
                     ),
+                    alarm=True,
                 )
                 for found, start in zip(counts, since, strict=True)
             ],
@@ -253,7 +266,6 @@ def _notifications_tile(windows: selectors.Windows, columns: list[Column]) -> Ti
         columns=columns,
         rows=_windowed_rows(
             Notification,
-            time=selectors.NOTIFICATION_TIME,
             labels=[
                 ("pending", gettext("Pending"), Note.PENDING, False),
                 ("failed", gettext("Failed"), Note.FAILED, True),
@@ -264,9 +276,8 @@ def _notifications_tile(windows: selectors.Windows, columns: list[Column]) -> Ti
     )
 
 
-def _outbox_tile(now: datetime) -> Tile:
+def _outbox_tile() -> Tile:
     summary = outbox_selectors.events_summary()
-    new = OutboxEvent.Status.NEW
     age = summary.oldest_due_age
     return Tile(
         key="outbox",
@@ -276,15 +287,7 @@ def _outbox_tile(now: datetime) -> Tile:
             Row(
                 "due",
                 gettext("Due now"),
-                [
-                    Cell(
-                        summary.due,
-                        _changelist(
-                            OutboxEvent,
-                            {"status__exact": new, "next_attempt_at__lte": _iso(now)},
-                        ),
-                    )
-                ],
+                [Cell(summary.due, _changelist(OutboxEvent, {"waiting": "due"}))],
             ),
             Row(
                 "oldest_due",
@@ -302,13 +305,15 @@ def _outbox_tile(now: datetime) -> Tile:
                 [
                     Cell(
                         summary.backlog - summary.due,
-                        _changelist(
-                            OutboxEvent, {"status__exact": new, "next_attempt_at__gt": _iso(now)}
-                        ),
+                        _changelist(OutboxEvent, {"waiting": "backing_off"}),
                     )
                 ],
             ),
-            Row("stuck", gettext("Stuck"), [Cell(summary.stuck, alarm=True)]),
+            Row(
+                "stuck",
+                gettext("Stuck"),
+                [Cell(summary.stuck, _changelist(OutboxEvent, {"waiting": "stuck"}), alarm=True)],
+            ),
             Row(
                 "failed",
                 gettext("Failed (given up)"),
@@ -324,21 +329,13 @@ def _outbox_tile(now: datetime) -> Tile:
     )
 
 
-def _listeners_tile(user: Any, now: datetime) -> Tile | None:
+def _listeners_tile(user: Any) -> Tile | None:
     rows: list[Row] = []
     notes: list[tuple[str, str]] = []
     url = ""
     if user.has_perm(VIEW_INSTANCES):
         url = _changelist(InstanceHeartbeat)
         states = [i.state for i in mailboxes_selectors.instances_overview()]
-        # As mailboxes.selectors.instance_state judges them, in plain lookups on the
-        # heartbeat's own fields (the list has no filter by state).
-        fresh = _iso(now - timedelta(seconds=settings.PRICEFEED_LEASE_TTL))
-        links = {
-            "live": {"stopping__exact": "0", "last_seen__gte": fresh},
-            "dead": {"stopping__exact": "0", "last_seen__lt": fresh},
-            "stopped": {"stopping__exact": "1"},
-        }
         labels = {
             "live": gettext("Live instances"),
             "dead": gettext("Dead instances"),
@@ -351,7 +348,7 @@ def _listeners_tile(user: Any, now: datetime) -> Tile | None:
                 [
                     Cell(
                         states.count(state),
-                        _changelist(InstanceHeartbeat, links[state]),
+                        _changelist(InstanceHeartbeat, {"state": state}),
                         alarm=state == "dead",
                     )
                 ],
@@ -362,9 +359,7 @@ def _listeners_tile(user: Any, now: datetime) -> Tile | None:
         leases = mailboxes_selectors.leases_overview()
         held = sum(lease.state in ("held", "release requested") for lease in leases)
         url = url or _changelist(MailboxLease)
-        # Held: an owner and not expired (a disabled mailbox's lease is not counted, but
-        # the list cannot leave it out: it has no filter by state).
-        held_url = _changelist(MailboxLease, {"owner__gt": "", "expires_at__gt": _iso(now)})
+        held_url = _changelist(MailboxLease, {"state": "held"})
         rows.append(Row("leases_held", gettext("Leases held"), [Cell(held, held_url)]))
     if user.has_perm(VIEW_MAILBOXES):
         unheld = mailboxes_selectors.mailboxes_unlistened()
@@ -373,12 +368,7 @@ def _listeners_tile(user: Any, now: datetime) -> Tile | None:
             if unheld
             else {}
         )
-        # The list has no filter "nobody listens": the link names the mailboxes.
-        unheld_url = (
-            _changelist(Mailbox, {"id__in": ",".join(str(ids[n]) for n in unheld if n in ids)})
-            if ids
-            else ""
-        )
+        unheld_url = _changelist(Mailbox, {"listened": "no"}) if unheld else ""
         url = url or _changelist(Mailbox)
         rows.append(
             Row(
@@ -398,6 +388,41 @@ def _listeners_tile(user: Any, now: datetime) -> Tile | None:
     if not rows:
         return None
     return Tile(key="listeners", title=gettext("Listeners"), url=url, rows=rows, notes=notes)
+
+
+def _overdue_tile(now: datetime | None) -> Tile:
+    """The configs whose expected list has not come (pricefeed.schedule), on the
+    database's time: how many, and the first few, each for how long, linked to it."""
+    found = overdue_configs(now)
+    url = _changelist(PriceListConfig, {"overdue": "yes"})
+    rows = [Row("overdue", gettext("Overdue now"), [Cell(len(found), url, alarm=True)])]
+    for overdue in found[:NAMES_SHOWN]:
+        config = overdue.config
+        late = charts.format_duration((overdue.now - overdue.period.due).total_seconds())
+        rows.append(
+            Row(
+                f"config-{config.pk}",
+                config.name,
+                [
+                    Cell(
+                        gettext("late by %(duration)s") % {"duration": late},
+                        reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk]),
+                        alarm=True,
+                    )
+                ],
+            )
+        )
+    notes = []
+    if len(found) > NAMES_SHOWN:
+        more = len(found) - NAMES_SHOWN
+        notes.append((ngettext("and %(n)d more", "and %(n)d more", more) % {"n": more}, url))
+    return Tile(
+        key="overdue",
+        title=gettext("Price lists that did not come on time"),
+        url=url,
+        rows=rows,
+        notes=notes,
+    )
 
 
 # -- charts ----------------------------------------------------------------------------------

@@ -81,6 +81,8 @@ IMPORT_COUNTS: dict[str, Q | None] = {
     "partial": Q(status=Imp.PARTIAL),
     "failed": Q(status=Imp.FAILED),
     "in_progress": Q(status__in=[Imp.PENDING, Imp.RUNNING]),
+    # Read and waiting for an operator to approve or reject (pricefeed.catalogue).
+    "held": Q(review=PriceImport.Review.HELD),
 }
 NOTIFICATION_COUNTS: dict[str, Q | None] = {
     "pending": Q(status=Note.PENDING),

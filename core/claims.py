@@ -23,7 +23,9 @@ from typing import Any
 from django.db import DataError, models, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_noop, ngettext
 
+from core import texts
 from core.alerts import alert
 from core.dbtime import db_now_minus, db_now_plus, due_and_not_queued
 from core.exceptions import ClaimLost
@@ -39,21 +41,71 @@ SWEEP_BATCH = 1000
 PERMANENT_ERRORS: tuple[type[BaseException], ...] = (DataError, RecursionError, MemoryError)
 
 
+# The reasons stored on a failed or retried row (in English, shown translated: core.texts).
+OUT_OF_MEMORY = gettext_noop(
+    "MemoryError: out of memory while running it (over the worker's memory limit, "
+    "PRICEFEED_WORKER_MEMORY_LIMIT); a permanent error, not retried"
+)
+PERMANENT = gettext_noop("%(error)s: %(detail)s (a permanent error, not retried)")
+NO_DETAIL = gettext_noop("no detail")
+CRASHED_ONCE = gettext_noop(
+    "the worker process died while running it once (a reader crashed or memory ran out)"
+)
+CRASHED_TIMES = gettext_noop(
+    "the worker process died while running it %(count)s times (a reader crashed or memory ran out)"
+)
+FAILED_WITH_WORKER = gettext_noop(
+    "failed after %(attempts)s attempts, the last one ending with its worker"
+)
+LAST_DETAIL = gettext_noop("%(reason)s; last: %(detail)s")
+CRASH_OF_LIMIT = gettext_noop("crash %(crashes)s of at most %(limit)s: %(detail)s")
+CLAIM_EXPIRED = gettext_noop("claim by %(worker)s expired (worker died or timed out)")
+STOPPED_BY = gettext_noop("stopped by %(signal)s")
+WORKER_DIED = gettext_noop("the worker process %(worker)s died while running it")
+# An operator's action (the admin's): stored in English with the user's name.
+MARKED_FAILED_BY = gettext_noop("marked failed by %(user)s")
+
+
+def _crashed_times(count: int) -> str:
+    return ngettext(
+        "the worker process died while running it %(count)s times (a reader crashed or memory "
+        "ran out)",
+        "the worker process died while running it %(count)s times (a reader crashed or memory "
+        "ran out)",
+        count,
+    )
+
+
+texts.register(
+    (
+        OUT_OF_MEMORY,
+        PERMANENT,
+        NO_DETAIL,
+        CRASHED_ONCE,
+        FAILED_WITH_WORKER,
+        LAST_DETAIL,
+        CRASH_OF_LIMIT,
+        CLAIM_EXPIRED,
+        STOPPED_BY,
+        WORKER_DIED,
+        MARKED_FAILED_BY,
+    ),
+    plurals={CRASHED_TIMES: ("count", _crashed_times)},
+    verbatim=("worker",),
+)
+
+
 def permanent_reason(error: BaseException) -> str:
     """The reason a row failed for good, for ``last_error`` and the alert."""
     if isinstance(error, MemoryError):
-        return (
-            "MemoryError: out of memory while running it (over the worker's memory limit, "
-            "PRICEFEED_WORKER_MEMORY_LIMIT); a permanent error, not retried"
-        )
-    detail = str(error).strip() or "no detail"
-    return f"{type(error).__name__}: {detail} (a permanent error, not retried)"
+        return OUT_OF_MEMORY
+    detail = str(error).strip() or NO_DETAIL
+    return PERMANENT % {"error": type(error).__name__, "detail": detail}
 
 
 def crash_reason(crashes: int) -> str:
     """The reason a row failed after its worker process died ``crashes`` times."""
-    times = "once" if crashes == 1 else f"{crashes} times"
-    return f"the worker process died while running it {times} (a reader crashed or memory ran out)"
+    return CRASHED_ONCE if crashes == 1 else CRASHED_TIMES % {"count": crashes}
 
 
 @dataclass(frozen=True)
@@ -159,7 +211,9 @@ class ClaimedWork:
             # what was interrupted).
             if self.crashes_field is not None:
                 try:
-                    self.crashed(pk=pk, worker=worker, detail=f"stopped by {_stop_text(exc)}")
+                    self.crashed(
+                        pk=pk, worker=worker, detail=STOPPED_BY % {"signal": _stop_text(exc)}
+                    )
                 except Exception:
                     logger.exception(
                         "%s: recording the stopped run failed %s=%s", self.what, self.id_key, pk
@@ -276,7 +330,7 @@ class ClaimedWork:
         """Moves a claimed row to the retry state with backoff, or past the attempt limit
         to the failed state with an ERROR log and a mail to ADMINS. Returns the new
         state, or None when the row is no longer ours (someone else moved it)."""
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        text = error if isinstance(error, str) else texts.error_text(error)
         attempts = (
             self.model._default_manager.filter(pk=pk).values_list("attempts", flat=True).first()
         )
@@ -324,7 +378,7 @@ class ClaimedWork:
             self.retry_or_fail(
                 pk=pk,
                 worker=worker,
-                error=f"claim by {worker} expired (worker died or timed out)",
+                error=CLAIM_EXPIRED % {"worker": worker},
             )
         return len(expired)
 
@@ -352,16 +406,19 @@ class ClaimedWork:
             reason = (
                 crash_reason(crashes)
                 if crashes >= limit
-                else f"failed after {attempts} attempts, the last one ending with its worker"
+                else FAILED_WITH_WORKER % {"attempts": attempts}
             )
-            reason = f"{reason}; last: {detail}"
+            reason = LAST_DETAIL % {"reason": reason, "detail": detail}
             failed = self._to_failed(
                 ours, pk, reason=reason, alert_text=f"{self._label(pk)}: {reason}", **counted
             )
             return self.failed if failed else None
         delay = policy.backoff.delay(1)  # the shortest step: a crash is not load
         moved = self._to_retry(
-            ours, delay=delay, reason=f"crash {crashes} of at most {limit}: {detail}", **counted
+            ours,
+            delay=delay,
+            reason=CRASH_OF_LIMIT % {"crashes": crashes, "limit": limit, "detail": detail},
+            **counted,
         )
         if moved:
             logger.warning(
@@ -392,7 +449,7 @@ class ClaimedWork:
             claim_host, _, pid = worker.rpartition(":")
             if claim_host != host or not pid.isdigit() or not is_dead(int(pid)):
                 continue
-            detail = f"the worker process {worker} died while running it"
+            detail = WORKER_DIED % {"worker": worker}
             if self.crashed(pk=pk, worker=worker, detail=detail) is not None:
                 reaped += 1
         return reaped

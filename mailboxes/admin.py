@@ -12,9 +12,18 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import AuditAdminMixin, ListAdminMixin, annotated, truncated, when
+from core.adminutils import (
+    AuditAdminMixin,
+    ListAdminMixin,
+    SinceFilter,
+    annotated,
+    truncated,
+    when,
+)
+from core.claims import MARKED_FAILED_BY
 
 from . import leases, processing, selectors, services
+from .filters import InstanceStateFilter, LeaseStateFilter, ListenedFilter
 from .forms import MailboxForm
 from .models import (
     IN_FLIGHT,
@@ -24,7 +33,7 @@ from .models import (
     MailboxCheckpoint,
     MailboxLease,
 )
-from .texts import translated
+from .texts import translated, translated_all
 from .weights import weight_expression
 
 # The list columns, for the admins of apps that extend these pages (pricefeed).
@@ -84,7 +93,7 @@ class CheckpointInline(admin.TabularInline):
 class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     form = MailboxForm
     list_display: tuple[str, ...] = MAILBOX_COLUMNS
-    list_filter = ["enabled", "security"]
+    list_filter = ["enabled", "security", ListenedFilter]
     search_fields = ["name", "host", "username"]
     inlines = [CheckpointInline]
     actions = ["test_connection"]
@@ -172,7 +181,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     @admin.display(description=_("last error"))
     def shown_error(self, obj: Mailbox) -> str:
         """The last error in the reader's language when it was recorded translatable."""
-        return translated(obj.last_error_text) if obj.last_error_text else obj.last_error
+        return translated(obj.last_error_text or obj.last_error)
 
     def has_test_permission(self, request) -> bool:
         return request.user.has_perm("mailboxes.test_mailbox")
@@ -216,14 +225,14 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
             return gettext("never tested")
         if obj.test_finished_at is None:
             return gettext("queued: waiting for a worker")
-        result = translated(obj.test_result_text) if obj.test_result_text else obj.test_result
+        result = translated(obj.test_result_text or obj.test_result)
         return f"{'✔' if obj.test_succeeded else '✘'} {result}"
 
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display: tuple[str, ...] = MESSAGE_COLUMNS
-    list_filter = ["status", "mailbox"]
+    list_filter = ["status", SinceFilter.on("received_at"), "mailbox"]
     search_fields = ["subject", "from_address", "from_header", "message_id"]
     date_hierarchy = "received_at"
     actions = ["reprocess", "mark_failed"]
@@ -246,7 +255,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
         "claimed_by",
         "claimed_at",
         "next_attempt_at",
-        "last_error",
+        "error_text",
         "warnings_list",
         "received_at",
         "finished_at",
@@ -254,7 +263,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
         "report",
     ]
     fieldsets = [
-        (None, {"fields": ["status", "last_error", "warnings_list", "report"]}),
+        (None, {"fields": ["status", "error_text", "warnings_list", "report"]}),
         (
             _("Message"),
             {
@@ -311,11 +320,17 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("last error"))
     def short_error(self, obj: InboundMessage) -> str:
-        return truncated(obj.last_error, width="m", error=True)
+        return truncated(translated(obj.last_error), width="m", error=True)
+
+    @admin.display(description=_("last error"))
+    def error_text(self, obj: InboundMessage) -> str:
+        """The stored (English) reason in the reader's language."""
+        return translated(obj.last_error) or "—"
 
     @admin.display(description=_("warnings"))
     def warnings_list(self, obj: InboundMessage) -> str:
-        return format_html_join("\n", "<div>{}</div>", ((w,) for w in obj.warnings)) or "—"
+        warnings = translated_all(obj.warnings)
+        return format_html_join("\n", "<div>{}</div>", ((w,) for w in warnings)) or "—"
 
     @admin.display(description=_("raw message"))
     def raw_download(self, obj: InboundMessage) -> str:
@@ -460,7 +475,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
     def mark_failed(self, request, queryset):
         moved = processing.messages_mark_failed(
             message_ids=queryset.values_list("pk", flat=True),
-            reason=gettext("marked failed by %(user)s") % {"user": request.user.get_username()},
+            reason=MARKED_FAILED_BY % {"user": request.user.get_username()},
         )
         self.message_user(
             request,
@@ -481,7 +496,7 @@ class MailboxLeaseAdmin(ListAdminMixin, admin.ModelAdmin):
         "weight",
         "renewed",
     ]
-    list_filter = ["owner"]
+    list_filter = [LeaseStateFilter, "owner"]
     readonly_fields = [
         "mailbox",
         "owner",
@@ -594,6 +609,7 @@ class InstanceHeartbeatAdmin(AuditAdminMixin, admin.ModelAdmin):
         "pid",
         "started",
     ]
+    list_filter = [InstanceStateFilter]
     readonly_fields = ["instance_id", "host", "pid", "started_at", "last_seen", "stopping"]
 
     def get_queryset(self, request):

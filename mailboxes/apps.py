@@ -10,7 +10,8 @@ class MailboxesConfig(AppConfig):
     def ready(self) -> None:
         from core import crypto, sweeps, workers
 
-        from . import processing, signals
+        # texts registers the templates of the texts shown translated (core.texts).
+        from . import processing, signals, texts  # noqa: F401
 
         signals.connect()
         sweeps.register("messages", processing.messages_sweep)

@@ -20,7 +20,7 @@ from core.faults import crash_point
 from core.logs import ContextLogger, first_line
 from core.retry import imap_reconnect_backoff
 
-from . import leases, recording, services
+from . import leases, recording, services, texts
 from .admission import Admission, unlimited
 from .exceptions import LeaseLost, UidValidityChanged
 from .imap import FolderState, ImapSession, batches, describe_error
@@ -114,7 +114,7 @@ class MailboxListener(threading.Thread):
 
     def _check_lease(self) -> None:
         if not self.lease_valid():
-            raise LeaseLost(f"lease on mailbox {self.mailbox_id} not renewed in time")
+            raise LeaseLost(texts.LEASE_NOT_RENEWED % {"mailbox": self.mailbox_id})
 
     def _sleep(self, seconds: float) -> None:
         """Waits, but returns at once when stopped."""
@@ -158,8 +158,8 @@ class MailboxListener(threading.Thread):
                         # reaching the fence. Not retried (the new owner records what was
                         # fetched here) and never silent: it ends as a lost lease.
                         raise LeaseLost(
-                            f"lease on mailbox {self.mailbox_id} not renewed in time; the "
-                            f"step under way failed: {describe_error(exc, self.conn)}"
+                            texts.LEASE_LOST_IN_STEP
+                            % {"mailbox": self.mailbox_id, "error": describe_error(exc, self.conn)}
                         ) from exc
                     if self.stopping.is_set():
                         # Asked to stop (handed over, reconfigured, shutting down) while a
@@ -278,7 +278,7 @@ class MailboxListener(threading.Thread):
                 state = session.select(self.conn.folder)
                 if state.uidvalidity != uidvalidity:
                     raise UidValidityChanged(
-                        f"UIDVALIDITY changed from {uidvalidity} to {state.uidvalidity}"
+                        texts.UIDVALIDITY_CHANGED % {"old": uidvalidity, "new": state.uidvalidity}
                     )
 
     def _start_uid(self, session: ImapSession, state: FolderState) -> int:

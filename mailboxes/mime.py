@@ -19,6 +19,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
+from . import texts
 from .exceptions import MessageRefused
 from .mimebudget import MimeBudget, check_structure, mime_budget
 
@@ -212,7 +213,7 @@ MAX_NOTES = 100
 def _capped(notes: list[str]) -> list[str]:
     if len(notes) <= MAX_NOTES:
         return notes
-    return [*notes[:MAX_NOTES], f"... and {len(notes) - MAX_NOTES} more"]
+    return [*notes[:MAX_NOTES], texts.MORE_NOTES % {"count": len(notes) - MAX_NOTES}]
 
 
 def _defect_text(defect: Exception) -> str:
@@ -239,7 +240,9 @@ def parse_message(raw: bytes, budget: MimeBudget | None = None) -> ParsedMessage
         try:
             filename = part.get_filename()
         except Exception as exc:  # undecodable RFC 2231 parameters
-            parsed.warnings.append(clean(f"part {index}: unreadable filename ({exc})", 300))
+            parsed.warnings.append(
+                clean(texts.UNREADABLE_FILENAME % {"part": index, "error": exc}, 300)
+            )
             filename = None
         if not filename:
             continue
@@ -287,7 +290,7 @@ def _parsed(raw: bytes, budget: MimeBudget) -> EmailMessage:
         for part in msg.walk():  # walk() recurses: depth trouble shows here, not later
             part.get_content_type()
     except RecursionError:
-        raise MessageRefused("MIME parts nested too deep for the parser") from None
+        raise MessageRefused(texts.NESTED_TOO_DEEP) from None
     return msg
 
 

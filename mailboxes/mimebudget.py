@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from . import texts
 from .exceptions import MessageRefused
 
 
@@ -85,13 +86,9 @@ def check_structure(raw: bytes, budget: MimeBudget) -> int:
         start, end, depth, default_type = stack.pop()
         parts += 1
         if parts > budget.max_parts:
-            raise MessageRefused(
-                f"more than {budget.max_parts} MIME parts (PRICEFEED_MIME_MAX_PARTS)"
-            )
+            raise MessageRefused(texts.TOO_MANY_PARTS % {"limit": budget.max_parts})
         if depth > budget.max_depth:
-            raise MessageRefused(
-                f"MIME parts nested more than {budget.max_depth} deep (PRICEFEED_MIME_MAX_DEPTH)"
-            )
+            raise MessageRefused(texts.TOO_DEEP % {"limit": budget.max_depth})
         entity = _read_headers(raw, start, end, default_type, budget)
         if entity.content_type.startswith(b"multipart/"):
             # The parts of a digest are messages unless they say otherwise.
@@ -116,10 +113,7 @@ def _read_headers(
     pos = start
     while pos < end:
         if pos - start > budget.max_header_bytes:
-            raise MessageRefused(
-                f"a header block is over {budget.max_header_bytes:,} bytes "
-                "(PRICEFEED_MIME_MAX_HEADER_BYTES)"
-            )
+            raise MessageRefused(texts.HEADER_TOO_LARGE % {"limit": f"{budget.max_header_bytes:,}"})
         m = _EOL.search(raw, pos, end)
         line_end, next_pos = (m.start(), m.end()) if m else (end, end)
         if line_end == pos or not _HEADER_LINE.match(raw, pos, line_end):
@@ -132,10 +126,7 @@ def _read_headers(
             _field_done(field, entity, budget)
             fields += 1
             if fields > budget.max_header_fields:
-                raise MessageRefused(
-                    f"a header block has more than {budget.max_header_fields} fields "
-                    "(PRICEFEED_MIME_MAX_HEADER_FIELDS)"
-                )
+                raise MessageRefused(texts.TOO_MANY_FIELDS % {"limit": budget.max_header_fields})
             field = [line]
         pos = next_pos
     _field_done(field, entity, budget)
@@ -150,13 +141,12 @@ def _field_done(lines: list[bytes], entity: _Entity, budget: MimeBudget) -> None
     name = name_match.group(1).strip().lower() if name_match else b""
     if sum(1 for _ in _ENCODED_WORD.finditer(value)) > budget.max_encoded_words:
         raise MessageRefused(
-            f"header {_name_text(name)} holds more than {budget.max_encoded_words} encoded "
-            "words (PRICEFEED_MIME_MAX_ENCODED_WORDS)"
+            texts.TOO_MANY_ENCODED_WORDS
+            % {"header": _name_text(name), "limit": budget.max_encoded_words}
         )
     if value.count(b";") > budget.max_params:
         raise MessageRefused(
-            f"header {_name_text(name)} has more than {budget.max_params} parameters "
-            "(PRICEFEED_MIME_MAX_PARAMS)"
+            texts.TOO_MANY_PARAMS % {"header": _name_text(name), "limit": budget.max_params}
         )
     if name == b"content-type" and name_match is not None:
         rest = value[name_match.end() :]

@@ -21,7 +21,7 @@ from core import metrics
 from core.db import postgresql
 from core.faults import crash_point
 
-from . import mime, processing, sql
+from . import mime, processing, sql, texts
 from .exceptions import UidValidityChanged
 from .leases import Lease, fence
 from .models import InboundMessage, MailboxCheckpoint
@@ -130,20 +130,16 @@ def _build_record(
     )
     warnings = []
     if not fields.message_id:
-        warnings.append(
-            "no Message-ID header: duplicates are recognised by content hash"
-            if item.raw is not None
-            else "no Message-ID header"
-        )
+        warnings.append(texts.NO_MESSAGE_ID_HASHED if item.raw is not None else texts.NO_MESSAGE_ID)
     raw = item.raw
     if raw is not None and len(raw) > limit:
         raw = None  # the server's RFC822.SIZE understated the message
     if raw is None:
         record.status = Status.REJECTED
-        record.last_error = (
-            f"message is {max(item.size, len(item.raw or b''))} bytes, over the limit of "
-            f"{limit} bytes (PRICEFEED_MAX_MESSAGE_BYTES); body not stored"
-        )
+        record.last_error = texts.MESSAGE_TOO_LARGE % {
+            "size": max(item.size, len(item.raw or b"")),
+            "limit": limit,
+        }
         record.finished_at = None
     else:
         record.raw = raw
@@ -171,7 +167,7 @@ def _unreadable_record(
         uid=item.uid,
         size=item.size,
         status=Status.REJECTED,
-        last_error=f"could not record message: {type(error).__name__}: {error}"[:2000],
+        last_error=(texts.NOT_RECORDED % {"error": f"{type(error).__name__}: {error}"})[:2000],
         dedup_key=dedup_key(
             mailbox_id=mailbox_id,
             message_id="",
@@ -227,7 +223,8 @@ def messages_record(
         )
         if checkpoint.uidvalidity != uidvalidity:
             raise UidValidityChanged(
-                f"checkpoint has UIDVALIDITY {checkpoint.uidvalidity}, server {uidvalidity}"
+                texts.UIDVALIDITY_MISMATCH
+                % {"checkpoint": checkpoint.uidvalidity, "server": uidvalidity}
             )
         fresh = [(item, record) for item, record in built if item.uid > checkpoint.last_uid]
         records = [record for _item, record in fresh]
@@ -288,7 +285,7 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
     for record in records:
         first = seen.get(record.dedup_key)
         if first is None:
-            seen[record.dedup_key] = (f"uid {record.uid}", record.sha256)
+            seen[record.dedup_key] = (texts.FIRST_BY_UID % {"uid": record.uid}, record.sha256)
             kept.append(record)
             continue
         first_ref, first_sha = first
@@ -304,13 +301,13 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
         conflict = _conflict_key(record.dedup_key, record.sha256)
         if conflict in seen or InboundMessage.objects.filter(dedup_key=conflict).exists():
             continue
-        seen[conflict] = (f"uid {record.uid}", record.sha256)
+        seen[conflict] = (texts.FIRST_BY_UID % {"uid": record.uid}, record.sha256)
         record.dedup_key = conflict
         record.status = Status.REJECTED
-        record.last_error = (
-            f"Message-ID {record.message_id} was already recorded (message {first_ref}) with "
-            "different content; this copy is kept for inspection and not processed"
-        )
+        record.last_error = texts.DUPLICATE_MESSAGE_ID % {
+            "message_id": record.message_id,
+            "first": first_ref,
+        }
         kept.append(record)
     return kept
 

@@ -15,6 +15,7 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
 )
@@ -158,18 +159,58 @@ def leases_overview() -> list[LeaseView]:
     return views
 
 
-def mailboxes_unlistened() -> list[str]:
-    """The names of the enabled mailboxes no live instance listens to: none holds an
-    unexpired lease on it with a heartbeat fresher than a lease's TTL."""
+def instances_in_state(
+    rows: QuerySet[InstanceHeartbeat], state: str
+) -> QuerySet[InstanceHeartbeat]:
+    """The heartbeats of ``rows`` that ``instance_state`` calls ``state``, in SQL."""
+    fresh = db_now_minus(settings.PRICEFEED_LEASE_TTL)
+    if state == "stopped":
+        return rows.filter(stopping=True)
+    if state == "dead":
+        return rows.filter(stopping=False, last_seen__lt=fresh)
+    if state == "live":
+        return rows.filter(stopping=False, last_seen__gte=fresh)
+    raise ValueError(f"no instance state {state!r}")
+
+
+def leases_in_state(rows: QuerySet[MailboxLease], state: str) -> QuerySet[MailboxLease]:
+    """The leases of ``rows`` that ``lease_state`` calls ``state``, in SQL."""
+    if state == "mailbox disabled":
+        return rows.filter(mailbox__enabled=False)
+    rows = rows.filter(mailbox__enabled=True)
+    unexpired = Q(expires_at__gt=Now()) & ~Q(owner="")
+    if state == "free":
+        return rows.exclude(unexpired)
+    if state == "release requested":
+        return rows.filter(unexpired, release_requested=True)
+    if state == "held":  # a lease whose release was asked for is held until let go
+        return rows.filter(unexpired)
+    raise ValueError(f"no lease state {state!r}")
+
+
+def _listened() -> Exists:
+    """Whether a live instance holds an unexpired lease on the mailbox (an outer row)."""
     live = InstanceHeartbeat.objects.filter(
         last_seen__gt=db_now_minus(settings.PRICEFEED_LEASE_TTL), stopping=False
     ).values("instance_id")
-    listened = MailboxLease.objects.filter(
-        mailbox=OuterRef("pk"), owner__in=Subquery(live), expires_at__gt=Now()
+    return Exists(
+        MailboxLease.objects.filter(
+            mailbox=OuterRef("pk"), owner__in=Subquery(live), expires_at__gt=Now()
+        )
     )
+
+
+def mailboxes_listened(rows: QuerySet[Mailbox], listened: bool) -> QuerySet[Mailbox]:
+    """The enabled mailboxes of ``rows`` that a live instance listens to, or (``listened``
+    False) that none does."""
+    return rows.filter(enabled=True).filter(_listened() if listened else ~_listened())
+
+
+def mailboxes_unlistened() -> list[str]:
+    """The names of the enabled mailboxes no live instance listens to: none holds an
+    unexpired lease on it with a heartbeat fresher than a lease's TTL."""
     return list(
-        Mailbox.objects.filter(enabled=True)
-        .filter(~Exists(listened))
+        mailboxes_listened(Mailbox.objects.all(), False)
         .order_by("name")
         .values_list("name", flat=True)
     )

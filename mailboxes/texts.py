@@ -1,71 +1,89 @@
-"""Sentences for operators that are logged and stored in English and shown translated.
+"""Sentences for operators that mailboxes logs and stores in English and the admin shows
+in the reader's language (the engine is core.texts; this module holds this app's
+templates and registers them on import, which MailboxesConfig.ready does).
 
-A connection test's result is written by a worker, which knows nothing of who reads it
-and in which language: the English goes into the text column and the logs, the msgid
-and its parameters beside it (``as_json``), and the admin says it in the reader's
-language (``translated``).
+A connection test's result and a mailbox's last error are ``Text``s, kept as JSON beside
+the English (``as_json``); a message's reasons and warnings (``InboundMessage.last_error``,
+``warnings``) are English made from the templates below, recognised when shown. A value
+that is foreign text (a server's reply, a library's exception) stays as it is inside the
+translated sentence.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from django.utils.translation import gettext_noop
 
-from django.utils.translation import gettext
+from core import texts as core_texts
+from core.texts import Text, as_json, text_of, translated, translated_all
 
+__all__ = ["Text", "as_json", "text_of", "translated", "translated_all"]
 
-class Text(str):
-    """English as a ``str`` (``template % params``) that remembers its msgid and
-    parameters. Mark the msgid with ``gettext_noop`` where it is written so that
-    makemessages finds it; a parameter may itself be a Text."""
+# recording.py: a message refused before it is processed.
+MESSAGE_TOO_LARGE = gettext_noop(
+    "message is %(size)s bytes, over the limit of %(limit)s bytes "
+    "(PRICEFEED_MAX_MESSAGE_BYTES); body not stored"
+)
+NOT_RECORDED = gettext_noop("could not record message: %(error)s")
+DUPLICATE_MESSAGE_ID = gettext_noop(
+    "Message-ID %(message_id)s was already recorded (message %(first)s) with different "
+    "content; this copy is kept for inspection and not processed"
+)
+FIRST_BY_UID = gettext_noop("uid %(uid)s")
+NO_MESSAGE_ID_HASHED = gettext_noop(
+    "no Message-ID header: duplicates are recognised by content hash"
+)
+NO_MESSAGE_ID = gettext_noop("no Message-ID header")
 
-    template: str
-    params: dict[str, Any]
+# mime.py and mimebudget.py: warnings, and refusals over the MIME budget.
+MORE_NOTES = gettext_noop("... and %(count)s more")
+UNREADABLE_FILENAME = gettext_noop("part %(part)s: unreadable filename (%(error)s)")
+NESTED_TOO_DEEP = gettext_noop("MIME parts nested too deep for the parser")
+TOO_MANY_PARTS = gettext_noop("more than %(limit)s MIME parts (PRICEFEED_MIME_MAX_PARTS)")
+TOO_DEEP = gettext_noop("MIME parts nested more than %(limit)s deep (PRICEFEED_MIME_MAX_DEPTH)")
+HEADER_TOO_LARGE = gettext_noop(
+    "a header block is over %(limit)s bytes (PRICEFEED_MIME_MAX_HEADER_BYTES)"
+)
+TOO_MANY_FIELDS = gettext_noop(
+    "a header block has more than %(limit)s fields (PRICEFEED_MIME_MAX_HEADER_FIELDS)"
+)
+TOO_MANY_ENCODED_WORDS = gettext_noop(
+    "header %(header)s holds more than %(limit)s encoded words (PRICEFEED_MIME_MAX_ENCODED_WORDS)"
+)
+TOO_MANY_PARAMS = gettext_noop(
+    "header %(header)s has more than %(limit)s parameters (PRICEFEED_MIME_MAX_PARAMS)"
+)
 
-    def __new__(cls, template: str, **params: Any) -> Text:
-        text = super().__new__(cls, template % params if params else template)
-        text.template = template
-        text.params = params
-        return text
+# listener.py: what a listener that lost its lease says (stored as the mailbox's error).
+LEASE_NOT_RENEWED = gettext_noop("lease on mailbox %(mailbox)s not renewed in time")
+LEASE_LOST_IN_STEP = gettext_noop(
+    "lease on mailbox %(mailbox)s not renewed in time; the step under way failed: %(error)s"
+)
+UIDVALIDITY_CHANGED = gettext_noop("UIDVALIDITY changed from %(old)s to %(new)s")
+UIDVALIDITY_MISMATCH = gettext_noop("checkpoint has UIDVALIDITY %(checkpoint)s, server %(server)s")
 
-    def __reduce__(self):  # pickled (a task's exception, say) as the plain English
-        return (str, (str(self),))
+TEMPLATES = (
+    MESSAGE_TOO_LARGE,
+    NOT_RECORDED,
+    DUPLICATE_MESSAGE_ID,
+    FIRST_BY_UID,
+    NO_MESSAGE_ID_HASHED,
+    NO_MESSAGE_ID,
+    MORE_NOTES,
+    UNREADABLE_FILENAME,
+    NESTED_TOO_DEEP,
+    TOO_MANY_PARTS,
+    TOO_DEEP,
+    HEADER_TOO_LARGE,
+    TOO_MANY_FIELDS,
+    TOO_MANY_ENCODED_WORDS,
+    TOO_MANY_PARAMS,
+    LEASE_NOT_RENEWED,
+    LEASE_LOST_IN_STEP,
+    UIDVALIDITY_CHANGED,
+    UIDVALIDITY_MISMATCH,
+)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "text": self.template,
-            "params": {
-                name: value.as_json() if isinstance(value, Text) else value
-                for name, value in self.params.items()
-            },
-        }
-
-
-def as_json(value: str) -> dict[str, Any]:
-    """What ``translated`` needs to say ``value`` again: {} for a plain string."""
-    return value.as_json() if isinstance(value, Text) else {}
-
-
-def text_of(exc: BaseException) -> str:
-    """The exception's message, as the Text it was raised with when it was."""
-    if len(exc.args) == 1 and isinstance(exc.args[0], Text):
-        return exc.args[0]
-    return str(exc)
-
-
-def translated(value: Text | dict[str, Any] | str) -> str:
-    """``value`` in the active language (a Text or its ``as_json``); a plain string, or a
-    msgid the catalogue lacks, as it is."""
-    if isinstance(value, Text):
-        value = value.as_json()
-    if not isinstance(value, dict):
-        return str(value)
-    if "text" not in value:
-        return ""
-    params = {
-        name: translated(param) if isinstance(param, dict) else param
-        for name, param in (value.get("params") or {}).items()
-    }
-    try:
-        return gettext(value["text"]) % params if params else gettext(value["text"])
-    except (KeyError, TypeError, ValueError):  # a translation that lost a placeholder
-        return value["text"] % params if params else value["text"]
+# A UID, a mailbox's id and a UIDVALIDITY are names, not amounts.
+core_texts.register(
+    TEMPLATES, verbatim=("uid", "mailbox", "old", "new", "checkpoint", "server", "first")
+)

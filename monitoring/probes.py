@@ -82,13 +82,22 @@ def _database(alias: str) -> None:
 
 
 def _migrations() -> None:
-    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
-    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    if plan:
-        first = plan[0][0]
-        raise CheckFailed(
-            f"{len(plan)} migration(s) not applied, the first {first.app_label}.{first.name}"
+    # Every migration of the graph, not only those a migrate to the leaves would run: a
+    # hole below an applied leaf (a record deleted, a migration added under a later one)
+    # is not applied either.
+    loader = MigrationExecutor(connections[DEFAULT_DB_ALIAS]).loader
+    graph, applied = loader.graph, loader.applied_migrations
+    missing = list(
+        dict.fromkeys(
+            node
+            for leaf in graph.leaf_nodes()
+            for node in graph.forwards_plan(leaf)
+            if node not in applied
         )
+    )
+    if missing:
+        app_label, name = missing[0]
+        raise CheckFailed(f"{len(missing)} migration(s) not applied, the first {app_label}.{name}")
 
 
 def _broker(database: CheckResult) -> CheckResult:

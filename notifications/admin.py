@@ -11,17 +11,19 @@ from core.adminutils import (
     EMPTY,
     AuditAdminMixin,
     ListAdminMixin,
+    SinceFilter,
     annotated,
     due,
     truncated,
     when,
 )
+from core.texts import translated
 from outbox.models import OutboxEvent
 from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport
 
-from . import retries, selectors, services
-from .models import Notification, Subscription
+from . import retries, selectors, services, texts
+from .models import Notification, OverdueNotification, Subscription
 
 
 class OutcomeFilter(admin.SimpleListFilter):
@@ -41,7 +43,15 @@ class OutcomeFilter(admin.SimpleListFilter):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(ListAdminMixin, admin.ModelAdmin):
-    list_display = ["__str__", "language", "enabled", "on_succeeded", "on_partial", "on_failed"]
+    list_display = [
+        "__str__",
+        "language",
+        "enabled",
+        "on_succeeded",
+        "on_partial",
+        "on_failed",
+        "on_overdue",
+    ]
     list_filter = ["enabled", "reply_to_sender", "language"]
     search_fields = ["email"]
     filter_horizontal = ["configs"]
@@ -59,7 +69,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         "short_error",
         "of_import",
     ]
-    list_filter = ["status", OutcomeFilter]
+    list_filter = ["status", SinceFilter.on("created_at"), OutcomeFilter]
     search_fields = ["recipient", "message_id"]
     raw_id_fields = ["price_import"]
     actions = ["retry_now", "requeue", "give_up"]
@@ -73,7 +83,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         "message_id",
         "attempts",
         "next_attempt",
-        "last_error",
+        "error_text",
         "created_at",
         "sent_at",
     ]
@@ -119,7 +129,12 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         # The mail's own error, or why its event was given up (by an operator, or for
         # want of a handler) when the mail has none.
         error = obj.last_error or annotated(obj, "send_error") or ""
-        return truncated(error, width="m", error=True)
+        return truncated(translated(error), width="m", error=True)
+
+    @admin.display(description=_("last error"))
+    def error_text(self, obj: Notification) -> str:
+        """The stored (English) reason in the reader's language."""
+        return translated(obj.last_error) or EMPTY
 
     @admin.display(description=_("import"), ordering="price_import")
     def of_import(self, obj: Notification) -> str:
@@ -188,7 +203,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         ids = list(queryset.values_list("pk", flat=True))
         moved = retries.notifications_give_up(
             notification_ids=ids,
-            reason=gettext("given up by %(user)s") % {"user": request.user.get_username()},
+            reason=texts.GIVEN_UP_BY % {"user": request.user.get_username()},
         )
         self._report(
             request,
@@ -199,3 +214,39 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
             skipped=len(ids) - moved,
             why=gettext("not waiting to be sent"),
         )
+
+
+@admin.register(OverdueNotification)
+class OverdueNotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
+    """The mails about lists that did not come on time (notifications.overdue)."""
+
+    list_display = ["created", "short_recipient", "alert", "status", "short_error"]
+    list_filter = ["status", SinceFilter.on("created_at")]
+    search_fields = ["recipient", "message_id", "alert__config__name"]
+    list_select_related = ["alert__config"]
+    readonly_fields = [
+        "alert",
+        "recipient",
+        "language",
+        "status",
+        "message_id",
+        "attempts",
+        "last_error",
+        "created_at",
+        "sent_at",
+    ]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description=pgettext_lazy("notification", "created"), ordering="created_at")
+    def created(self, obj: OverdueNotification) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description=_("recipient"), ordering="recipient")
+    def short_recipient(self, obj: OverdueNotification) -> str:
+        return truncated(obj.recipient, width="s")
+
+    @admin.display(description=_("last error"))
+    def short_error(self, obj: OverdueNotification) -> str:
+        return truncated(obj.last_error, width="m", error=True) if obj.last_error else EMPTY

@@ -9,6 +9,9 @@ class NotificationsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks as notification_checks
-        from . import handlers  # noqa: F401 - registers the outbox handlers
+
+        # handlers registers the outbox handlers; texts the templates of the texts shown
+        # translated (core.texts).
+        from . import handlers, texts  # noqa: F401
 
         checks.register(notification_checks.public_url)

@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.urls import reverse
+from django.utils.translation import gettext
 
-from pricefeed.models import PriceImport
+from core.texts import translated
+from pricefeed.models import PriceImport, PriceListConfig
 
 # How much of a diff a mail shows: SKUs added and removed, and price changes.
 SKUS_SHOWN = 5
@@ -39,11 +41,23 @@ _THE_ATTACHMENT = re.compile(r"(?<=')attachment(?=')|(?<=\()attachment(?=\))|^at
 
 
 def reason(price_import: PriceImport) -> str:
-    """Why an import failed, naming its file where the error says "attachment"."""
+    """Why an import failed, naming its file where the error says "attachment", or why
+    it is held for review, in the active language (the mail's: the stored reason is
+    English, core.texts)."""
+    if price_import.review == PriceImport.Review.HELD:
+        return gettext(
+            "held for review, not current yet: %(why)s. Until an operator approves it, "
+            "the previous prices stay current."
+        ) % {"why": translated(price_import.review_reason)}
     if not price_import.last_error:
         return ""
     name = file_name(price_import)
-    return _THE_ATTACHMENT.sub(lambda _: name, price_import.last_error)
+    return translated(_THE_ATTACHMENT.sub(lambda _: name, price_import.last_error))
+
+
+def row_errors(errors: list[dict]) -> list[dict]:
+    """An import's stored row errors with each error in the active language."""
+    return [{**error, "error": translated(error.get("error", ""))} for error in errors]
 
 
 def admin_url(price_import: PriceImport) -> str:
@@ -53,6 +67,14 @@ def admin_url(price_import: PriceImport) -> str:
     if not base:
         return ""
     return base + reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
+
+
+def config_admin_url(config: PriceListConfig) -> str:
+    """The config's page in the admin under PRICEFEED_PUBLIC_URL; "" when that is not set."""
+    base = settings.PRICEFEED_PUBLIC_URL.strip().rstrip("/")
+    if not base:
+        return ""
+    return base + reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk])
 
 
 def public_url_problem(value: str) -> str:
@@ -105,6 +127,11 @@ class DiffSummary:
     removed_skus: list[str] = field(default_factory=list)
     changes: list[PriceChange] = field(default_factory=list)
     changes_seen: int = 0
+    # Price changes beyond the config's price_jump_percent, and the unreadable rows of a
+    # PARTIAL import that kept their previous value (pricefeed.catalogue).
+    jumps: int = 0
+    jump_percent: int | None = None
+    unreadable: int = 0
 
     @property
     def all_changes_seen(self) -> bool:
@@ -139,6 +166,9 @@ def diff_summary(diff: dict | None, *, changes: int = CHANGES_SHOWN) -> DiffSumm
         removed_skus=[str(s) for s in (diff.get("removed_sample") or [])[:SKUS_SHOWN]],
         changes=sorted(sample, key=_size, reverse=True)[:changes],
         changes_seen=len(sample),
+        jumps=int(diff.get("jumps") or 0),
+        jump_percent=diff.get("jump_percent"),
+        unreadable=int(diff.get("unreadable") or 0),
     )
 
 

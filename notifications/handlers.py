@@ -7,8 +7,9 @@ import uuid
 from outbox.handlers import handler
 from outbox.models import OutboxEvent
 from pricefeed.imports.outcome import MESSAGE_OUTCOME_EVENT, OUTCOME_EVENT
+from pricefeed.overdue import LIST_OVERDUE_EVENT
 
-from . import services
+from . import overdue, services
 
 
 @handler(OUTCOME_EVENT)
@@ -36,4 +37,18 @@ def fan_out_message(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException 
     return results
 
 
+@handler(LIST_OVERDUE_EVENT)
+def fan_out_overdue(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """A price list that did not come on time: one mail per subscriber."""
+    results: dict[uuid.UUID, BaseException | None] = {}
+    for event in events:
+        try:
+            overdue.overdue_fan_out(alert_id=event.payload["alert_id"])
+            results[event.id] = None
+        except Exception as exc:
+            results[event.id] = exc
+    return results
+
+
 handler(services.SEND_EVENT)(services.notifications_send)
+handler(overdue.SEND_EVENT)(overdue.overdue_send)

@@ -32,6 +32,11 @@ def supported_language(code: str) -> str:
         return settings.LANGUAGES[0][0]
 
 
+# The kind of a subscription's mail about a list that did not come (pricefeed.overdue);
+# the other kinds are import outcomes, named by PriceImport.Status.
+LIST_OVERDUE = "OVERDUE"
+
+
 class Subscription(models.Model):
     """Who hears about which import outcomes, for which configs (none chosen = all)."""
 
@@ -59,6 +64,14 @@ class Subscription(models.Model):
     on_succeeded = models.BooleanField(_("on success"), default=True)
     on_partial = models.BooleanField(_("on partial success"), default=True)
     on_failed = models.BooleanField(_("on failure"), default=True)
+    on_overdue = models.BooleanField(
+        _("when a list is overdue"),
+        default=True,
+        help_text=_(
+            "When a config's expected price list has not come on time (to the e-mail "
+            "address only: there is no sender to reply to)."
+        ),
+    )
     enabled = models.BooleanField(pgettext_lazy("subscription", "enabled"), default=True)
 
     class Meta:
@@ -84,6 +97,7 @@ class Subscription(models.Model):
             PriceImport.Status.SUCCEEDED: self.on_succeeded,
             PriceImport.Status.PARTIAL: self.on_partial,
             PriceImport.Status.FAILED: self.on_failed,
+            LIST_OVERDUE: self.on_overdue,
         }
         return wanted.get(status, False)
 
@@ -135,3 +149,39 @@ class Notification(models.Model):
             return str(PriceImport.Status(self.kind).label)
         except ValueError:
             return self.kind
+
+
+class OverdueNotification(models.Model):
+    """One e-mail about one overdue-list alert to one recipient: takes effect once,
+    whatever retries. A model of its own rather than a Notification: there is no import
+    to hang it on, and Notification stays one per (price_import, recipient, kind)."""
+
+    Status = Notification.Status
+
+    alert = models.ForeignKey(
+        "pricefeed.OverdueAlert",
+        on_delete=models.CASCADE,
+        related_name="notifications",
+        verbose_name=_("overdue list alert"),
+    )
+    recipient = models.EmailField(_("recipient"))
+    language = models.CharField(_("language"), max_length=15, blank=True, default="")
+    status = models.CharField(_("status"), max_length=10, choices=Status, default=Status.PENDING)
+    message_id = models.CharField(_("Message-ID"), max_length=255, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    last_error = models.TextField(_("last error"), blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
+    sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("overdue-list notification")
+        verbose_name_plural = _("overdue-list notifications")
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["alert", "recipient"], name="one_overdue_notification_each"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.alert} → {self.recipient} ({self.get_status_display()})"

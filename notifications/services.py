@@ -39,6 +39,7 @@ from django.utils.translation import gettext, ngettext
 from core import metrics
 from core.faults import crash_point
 from core.retry import outbox_retry_policy
+from core.texts import error_text
 from outbox.models import OutboxEvent
 from outbox.services import publish
 from pricefeed.imports.outcome import FINAL
@@ -254,7 +255,7 @@ def _import_context(price_import: PriceImport, *, errors: int, changes: int) -> 
         "file": content.file_name(price_import),
         "reason": content.reason(price_import),
         "diff": content.diff_summary(price_import.diff, changes=changes),
-        "errors": shown,
+        "errors": content.row_errors(shown),
         "more_errors": max(price_import.rows_failed - len(shown), 0) if shown else 0,
         "link": content.admin_url(price_import),
     }
@@ -608,7 +609,7 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
         given_up = attempts[event_id] >= last_attempt
         marked = Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
             attempts=F("attempts") + 1,
-            last_error=f"{type(error).__name__}: {error}"[:2000],
+            last_error=error_text(error)[:2000],
             **({"status": Notification.Status.FAILED} if given_up else {}),
         )
         metrics.NOTIFICATION_SEND_ERRORS.inc(marked)

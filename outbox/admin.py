@@ -6,12 +6,14 @@ from datetime import timedelta
 from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html
-from django.utils.translation import gettext, ngettext, pgettext, pgettext_lazy
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import AuditAdminMixin, due, truncated, when
+from core.claims import MARKED_FAILED_BY
+from core.texts import translated
 
-from . import services
+from . import selectors, services
 from .models import OutboxEvent
 
 
@@ -37,6 +39,26 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset
 
 
+class WaitingFilter(admin.SimpleListFilter):
+    """The waiting events as the front page counts them: due now, backing off, stuck."""
+
+    title = _("waiting")
+    parameter_name = "waiting"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("due", _("due now")),
+            ("backing_off", _("backing off (next attempt later)")),
+            ("stuck", _("stuck (longer than the claim timeout)")),
+        ]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value in selectors.WAITING_STATES:
+            return selectors.events_waiting(queryset, value)
+        return queryset
+
+
 @admin.register(OutboxEvent)
 class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
@@ -48,7 +70,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
         "next_attempt",
         "short_error",
     ]
-    list_filter = ["status", "kind", AgeFilter]
+    list_filter = ["status", WaitingFilter, "kind", AgeFilter]
     search_fields = ["id", "aggregate_id"]
     date_hierarchy = "created_at"
     actions = ["retry_now", "requeue", "mark_failed"]
@@ -63,7 +85,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
         "next_attempt_at",
         "claimed_by",
         "claimed_at",
-        "last_error",
+        "error_text",
         "created_at",
         "sent_at",
         "finished_at",
@@ -97,7 +119,12 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("last error"))
     def short_error(self, obj: OutboxEvent) -> str:
-        return truncated(obj.last_error, width="m", error=True)
+        return truncated(translated(obj.last_error), width="m", error=True)
+
+    @admin.display(description=_("last error"))
+    def error_text(self, obj: OutboxEvent) -> str:
+        """The stored (English) reason in the reader's language."""
+        return translated(obj.last_error) or "—"
 
     def has_change_permission(self, request, obj=None):
         return False
@@ -146,8 +173,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     def mark_failed(self, request, queryset):
         moved = services.events_mark_failed(
             event_ids=queryset.values_list("id", flat=True),
-            reason=pgettext("outbox event", "marked failed by %(user)s")
-            % {"user": request.user.get_username()},
+            reason=MARKED_FAILED_BY % {"user": request.user.get_username()},
         )
         self._report(
             request,

@@ -18,7 +18,9 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transac
 from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.db.models.functions import Now
+from django.utils.translation import gettext_noop
 
+from core import texts
 from core.claims import ClaimedWork
 from core.db import postgresql
 from core.retry import outbox_retry_policy
@@ -28,6 +30,10 @@ from .exceptions import NotInTransaction
 from .models import OutboxEvent
 
 logger = logging.getLogger(__name__)
+
+# An event's reasons, stored in English and shown translated (core.texts).
+NO_HANDLER = gettext_noop("no handler for %(kind)s")
+texts.register((NO_HANDLER,))
 
 Status = OutboxEvent.Status
 CHANNEL = "pricefeed_outbox"
@@ -225,7 +231,9 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> dict[s
         if handle is None:
             for event in batch:
                 event_fail(
-                    event_id=event.id, dispatcher=dispatcher, reason=f"no handler for {kind!r}"
+                    event_id=event.id,
+                    dispatcher=dispatcher,
+                    reason=NO_HANDLER % {"kind": repr(kind)},
                 )
                 counts["failed"] += 1
             continue

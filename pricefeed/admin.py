@@ -6,17 +6,19 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.db.models.fields.json import KT
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join, strip_tags
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import (
     EMPTY,
     AuditAdminMixin,
     ListAdminMixin,
+    SinceFilter,
     annotated,
     duration,
     label,
@@ -26,9 +28,16 @@ from core.adminutils import (
 from mailboxes import admin as mailboxes_admin
 from mailboxes.models import InboundMessage, Mailbox
 
+from . import (
+    admin_catalogue,  # noqa: F401  (registers the catalogue's admin)
+    catalogue,
+    exports,
+)
+from .filters import ImportStatusFilter
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
 from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
+from .selectors import overdue_configs, overdue_period, with_last_arrival
 from .texts import translated, translated_all
 
 PREVIEW_ROWS = 20
@@ -43,6 +52,43 @@ OUTCOMES: dict[str, tuple[str, ...]] = {
 TROUBLE = (Status.FAILED, Status.PARTIAL)
 
 
+# The config page's fieldset "Expected arrival" (pricefeed.schedule).
+SCHEDULE_FIELDS = [
+    "expected_every_hours",
+    "expected_weekdays",
+    "expected_by",
+    "expected_timezone",
+    "expected_grace_minutes",
+]
+
+
+# The config page's fieldset "Price sense" (pricefeed.catalogue).
+PRICE_SENSE_FIELDS = [
+    "allow_nonpositive_prices",
+    "price_jump_percent",
+    "hold_removed_percent",
+    "hold_shrink_percent",
+]
+
+
+class OverdueFilter(admin.SimpleListFilter):
+    """Configs whose expected list has not come (selectors.overdue_configs)."""
+
+    title = _("list overdue")
+    parameter_name = "overdue"
+
+    def lookups(self, request, model_admin):
+        return [("yes", _("Yes")), ("no", _("No"))]
+
+    def queryset(self, request, queryset):
+        if self.value() not in ("yes", "no"):
+            return queryset
+        overdue = [found.config.pk for found in overdue_configs()]
+        if self.value() == "yes":
+            return queryset.filter(pk__in=overdue)
+        return queryset.exclude(pk__in=overdue)
+
+
 @admin.register(PriceListConfig)
 class PriceListConfigAdmin(ListAdminMixin, admin.ModelAdmin):
     form = PriceListConfigForm
@@ -53,13 +99,64 @@ class PriceListConfigAdmin(ListAdminMixin, admin.ModelAdmin):
         "enabled",
         "sender",
         "filename",
-        "auth",
         "short_mode",
-    ]
-    list_filter = ["enabled", "mailbox", "sender_auth", "mode"]
+        "overdue",
+    ]  # sender auth: a filter and on the config's page (the list fits 1440 px)
+    list_filter = ["enabled", OverdueFilter, "mailbox", "sender_auth", "mode"]
     list_select_related = ["mailbox"]
     search_fields = ["name", "sender_pattern", "subject_pattern", "filename_pattern"]
     readonly_fields = ["preview_link"]
+
+    def get_queryset(self, request):
+        # The latest arrival and the database's time, for the "overdue" column.
+        return with_last_arrival(super().get_queryset(request))
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # How a column given as two letters ("ID") will be read: saved, but said.
+        for note in getattr(form, "column_notes", ()):
+            self.message_user(request, note, messages.WARNING)
+
+    def get_fieldsets(self, request, obj=None):
+        grouped = (*SCHEDULE_FIELDS, *PRICE_SENSE_FIELDS)
+        fields = [f for f in self.get_fields(request, obj) if f not in grouped]
+        return [
+            (None, {"fields": fields}),
+            (
+                _("Price sense"),
+                {
+                    "fields": PRICE_SENSE_FIELDS,
+                    "description": _(
+                        "What a list may do before it becomes the current catalogue: a "
+                        "price change beyond the share is flagged; a list that removes or "
+                        "drops too much of a catalogue of 20 items or more waits for an "
+                        "operator to approve it (Price imports, action Approve)."
+                    ),
+                },
+            ),
+            (
+                _("Expected arrival"),
+                {
+                    "fields": SCHEDULE_FIELDS,
+                    "description": _(
+                        "Every N hours, or on weekdays by a time of day; a list that has "
+                        "not come by then (and the grace) is flagged on the front page and "
+                        "mailed once to the subscribers who want overdue lists."
+                    ),
+                },
+            ),
+        ]
+
+    @admin.display(description=_("overdue"))
+    def overdue(self, obj: PriceListConfig) -> str:
+        """Since when its expected list is overdue; "no" when on time; — when no list is
+        expected."""
+        if not (obj.expected_every_hours or obj.expected_by):
+            return EMPTY
+        period = overdue_period(obj)
+        if period is None:
+            return gettext("no")
+        return when(period.due, now=annotated(obj, "checked_at"))
 
     @admin.display(description=_("name"), ordering="name")
     def short_name(self, obj: PriceListConfig) -> str:
@@ -143,11 +240,23 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "duration",
         "message_link",
     ]
-    list_filter = ["status", "config__mailbox", "config", "format"]
+    list_filter = [
+        ImportStatusFilter,
+        SinceFilter.on("created_at"),
+        "review",
+        "config__mailbox",
+        "config",
+        "format",
+    ]
     search_fields = ["filename", "sha256", "message__subject"]
     date_hierarchy = "created_at"
-    actions = ["rerun_failed"]
+    actions = ["rerun_failed", "approve_held", "reject_held"]
     readonly_fields = [
+        "review_state",
+        "accepted_at",
+        "reviewed_by",
+        "reviewed_at",
+        "catalogue_link",
         "message_link",
         "config",
         "attachment_key",
@@ -163,6 +272,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "rows_failed",
         "rows_skipped",
         "items_link",
+        "export_links",
         "parse_info",
         "diff_summary",
         "row_errors",
@@ -180,9 +290,26 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         (None, {"fields": ["status", "error", "config", "message_link", "filename"]}),
         (
             _("Rows"),
-            {"fields": [("rows_total", "rows_ok", "rows_failed", "rows_skipped"), "items_link"]},
+            {
+                "fields": [
+                    ("rows_total", "rows_ok", "rows_failed", "rows_skipped"),
+                    "items_link",
+                    "export_links",
+                ]
+            },
         ),
-        (_("Changes against the previous import"), {"fields": ["diff_summary"]}),
+        (
+            _("Catalogue"),
+            {
+                "fields": [
+                    "review_state",
+                    "accepted_at",
+                    ("reviewed_by", "reviewed_at"),
+                    "catalogue_link",
+                ]
+            },
+        ),
+        (_("Changes against the current catalogue"), {"fields": ["diff_summary"]}),
         (_("Row errors"), {"fields": ["row_errors"]}),
         (
             _("File"),
@@ -242,7 +369,42 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("status"), ordering="status")
     def short_status(self, obj: PriceImport) -> str:
+        if obj.review == PriceImport.Review.HELD:
+            return format_html(
+                '{} · <span class="pf-error">{}</span>',
+                label(obj, "status"),
+                pgettext("price import", "held"),
+            )
+        if obj.review == PriceImport.Review.REJECTED:
+            return format_html(
+                "{} · {}", label(obj, "status"), pgettext("price import", "rejected")
+            )
         return label(obj, "status")
+
+    @admin.display(description=_("review"))
+    def review_state(self, obj: PriceImport) -> str:
+        """Whether its rows are current, wait for an operator, or were turned down."""
+        if obj.review == PriceImport.Review.HELD:
+            return format_html(
+                '<span class="pf-error">{}</span>: {}',
+                label(obj, "review"),
+                translated(obj.review_reason),
+            )
+        if obj.review:
+            return label(obj, "review")
+        if obj.accepted_at:
+            return gettext("current at once (nothing to review)")
+        return EMPTY
+
+    @admin.display(description=_("catalogue"))
+    def catalogue_link(self, obj: PriceImport) -> str:
+        url = reverse("admin:pricefeed_catalogueentry_changelist")
+        return format_html(
+            '<a href="{}?config__id__exact={}">{}</a>',
+            url,
+            obj.config_id,
+            gettext("The current catalogue of %(config)s") % {"config": obj.config.name},
+        )
 
     @admin.display(description=_("rows (ok / failed)"), ordering="rows_ok")
     def rows(self, obj: PriceImport) -> str:
@@ -301,6 +463,79 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             ngettext("%(count)d item", "%(count)d items", obj.rows_ok) % {"count": obj.rows_ok},
         )
 
+    @admin.display(description=_("export"))
+    def export_links(self, obj: PriceImport) -> str:
+        """Links to the rows and the diff as CSV (";" for Russian Excel, ",") and xlsx."""
+        if obj.status not in (Status.SUCCEEDED, Status.PARTIAL):
+            return EMPTY
+        lines = [("rows", gettext("Export rows:"))]
+        if obj.diff:
+            lines.append(("diff", gettext("Export diff:")))
+        return format_html_join(
+            "",
+            "<div>{} {}</div>",
+            (
+                (
+                    heading,
+                    format_html_join(
+                        " · ",
+                        '<a href="{}">{}</a>',
+                        (
+                            (
+                                reverse(
+                                    f"admin:pricefeed_priceimport_export_{what}",
+                                    args=[obj.pk, file_format],
+                                ),
+                                text,
+                            )
+                            for file_format, text in exports.FORMATS.items()
+                        ),
+                    ),
+                )
+                for what, heading in lines
+            ),
+        )
+
+    def get_urls(self):
+        return [
+            path(
+                f"<int:pk>/export/{what}/<str:file_format>/",
+                self.admin_site.admin_view(self.export_view),
+                {"what": what},
+                name=f"pricefeed_priceimport_export_{what}",
+            )
+            for what in ("rows", "diff")
+        ] + super().get_urls()
+
+    def export_view(self, request, pk: int, what: str, file_format: str):
+        """An import's rows or diff as a file (pricefeed.exports), for whoever may view
+        the import."""
+        price_import = get_object_or_404(PriceImport.objects.select_related("config"), pk=pk)
+        if not self.has_view_permission(request, price_import):
+            raise PermissionDenied
+        if file_format not in exports.FORMATS or (what == "diff" and not price_import.diff):
+            raise Http404
+        table = (
+            exports.import_rows(price_import)
+            if what == "rows"
+            else exports.import_diff(price_import)
+        )
+        if file_format == "xlsx":
+            diff = price_import.diff or {}
+            rows = (
+                price_import.rows_ok
+                if what == "rows"
+                else sum(diff.get(k, 0) for k in ("added", "removed", "changed", "unreadable"))
+            )
+            back = reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
+            if refused := exports.xlsx_refused(request, rows, back):
+                return refused
+            name = exports.filename(price_import.config, price_import, what, "xlsx")
+            return exports.xlsx_response(table, name)
+        name = exports.filename(price_import.config, price_import, what, "csv")
+        delimiter = "," if file_format == "csv-comma" else ";"
+        return exports.csv_response(table, name, delimiter=delimiter)
+
     @admin.display(description=_("diff"))
     def diff_summary(self, obj: PriceImport) -> str:
         diff = obj.diff or {}
@@ -319,22 +554,32 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             ((c["sku"], c["old"], c["new"]) for c in diff.get("changed_sample", [])),
         )
         summary = gettext(
-            "against import #%(previous)s: %(added)s added, %(removed)s removed, "
-            "%(changed)s price(s) changed"
+            "against the catalogue (current since import #%(previous)s): %(added)s added, "
+            "%(removed)s removed, %(changed)s price(s) changed"
         ) % {
             "previous": diff["previous_import"],
             "added": diff.get("added", 0),
             "removed": diff.get("removed", 0),
             "changed": diff.get("changed", 0),
         }
+        jumps = format_html_join(
+            "",
+            '<li class="pf-error">{}: {} → {}</li>',
+            ((c["sku"], c["old"], c["new"]) for c in diff.get("jumps_sample", [])),
+        )
         added = ", ".join(diff.get("added_sample", [])) or EMPTY
         removed = ", ".join(diff.get("removed_sample", [])) or EMPTY
+        unreadable = ", ".join(diff.get("unreadable_sample", [])) or EMPTY
         return format_html(
-            "{}<ul>{}</ul><div>{}</div><div>{}</div>",
+            "{}<ul>{}</ul><div>{}</div><ul>{}</ul><div>{}</div><div>{}</div><div>{}</div>",
             summary,
             changed,
+            gettext("prices that changed by more than %(percent)s%%: %(count)s")
+            % {"percent": diff.get("jump_percent", "—"), "count": diff.get("jumps", 0)},
+            jumps,
             gettext("added: %(skus)s") % {"skus": added},
             gettext("removed: %(skus)s") % {"skus": removed},
+            gettext("unreadable rows, previous value kept: %(skus)s") % {"skus": unreadable},
         )
 
     @admin.display(description=_("row errors"))
@@ -359,6 +604,47 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     def has_rerun_permission(self, request) -> bool:
         return request.user.has_perm("pricefeed.rerun_priceimport")
+
+    def has_review_permission(self, request) -> bool:
+        return request.user.has_perm("pricefeed.review_priceimport")
+
+    @admin.action(description=_("Approve held imports (make them current)"), permissions=["review"])
+    def approve_held(self, request, queryset):
+        count = self._review(request, queryset, catalogue.import_approve)
+        if count:
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d import approved: its rows are current.",
+                    "%(count)d imports approved: their rows are current.",
+                    count,
+                )
+                % {"count": count},
+                messages.SUCCESS,
+            )
+
+    @admin.action(description=_("Reject held imports"), permissions=["review"])
+    def reject_held(self, request, queryset):
+        count = self._review(request, queryset, catalogue.import_reject)
+        if count:
+            self.message_user(
+                request,
+                ngettext("%(count)d import rejected.", "%(count)d imports rejected.", count)
+                % {"count": count},
+                messages.SUCCESS,
+            )
+
+    def _review(self, request, queryset, decide) -> int:
+        """Decides on each import, the oldest first; says why one could not be."""
+        count = 0
+        for import_id in queryset.order_by("created_at", "pk").values_list("pk", flat=True):
+            try:
+                decide(import_id=import_id, user=request.user.get_username())
+            except catalogue.ReviewRefused as refused:
+                self.message_user(request, translated(str(refused)), messages.WARNING)
+            else:
+                count += 1
+        return count
 
     @admin.action(description=_("Run failed imports again"), permissions=["rerun"])
     def rerun_failed(self, request, queryset):

@@ -12,7 +12,9 @@ class PricefeedConfig(AppConfig):
         from mailboxes import processing, weights
         from mailboxes.signals import notify_listeners_on_change
 
-        from . import selectors, signals  # noqa: F401  (signals connects its receivers)
+        # signals connects receivers; texts registers the templates of the texts shown
+        # translated (core.texts).
+        from . import overdue, selectors, signals, texts  # noqa: F401
         from .imports import lifecycle
         from .models import PriceListConfig
 
@@ -21,6 +23,7 @@ class PricefeedConfig(AppConfig):
         processing.set_message_task("pricefeed.tasks.process_message")
         weights.set_default_weight(selectors.enabled_configs_count)
         sweeps.register("imports", lifecycle.price_imports_sweep)
+        sweeps.register("overdue lists", overdue.overdue_sweep)
         workers.watch("imports", lifecycle.IMPORT_WORK)
         notify_listeners_on_change(PriceListConfig)
         checks.register(xml_defences, checks.Tags.security)

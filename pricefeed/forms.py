@@ -1,20 +1,41 @@
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.conf import settings
-from django.utils.text import capfirst
+from django.db import models
+from django.utils.dates import WEEKDAYS
+from django.utils.text import capfirst, format_lazy
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from .exceptions import PatternError
 from .limits import file_size_problem
 from .matching import compile_pattern
 from .models import PriceListConfig
+from .schedule import ISO_WEEKDAYS, zone_problem
 from .texts import translated
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")
+# Two Latin letters are a column (AA..ZZ) or a short header ("ID", "No"): the parser
+# takes the header when the sheet's header row has it (parsing.table.find_header).
+_TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
+
+
+PRICE_SENSE_DEFAULTED = ("price_jump_percent", "hold_removed_percent", "hold_shrink_percent")
 
 
 class PriceListConfigForm(forms.ModelForm):
+    expected_weekdays = forms.TypedMultipleChoiceField(
+        label=_("expected on weekdays"),
+        choices=[(day, WEEKDAYS[day - 1]) for day in ISO_WEEKDAYS],
+        coerce=int,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("The days of the week a list is due on, by the time below."),
+    )
+
     class Meta:
         model = PriceListConfig
         fields = [
@@ -31,6 +52,15 @@ class PriceListConfigForm(forms.ModelForm):
             "mode",
             "default_currency",
             "max_bad_rows_percent",
+            "allow_nonpositive_prices",
+            "price_jump_percent",
+            "hold_removed_percent",
+            "hold_shrink_percent",
+            "expected_every_hours",
+            "expected_weekdays",
+            "expected_by",
+            "expected_timezone",
+            "expected_grace_minutes",
         ]
 
     def _clean_pattern(self, field: str) -> str:
@@ -84,7 +114,119 @@ class PriceListConfigForm(forms.ModelForm):
                     code="invalid_column",
                     params={"field": repr(key)},
                 )
+        # Not refused: only the file can tell, and the parser decides the same way every
+        # time (the header wins) and says so in the import's warnings when the header is
+        # elsewhere than the letter.
+        self.column_notes = [
+            gettext(
+                "“%(value)s” for %(field)s will be read as the header “%(value)s” if the "
+                "sheet's header row has one, else as column %(letter)s."
+            )
+            % {"value": value.strip(), "field": key, "letter": value.strip().upper()}
+            for key, value in columns.items()
+            if _TWO_LETTERS.fullmatch(value.strip())
+        ]
         return columns
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if "expected_grace_minutes" in self.fields:
+            self.fields["expected_grace_minutes"].required = False  # empty = none
+        # Price sense: empty = the default (pricefeed.models.PriceListConfig).
+        for name in PRICE_SENSE_DEFAULTED:
+            if name in self.fields:
+                self.fields[name].required = False
+        # What clean_columns found worth saying without refusing the config; the admin
+        # shows them as warnings once the config is saved.
+        self.column_notes = []
+        if "columns" in self.fields:
+            self.fields["columns"].help_text = format_lazy(
+                "{} {}",
+                self.fields["columns"].help_text,
+                _(
+                    "One or two Latin letters are a column letter, unless the sheet's "
+                    "header row has a header of that text (such as “ID”): then that header."
+                ),
+            )
+
+    def _defaulted(self, name: str) -> int:
+        value = self.cleaned_data.get(name)
+        if value is None:
+            field = PriceListConfig._meta.get_field(name)
+            assert isinstance(field, models.Field)
+            return field.get_default()
+        return value
+
+    def clean_price_jump_percent(self) -> int:
+        return self._defaulted("price_jump_percent")
+
+    def clean_hold_removed_percent(self) -> int:
+        return self._defaulted("hold_removed_percent")
+
+    def clean_hold_shrink_percent(self) -> int:
+        return self._defaulted("hold_shrink_percent")
+
+    def clean_expected_grace_minutes(self) -> int:
+        return self.cleaned_data.get("expected_grace_minutes") or 0
+
+    def clean_expected_timezone(self) -> str:
+        value = (self.cleaned_data.get("expected_timezone") or "").strip()
+        if value and zone_problem(value):
+            raise forms.ValidationError(
+                _("Unknown time zone “%(zone)s”: give an IANA name such as Europe/Moscow."),
+                code="unknown_zone",
+                params={"zone": value},
+            )
+        return value
+
+    def clean(self) -> dict | None:
+        cleaned = super().clean()
+        self._clean_schedule(self.cleaned_data)
+        return cleaned
+
+    def _clean_schedule(self, cleaned: dict) -> None:
+        """One rule at a time, each complete: every N hours, or weekdays by a time."""
+        if self.errors.keys() & {"expected_every_hours", "expected_weekdays", "expected_by"}:
+            return  # a field's own message says what is wrong first
+        every = cleaned.get("expected_every_hours")
+        days = cleaned.get("expected_weekdays") or []
+        by = cleaned.get("expected_by")
+        if every and (days or by is not None):
+            self.add_error(
+                "expected_every_hours",
+                forms.ValidationError(
+                    _(
+                        "Choose one rule: every N hours, or weekdays by a time of day; "
+                        "clear the other."
+                    ),
+                    code="two_rules",
+                ),
+            )
+        elif days and by is None:
+            self.add_error(
+                "expected_by",
+                forms.ValidationError(
+                    _("Give the time of day the list is due by on those weekdays."),
+                    code="no_time",
+                ),
+            )
+        elif by is not None and not days:
+            self.add_error(
+                "expected_weekdays",
+                forms.ValidationError(
+                    _("Choose the weekdays the list is due on by that time."), code="no_days"
+                ),
+            )
+        grace = cleaned.get("expected_grace_minutes")
+        if every and grace and grace >= every * 60:
+            self.add_error(
+                "expected_grace_minutes",
+                forms.ValidationError(
+                    _("The grace must be shorter than the %(hours)d hours between lists."),
+                    code="grace_too_long",
+                    params={"hours": every},
+                ),
+            )
 
     def clean_sheet(self) -> str:
         sheet = (self.cleaned_data.get("sheet") or "").strip()

@@ -36,6 +36,27 @@ logger = logging.getLogger(__name__)
 
 # The match report's note, translated where it is shown (pricefeed.texts).
 NO_ENABLED_CONFIGS = gettext_noop("the mailbox has no enabled configs")
+# A message's reasons (InboundMessage.last_error and the report), stored in English.
+TOO_MANY_FILES = gettext_noop(
+    "the message holds more than %(limit)s files, attachments and archive members together "
+    "(PRICEFEED_MAX_FILES_PER_MESSAGE)"
+)
+OVER_CPU_TIME = gettext_noop(
+    "reading the message took more than %(seconds)s s of CPU time (PRICEFEED_MIME_MAX_CPU_SECONDS)"
+)
+OUT_OF_MEMORY = gettext_noop(
+    "reading the message ran out of memory (PRICEFEED_WORKER_MEMORY_LIMIT)"
+)
+REFUSED = gettext_noop("refused: %(reason)s")
+MALFORMED_MIME = gettext_noop("malformed MIME: %(defects)s")
+REASONS = (
+    NO_ENABLED_CONFIGS,
+    TOO_MANY_FILES,
+    OVER_CPU_TIME,
+    OUT_OF_MEMORY,
+    REFUSED,
+    MALFORMED_MIME,
+)
 
 Status = InboundMessage.Status
 
@@ -47,8 +68,8 @@ def attachments_inspect(
     max_files: int | None = None,
 ) -> list[matching.Attachment]:
     """The attachments as matching sees them, with the files inside archive attachments
-    (zip, gzip, tar; nested) listed under the input limits; an archive that is refused
-    carries the reason instead.
+    (zip, gzip, tar; nested) listed under the input limits, and the macOS metadata left
+    out of them (``skipped``); an archive that is refused carries the reason instead.
 
     Raises MessageRefused as soon as the message holds more than ``max_files`` files
     (attachments and archive members; default PRICEFEED_MAX_FILES_PER_MESSAGE), without
@@ -62,9 +83,14 @@ def attachments_inspect(
         attachment = matching.Attachment(**dataclasses.asdict(part))
         payload = payloads.get(part.key, b"")
         if parsing.detect_format(payload) in ARCHIVES:
+            skipped: list[str] = []  # macOS metadata (__MACOSX/, ._name): not imported
             try:
                 members = parsing.expand(
-                    payload, part.filename, limits, max_files=max(max_files - files, 0)
+                    payload,
+                    part.filename,
+                    limits,
+                    max_files=max(max_files - files, 0),
+                    skipped=skipped,
                 )
             except parsing.TooManyFiles:
                 raise MessageRefused(_too_many_files(max_files)) from None
@@ -72,7 +98,9 @@ def attachments_inspect(
                 attachment = dataclasses.replace(attachment, archive_error=str(exc))
             else:
                 files += len(members)
-                attachment = dataclasses.replace(attachment, members=tuple(m.path for m in members))
+                attachment = dataclasses.replace(
+                    attachment, members=tuple(m.path for m in members), skipped=tuple(skipped)
+                )
         else:
             files += 1
         if files > max_files:
@@ -82,10 +110,7 @@ def attachments_inspect(
 
 
 def _too_many_files(limit: int) -> str:
-    return (
-        f"the message holds more than {limit} files, attachments and archive members "
-        "together (PRICEFEED_MAX_FILES_PER_MESSAGE)"
-    )
+    return TOO_MANY_FILES % {"limit": limit}
 
 
 def message_process(*, message_id: int, worker: str) -> str | None:
@@ -122,10 +147,7 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
     budget = mime_budget()
 
     def over_time() -> MessageRefused:
-        return MessageRefused(
-            f"reading the message took more than {budget.max_cpu_seconds:g} s of CPU time "
-            "(PRICEFEED_MIME_MAX_CPU_SECONDS)"
-        )
+        return MessageRefused(OVER_CPU_TIME % {"seconds": f"{budget.max_cpu_seconds:g}"})
 
     try:
         with cpu_budget(budget.max_cpu_seconds, over_time):
@@ -134,9 +156,7 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
                 return parsed, []
             return parsed, attachments_inspect(parsed.attachments, parsed.payloads)
     except MemoryError:
-        raise MessageRefused(
-            "reading the message ran out of memory (PRICEFEED_WORKER_MEMORY_LIMIT)"
-        ) from None
+        raise MessageRefused(OUT_OF_MEMORY) from None
 
 
 def _process(message_id: int, worker: str) -> str:
@@ -148,14 +168,14 @@ def _process(message_id: int, worker: str) -> str:
         return _reject(
             message_id=message_id,
             worker=worker,
-            reason=f"refused: {exc}",
+            reason=REFUSED % {"reason": exc},
             report={"refused": str(exc)},
         )
     if parsed.structural_defects:
         return _reject(
             message_id=message_id,
             worker=worker,
-            reason="malformed MIME: " + "; ".join(sorted(set(parsed.structural_defects))),
+            reason=MALFORMED_MIME % {"defects": "; ".join(sorted(set(parsed.structural_defects)))},
             report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
         )
     # Judged at every processing, with the authserv-ids configured now: a message

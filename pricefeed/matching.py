@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
@@ -89,6 +90,9 @@ class Attachment:
     # or why it could not be opened.
     members: tuple[str, ...] = ()
     archive_error: str = ""
+    # Entries of an archive left out as macOS metadata (__MACOSX/, ._name, .DS_Store):
+    # never imported, listed in the match report.
+    skipped: tuple[str, ...] = ()
 
 
 MAX_KEY = 255
@@ -160,8 +164,12 @@ class RuleResult:
 
 
 def _check(pattern: str, value: str) -> bool:
+    # Both NFC: names from macOS come decomposed ("й" as "и" and a breve) and would
+    # match no pattern typed elsewhere, though they look the same.
     return pattern_matches(
-        compile_pattern(pattern), value, regex=pattern.strip().startswith(REGEX_PREFIX)
+        compile_pattern(unicodedata.normalize("NFC", pattern)),
+        unicodedata.normalize("NFC", value),
+        regex=pattern.strip().startswith(REGEX_PREFIX),
     )
 
 

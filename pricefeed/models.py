@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import formats
+from django.utils.dates import WEEKDAYS_ABBR
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext, pgettext_lazy
+
+from .schedule import Schedule
 
 
 class PriceListConfig(models.Model):
@@ -88,6 +93,69 @@ class PriceListConfig(models.Model):
         default=10,
         help_text=_("More failed rows than this share of data rows fails the whole import."),
     )
+    # Price sense (pricefeed.catalogue): what is flagged, refused or held for an operator.
+    allow_nonpositive_prices = models.BooleanField(
+        _("allow zero and negative prices"),
+        default=False,
+        help_text=_("Off: a row whose price is zero or below is a row error."),
+    )
+    price_jump_percent = models.PositiveIntegerField(
+        _("price jump, %"),
+        default=50,
+        validators=[MinValueValidator(1), MaxValueValidator(100_000)],
+        help_text=_("A price that changes by more than this share is flagged in the diff."),
+    )
+    hold_removed_percent = models.PositiveSmallIntegerField(
+        _("hold when it removes more than, %"),
+        default=30,
+        validators=[MaxValueValidator(100)],
+        help_text=_(
+            "A list that removes more than this share of the current catalogue waits for "
+            "an operator to approve it. 100 = never held for this."
+        ),
+    )
+    hold_shrink_percent = models.PositiveSmallIntegerField(
+        _("hold when its rows drop by more than, %"),
+        default=50,
+        validators=[MaxValueValidator(100)],
+        help_text=_(
+            "A list with this much fewer rows than the current catalogue waits for an "
+            "operator to approve it. 100 = never held for this."
+        ),
+    )
+    # When the list is expected (pricefeed.schedule): every N hours, or on weekdays by a
+    # time of day; nothing set = not expected, never overdue.
+    expected_every_hours = models.PositiveSmallIntegerField(
+        _("expected every, hours"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("A list is due this many hours after the last one; empty = no such rule."),
+    )
+    expected_weekdays = models.JSONField(
+        _("expected on weekdays"),
+        default=list,
+        blank=True,
+        help_text=_("The days of the week a list is due on (stored as ISO numbers, Monday = 1)."),
+    )
+    expected_by = models.TimeField(
+        _("expected by"),
+        null=True,
+        blank=True,
+        help_text=_("The time of day a list is due on each of those weekdays."),
+    )
+    expected_timezone = models.CharField(
+        _("time zone"),
+        max_length=64,
+        blank=True,
+        help_text=_("An IANA name such as Europe/Moscow; empty = the server's TIME_ZONE."),
+    )
+    expected_grace_minutes = models.PositiveIntegerField(
+        _("grace, minutes"),
+        default=0,
+        validators=[MaxValueValidator(24 * 60)],
+        help_text=_("How long after the due time a list still counts as on time."),
+    )
     created_at = models.DateTimeField(
         pgettext_lazy("price-list config", "created at"), db_default=Now()
     )
@@ -106,6 +174,30 @@ class PriceListConfig(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @admin.display(description=_("expected"))
+    def expected_display(self) -> str:
+        """When its lists are expected, in the active language ("" when they are not)."""
+        hours = self.expected_every_hours
+        if hours:
+            return ngettext("every %(n)d hour", "every %(n)d hours", hours) % {"n": hours}
+        if not (self.expected_weekdays and self.expected_by is not None):
+            return ""
+        days = ", ".join(str(WEEKDAYS_ABBR[d - 1]) for d in sorted(self.expected_weekdays))
+        return gettext("%(days)s by %(time)s") % {
+            "days": days,
+            "time": self.expected_by.strftime("%H:%M"),
+        }
+
+    def schedule(self) -> Schedule | None:
+        """When its lists are expected; None when they are not."""
+        return Schedule.build(
+            every_hours=self.expected_every_hours,
+            weekdays=self.expected_weekdays or (),
+            by=self.expected_by,
+            zone=self.expected_timezone or settings.TIME_ZONE,
+            grace_minutes=self.expected_grace_minutes,
+        )
+
 
 class PriceImport(models.Model):
     """One price-list file from one message for one config: "the document"."""
@@ -116,6 +208,11 @@ class PriceImport(models.Model):
         SUCCEEDED = "SUCCEEDED", _("Succeeded")
         PARTIAL = "PARTIAL", _("Partial (some rows failed)")
         FAILED = "FAILED", _("Failed")
+
+    class Review(models.TextChoices):
+        HELD = "HELD", pgettext_lazy("price import", "Held for review")
+        APPROVED = "APPROVED", pgettext_lazy("price import", "Approved")
+        REJECTED = "REJECTED", pgettext_lazy("price import", "Rejected")
 
     message = models.ForeignKey(
         "mailboxes.InboundMessage",
@@ -171,6 +268,21 @@ class PriceImport(models.Model):
     errors = models.JSONField(_("row errors"), default=list, blank=True)
     diff = models.JSONField(_("diff"), default=dict, blank=True)
     last_error = models.TextField(_("last error"), blank=True)
+    # Whether its rows became the config's current catalogue (pricefeed.catalogue): at
+    # once (accepted_at set, review empty), or held for an operator and then approved
+    # or rejected. FAILED imports have neither.
+    review = models.CharField(
+        _("review"), max_length=10, choices=Review, blank=True, default="", db_index=True
+    )
+    review_reason = models.TextField(_("why it is held"), blank=True)
+    reviewed_by = models.CharField(_("reviewed by"), max_length=150, blank=True)
+    reviewed_at = models.DateTimeField(_("reviewed at"), null=True, blank=True)
+    accepted_at = models.DateTimeField(
+        _("current since"),
+        null=True,
+        blank=True,
+        help_text=_("When its rows became the config's current catalogue."),
+    )
     created_at = models.DateTimeField(
         pgettext_lazy("price import", "created at"), db_default=Now(), db_index=True
     )
@@ -185,7 +297,10 @@ class PriceImport(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name = _("price import")
         verbose_name_plural = _("price imports")
-        permissions = [("rerun_priceimport", "Can run failed imports again")]
+        permissions = [
+            ("rerun_priceimport", "Can run failed imports again"),
+            ("review_priceimport", "Can approve or reject held imports"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["message", "config", "attachment_key"], name="one_import_per_attachment"
@@ -268,3 +383,105 @@ class PriceItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sku} {self.price} {self.currency}"
+
+
+class OverdueAlert(models.Model):
+    """A config's expected list did not come in one period: made once per (config,
+    period start) by the sweep (pricefeed.overdue), in the transaction that publishes the
+    alert, so two instances checking at once announce it once."""
+
+    config = models.ForeignKey(
+        PriceListConfig,
+        on_delete=models.CASCADE,
+        related_name="overdue_alerts",
+        verbose_name=_("config"),
+    )
+    period_start = models.DateTimeField(_("period start"))
+    due_at = models.DateTimeField(_("due at"))
+    # The latest list of the config before the alert (None: none ever came).
+    last_arrival = models.DateTimeField(_("last list arrived"), null=True, blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("overdue alert", "raised at"), db_default=Now())
+
+    class Meta:
+        ordering = ["-due_at", "-id"]
+        verbose_name = _("overdue list alert")
+        verbose_name_plural = _("overdue list alerts")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "period_start"], name="one_overdue_alert_per_period"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config} / {self.due_at:%Y-%m-%d %H:%M}"
+
+
+class CatalogueEntry(models.Model):
+    """One value of one SKU in a config's catalogue, for the time it was current.
+
+    The current catalogue is the entries with no ``valid_to``; the catalogue as of a
+    moment is those with ``valid_from <= moment < valid_to``; a SKU's history is its
+    entries in order. An accepted import (pricefeed.catalogue) ends the entries it
+    changes or removes and adds one for each SKU it adds or changes: it writes what
+    changed, not the whole list.
+    """
+
+    config = models.ForeignKey(
+        PriceListConfig,
+        on_delete=models.CASCADE,
+        related_name="catalogue",
+        verbose_name=_("config"),
+    )
+    sku = models.CharField(_("sku"), max_length=255)
+    name = models.TextField(_("name"), blank=True)
+    price = models.DecimalField(_("price"), max_digits=18, decimal_places=4, null=True, blank=True)
+    currency = models.CharField(_("currency"), max_length=10, blank=True)
+    quantity = models.DecimalField(
+        _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    # No index of their own on the two imports: every index costs a 1M-row first list
+    # seconds; deleting an import (superusers) reads the table instead.
+    price_import = models.ForeignKey(
+        PriceImport,
+        on_delete=models.CASCADE,
+        related_name="catalogue_entries",
+        db_index=False,
+        verbose_name=_("set by import"),
+    )
+    row_number = models.PositiveIntegerField(_("row"))
+    valid_from = models.DateTimeField(_("current from"))
+    valid_to = models.DateTimeField(_("current until"), null=True, blank=True)
+    ended_by = models.ForeignKey(
+        PriceImport,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+        verbose_name=_("ended by import"),
+    )
+
+    class Meta:
+        ordering = ["config", "sku", "-valid_from"]
+        verbose_name = _("catalogue entry")
+        verbose_name_plural = _("catalogue")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "sku"],
+                condition=models.Q(valid_to__isnull=True),
+                name="one_current_entry_per_sku",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["config", "sku", "valid_from"], name="catalogue_history"),
+            models.Index(fields=["config", "valid_from"], name="catalogue_since"),
+            # Past values only: a list's first import adds none.
+            models.Index(
+                fields=["config", "valid_to"],
+                condition=models.Q(valid_to__isnull=False),
+                name="catalogue_ended",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config} / {self.sku}"

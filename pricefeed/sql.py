@@ -6,7 +6,7 @@ row order: ``id >= %s AND id < %s`` with the keys of (import, 0) and (import + 1
 
 from __future__ import annotations
 
-from .models import PriceItem
+from .models import CatalogueEntry, PriceItem
 
 ITEMS = PriceItem._meta.db_table
 _OF_IMPORT = "id >= %s AND id < %s"
@@ -33,30 +33,50 @@ ITEMS_LAST_PER_SKU = (
     f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
 )
 
-# The diff of two imports' items, n (new) and o (old), each one of the ITEMS_* queries
-# above: d holds one row per difference ("added", "removed" unless delta mode, or
-# "changed"); the result is the count of each kind (sku NULL) followed by the first
-# ``sample`` SKUs of each kind with their old and new prices. Parameters: the key range
-# of the new import, that of the old one, whether a missing SKU counts as removed.
+# The diff of an import's items (n) against its config's catalogue (o), each a query of
+# (sku, price), and k the SKUs of the import's unreadable rows: d holds one row per
+# difference ("added"; "removed" unless delta mode, or "unreadable" when the SKU is one
+# of k; "changed") and e adds a "jump" row for each change of more than the config's
+# share. The result is the count of each kind (sku NULL) followed by the first
+# ``sample`` SKUs of each kind with their old and new prices. Parameters: those of n, o
+# and k, whether a missing SKU counts as removed, the jump share in percent.
 DIFF = """
-    WITH n AS ({new}), o AS ({old}),
+    WITH n AS ({new}), o AS ({old}), k AS ({kept}),
     d AS (
-        SELECT CASE WHEN o.sku IS NULL THEN 'added' WHEN n.sku IS NULL THEN 'removed'
-               ELSE 'changed' END AS kind,
+        SELECT CASE WHEN o.sku IS NULL THEN 'added'
+                    WHEN n.sku IS NULL AND o.sku IN (SELECT * FROM k) THEN 'unreadable'
+                    WHEN n.sku IS NULL THEN 'removed'
+                    ELSE 'changed' END AS kind,
                COALESCE(n.sku, o.sku) AS sku, o.price AS old, n.price AS new
         FROM n FULL JOIN o ON o.sku = n.sku
         WHERE o.sku IS NULL OR (n.sku IS NULL AND %s)
            OR (n.sku IS NOT NULL AND o.sku IS NOT NULL
                AND (n.price <> o.price OR (n.price IS NULL) <> (o.price IS NULL)))
+    ),
+    e AS (
+        SELECT kind, sku, old, new FROM d
+        UNION ALL
+        SELECT 'jump', sku, old, new FROM d
+        WHERE kind = 'changed' AND (old = 0 OR ABS(new - old) * 100 > ABS(old) * %s)
     )
-    SELECT kind, COUNT(*), NULL, NULL, NULL FROM d GROUP BY kind
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM d
+    SELECT kind, COUNT(*), NULL, NULL, NULL FROM e GROUP BY kind
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
                              WHERE kind = 'added' LIMIT {sample}) a
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM d
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
                              WHERE kind = 'removed' LIMIT {sample}) r
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM d
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
                              WHERE kind = 'changed' LIMIT {sample}) c
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'jump' LIMIT {sample}) j
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'unreadable' LIMIT {sample}) u
 """
+
+# A config's current catalogue as (sku, price), the o of DIFF. Parameter: the config.
+CATALOGUE_PRICES = (
+    f"SELECT sku, price FROM {CatalogueEntry._meta.db_table} "
+    "WHERE config_id = %s AND valid_to IS NULL"
+)
 
 # For the diff's transaction (PostgreSQL): two imports of a million rows hash in ~100 MB,
 # and at the default 4 MB the join and sorts spill to disk in batches.
@@ -66,3 +86,61 @@ DIFF_WORK_MEM = "SET LOCAL work_mem = '256MB'"
 # and the planner then picked a merge join that sorts both imports by SKU in the
 # database's collation (2.7 s for 1M x 1M against 1.7 s hashed).
 DIFF_NO_MERGE_JOIN = "SET LOCAL enable_mergejoin = off"
+
+# -- exports (pricefeed.exports) ----------------------------------------------------------
+
+# The columns the diff export reads of an import's items: those of DIFF's n, and what
+# a person reading the list needs besides.
+_EXPORT_COLUMNS = "id, sku, name, price, currency"
+
+# An import's items as stored, for the diff export: see ITEMS_AS_STORED.
+EXPORT_ITEMS_AS_STORED = f"SELECT {_EXPORT_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
+
+# An import's last item per SKU (PostgreSQL), for the diff export: see
+# ITEMS_LAST_PER_SKU_PG.
+EXPORT_ITEMS_LAST_PER_SKU_PG = (
+    f'SELECT DISTINCT ON (sku COLLATE "C") {_EXPORT_COLUMNS} FROM {ITEMS} '
+    f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
+)
+
+# An import's last item per SKU (any database), for the diff export.
+EXPORT_ITEMS_LAST_PER_SKU = (
+    f"SELECT {_EXPORT_COLUMNS} FROM {ITEMS} WHERE id IN "
+    f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
+)
+
+# A config's catalogue as it stood at a moment, for the diff export: the o of DIFF,
+# as it was when an import was compared with it. Parameters: the config, the moment
+# twice.
+EXPORT_CATALOGUE_AS_OF = (
+    f"SELECT sku, name, price, currency FROM {CatalogueEntry._meta.db_table} "
+    "WHERE config_id = %s AND valid_from <= %s AND (valid_to IS NULL OR valid_to > %s)"
+)
+
+# No catalogue yet (a config's first import), for the diff export.
+EXPORT_NO_CATALOGUE = (
+    f"SELECT sku, name, price, currency FROM {CatalogueEntry._meta.db_table} WHERE 1 = 0"
+)
+
+# Every difference DIFF counts, one row each: kind ("added", "unreadable", "removed",
+# "changed"), sku, name, old price, new price, currency. n is one of the EXPORT_ITEMS_*
+# queries, o EXPORT_CATALOGUE_AS_OF or EXPORT_NO_CATALOGUE, k as in DIFF. Added first,
+# then unreadable, removed and changed; added and changed in the file's row order
+# (the key order), the others by SKU. Parameters: those of n, o and k, whether a
+# missing SKU counts as removed.
+DIFF_ROWS = """
+    WITH n AS ({new}), o AS ({old}), k AS ({kept})
+    SELECT CASE WHEN o.sku IS NULL THEN 'added'
+                WHEN n.sku IS NULL AND o.sku IN (SELECT * FROM k) THEN 'unreadable'
+                WHEN n.sku IS NULL THEN 'removed'
+                ELSE 'changed' END AS kind,
+           COALESCE(n.sku, o.sku), COALESCE(n.name, o.name), o.price, n.price,
+           COALESCE(n.currency, o.currency)
+    FROM n FULL JOIN o ON o.sku = n.sku
+    WHERE o.sku IS NULL OR (n.sku IS NULL AND %s)
+       OR (n.sku IS NOT NULL AND o.sku IS NOT NULL
+           AND (n.price <> o.price OR (n.price IS NULL) <> (o.price IS NULL)))
+    ORDER BY CASE WHEN o.sku IS NULL THEN 0 WHEN n.sku IS NOT NULL THEN 3
+                  WHEN o.sku IN (SELECT * FROM k) THEN 1 ELSE 2 END,
+             n.id, o.sku
+"""

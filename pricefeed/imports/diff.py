@@ -1,35 +1,27 @@
-"""What an import changed against the previous import of its config: added, removed
-and re-priced SKUs, computed by the database in one join."""
+"""What an import changes in its config's current catalogue: added, removed, re-priced
+and jumped SKUs, and the unreadable rows that keep their value, computed by the
+database in one join."""
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection
-from django.db.models import Q
 
 from core.db import postgresql
-from pricefeed import sql
+from pricefeed import catalogue, sql
 from pricefeed.models import PriceImport, PriceListConfig, item_key
 
 Status = PriceImport.Status
 DIFF_SAMPLE = 50
 
 
-def previous_import(price_import: PriceImport) -> PriceImport | None:
-    """The last SUCCEEDED or PARTIAL import of the same config from an earlier message."""
-    message = price_import.message
+def current_import(config_id: int) -> PriceImport | None:
+    """The import that last made its config's catalogue current."""
     return (
-        PriceImport.objects.filter(
-            config_id=price_import.config_id,
-            status__in=[Status.SUCCEEDED, Status.PARTIAL],
-        )
-        .filter(
-            Q(message__received_at__lt=message.received_at)
-            | Q(message__received_at=message.received_at, message_id__lt=message.pk)
-            | Q(message_id=message.pk, pk__lt=price_import.pk)
-        )
-        .order_by("-message__received_at", "-message_id", "-pk")
+        PriceImport.objects.filter(config_id=config_id, accepted_at__isnull=False)
+        .order_by("-accepted_at", "-pk")
         .first()
     )
 
@@ -40,67 +32,100 @@ def diff(
     *,
     repeated_skus: bool = True,
     rows_digest: str | None = None,
+    unreadable: list[str] | None = None,
 ) -> dict:
-    """Added, removed and re-priced SKUs against the previous import of the same config.
+    """Added, removed and re-priced SKUs against the config's current catalogue
+    (pricefeed.catalogue), and the re-priced ones that jumped by more than the config's
+    ``price_jump_percent``. A SKU of one of the import's ``unreadable`` rows that it
+    does not list otherwise is not removed: it is counted as unreadable (its previous
+    value stays current). ``unreadable`` None: more unreadable rows than were kept, so
+    nothing counts as removed.
 
-    Computed in the database after the rows are stored, in one hash full join of the two
-    imports' items: pulling a million previous rows into Python took ~5 s. Within one
-    file the last row of a repeated SKU counts, as in the file; an import known to have
-    no repeated SKU (``repeated_skus`` False here, ``parse_info["repeated_skus"]`` False
-    for the previous one) is joined as it is, without sorting it first. When both
-    imports' ``rows_digest`` are known and equal, their SKUs and prices are the same,
-    row for row, and nothing is read: a supplier often sends the same list again.
+    Computed in the database after the rows are stored, in one hash full join: pulling a
+    million rows into Python took ~5 s. Within one file the last row of a repeated SKU
+    counts, as in the file; an import known to have no repeated SKU (``repeated_skus``
+    False) is joined as it is, without sorting it first. When the current catalogue is
+    exactly a SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their
+    SKUs and prices are the same and nothing is read: a supplier often sends the same
+    list again.
     """
-    previous = previous_import(price_import)
+    config = price_import.config
+    previous = current_import(config.pk)
     if previous is None:
         return {"previous_import": None, "added": rows_ok, "removed": 0, "changed": 0}
-    if rows_digest is not None and (previous.parse_info or {}).get("rows_digest") == rows_digest:
-        return {
-            "previous_import": previous.pk,
-            "added": 0,
-            "removed": 0,
-            "changed": 0,
-            "added_sample": [],
-            "removed_sample": [],
-            "changed_sample": [],
-        }
-    snapshot = price_import.config.mode == PriceListConfig.Mode.SNAPSHOT
+    snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT
+    counts = {"added": 0, "removed": 0, "changed": 0, "jump": 0, "unreadable": 0}
+    samples: dict[str, list] = {kind: [] for kind in counts}
+    if not (
+        rows_digest is not None
+        and snapshot
+        and previous.status == Status.SUCCEEDED
+        and (previous.parse_info or {}).get("rows_digest") == rows_digest
+    ):
+        _count(
+            price_import,
+            counts,
+            samples,
+            snapshot and unreadable is not None,
+            repeated_skus,
+            unreadable or [],
+        )
+    return {
+        "previous_import": previous.pk,
+        "added": counts["added"],
+        "removed": counts["removed"],
+        "changed": counts["changed"],
+        "jumps": counts["jump"],
+        "unreadable": counts["unreadable"],
+        "jump_percent": config.price_jump_percent,
+        "added_sample": sorted(sku for sku, _, _ in samples["added"]),
+        "removed_sample": sorted(sku for sku, _, _ in samples["removed"]),
+        "unreadable_sample": sorted(sku for sku, _, _ in samples["unreadable"]),
+        "changed_sample": _changes(samples["changed"]),
+        "jumps_sample": _changes(samples["jump"]),
+    }
+
+
+def _count(
+    price_import: PriceImport,
+    counts: dict[str, int],
+    samples: dict[str, list],
+    removing: bool,
+    repeated_skus: bool,
+    unreadable: list[str],
+) -> None:
     on_postgresql = postgresql()
-
-    def items(repeated: bool) -> str:
-        if not repeated:
-            return sql.ITEMS_AS_STORED
-        return sql.ITEMS_LAST_PER_SKU_PG if on_postgresql else sql.ITEMS_LAST_PER_SKU
-
-    def key_range(import_id: int) -> list[int]:
-        return [item_key(import_id, 0), item_key(import_id + 1, 0)]
-
-    previous_repeated = (previous.parse_info or {}).get("repeated_skus") is not False
-    query = sql.DIFF.format(
-        new=items(repeated_skus), old=items(previous_repeated), sample=DIFF_SAMPLE
-    )
-    counts = {"added": 0, "removed": 0, "changed": 0}
-    samples: dict[str, list] = {"added": [], "removed": [], "changed": []}
+    if not repeated_skus:
+        new = sql.ITEMS_AS_STORED
+    else:
+        new = sql.ITEMS_LAST_PER_SKU_PG if on_postgresql else sql.ITEMS_LAST_PER_SKU
+    kept, kept_params = catalogue.kept_skus(unreadable)
+    query = sql.DIFF.format(new=new, old=sql.CATALOGUE_PRICES, kept=kept, sample=DIFF_SAMPLE)
+    keys = [item_key(price_import.pk, 0), item_key(price_import.pk + 1, 0)]
+    params: list[Any] = [
+        *keys,
+        price_import.config_id,
+        *kept_params,
+        removing,
+        price_import.config.price_jump_percent,
+    ]
     with connection.cursor() as cursor:
         if on_postgresql:
             cursor.execute(sql.DIFF_WORK_MEM)
             cursor.execute(sql.DIFF_NO_MERGE_JOIN)
-        cursor.execute(query, [*key_range(price_import.pk), *key_range(previous.pk), snapshot])
-        for kind, count, sku, old, new in cursor.fetchall():
+        cursor.execute(query, params)
+        for kind, count, sku, old, new_price in cursor.fetchall():
             if sku is None:
                 counts[kind] = count
             else:
-                samples[kind].append((sku, old, new))
-    return {
-        "previous_import": previous.pk,
-        **counts,
-        "added_sample": sorted(sku for sku, _, _ in samples["added"]),
-        "removed_sample": sorted(sku for sku, _, _ in samples["removed"]),
-        "changed_sample": [
-            {"sku": sku, "old": _plain(_decimal(old)), "new": _plain(_decimal(new))}
-            for sku, old, new in sorted(samples["changed"])
-        ],
-    }
+                samples[kind].append((sku, old, new_price))
+
+
+def _changes(rows: list) -> list[dict]:
+    return [
+        {"sku": sku, "old": _plain(_decimal(old)), "new": _plain(_decimal(new))}
+        for sku, old, new in sorted(rows)
+    ]
 
 
 def _decimal(value) -> Decimal | None:

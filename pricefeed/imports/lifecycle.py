@@ -22,7 +22,7 @@ from core import metrics
 from core.claims import PERMANENT_ERRORS, ClaimedWork, SweepResult
 from core.faults import crash_point
 from mailboxes.exceptions import MessageRefused
-from pricefeed import parsing
+from pricefeed import catalogue, parsing
 from pricefeed.limits import parse_limits
 from pricefeed.matching import Attachment
 from pricefeed.models import PriceImport, PriceListConfig
@@ -83,6 +83,7 @@ def options_for(config: PriceListConfig) -> parsing.ParseOptions:
         sheet=config.sheet,
         number_format=config.number_format,
         default_currency=config.default_currency,
+        allow_nonpositive=config.allow_nonpositive_prices,
     )
 
 
@@ -254,6 +255,10 @@ def _finish(
         "header_row": parsed.header_row,
         "columns": parsed.columns,
         "errors_total": parsed.rows_failed,
+        # Of rows_skipped: group and section headings ("1.1. Дрели"), totals ("Итого"),
+        # read as no item and no error.
+        "skipped_headings": parsed.skipped_headings,
+        "skipped_totals": parsed.skipped_totals,
         # What was read only in part (cells past PRICEFEED_PARSE_MAX_COLUMNS, lines above
         # the header that were not read).
         "warnings": parsed.warnings,
@@ -262,15 +267,37 @@ def _finish(
         # Equal digests: the same SKUs and prices as this import's, and no diff.
         "rows_digest": rows_digest,
     }
-    changes = (
-        diff(price_import, parsed.rows_ok, repeated_skus=repeated_skus, rows_digest=rows_digest)
-        if status != Status.FAILED
-        else {}
-    )
+    changes: dict = {}
+    review: dict = {}
+    if status != Status.FAILED:
+        # The config's catalogue is compared with, and changed, by one import at a time.
+        at = catalogue.config_lock(price_import.config_id)
+        unreadable = _unreadable_skus(parsed) if status == Status.PARTIAL else []
+        info["unreadable_skus"] = unreadable
+        changes = diff(
+            price_import,
+            parsed.rows_ok,
+            repeated_skus=repeated_skus,
+            rows_digest=rows_digest,
+            unreadable=unreadable,
+        )
+        held = catalogue.hold_reason(
+            price_import.config,
+            rows_ok=parsed.rows_ok,
+            removed=changes.get("removed", 0),
+            current=catalogue.current_size(price_import.config_id),
+        )
+        if held:
+            review = {"review": PriceImport.Review.HELD, "review_reason": held}
+        else:
+            catalogue.catalogue_apply(
+                price_import, at=at, repeated_skus=repeated_skus, unreadable=unreadable
+            )
     IMPORT_WORK.finish(
         pk=price_import.pk,
         worker=worker,
         status=status,
+        **review,
         format=parsed.format,
         rows_total=parsed.rows_total,
         rows_ok=parsed.rows_ok if status != Status.FAILED else 0,
@@ -284,6 +311,15 @@ def _finish(
         **fingerprint,
     )
     publish_outcome(price_import.pk)
+
+
+def _unreadable_skus(parsed: parsing.ParsedFile) -> list[str] | None:
+    """The SKUs of a PARTIAL import's unreadable rows (they keep their value in the
+    catalogue); None when more rows failed than were kept (nothing is then removed)."""
+    skus = getattr(parsed, "failed_skus", None)
+    if skus is None or parsed.rows_failed > len(parsed.errors):
+        return None
+    return sorted(set(skus))[: catalogue.UNREADABLE_SKUS_KEPT] if skus else []
 
 
 def _log_finished(price_import: PriceImport, status: str, parsed: parsing.ParsedFile) -> None:

@@ -4,6 +4,7 @@ inside an archive attachment."""
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 from django.utils.translation import gettext_noop
 
@@ -23,7 +24,8 @@ ARCHIVE_OPENS_NOW = gettext_noop(
     "files inside it"
 )
 NOT_IN_ARCHIVE = gettext_noop("file %(path)s is no longer in the archive")
-REASONS = (ARCHIVE_OPENS_NOW, NOT_IN_ARCHIVE)
+RAW_MISSING = gettext_noop("the message's raw bytes are not stored")
+REASONS = (ARCHIVE_OPENS_NOW, NOT_IN_ARCHIVE, RAW_MISSING)
 
 
 def import_file(price_import: PriceImport) -> tuple[bytes, str]:
@@ -31,8 +33,8 @@ def import_file(price_import: PriceImport) -> tuple[bytes, str]:
     part, _, path = price_import.attachment_key.partition("/")
     try:
         raw = message_raw(price_import.message_id)
-    except RawMessageMissing as exc:
-        raise parsing.ParseError(str(exc)) from None
+    except RawMessageMissing:
+        raise parsing.ParseError(RAW_MISSING) from None
     payload = attachment_payload(raw, part)
     digest = hashlib.sha256(payload).hexdigest()
     if not path and price_import.sha256 and digest != price_import.sha256:
@@ -49,7 +51,10 @@ def import_file(price_import: PriceImport) -> tuple[bytes, str]:
             parsing.expand(payload, price_import.filename, limits)
             raise parsing.ParseError(ARCHIVE_OPENS_NOW)
         return payload, digest
+    # Paths inside archives are NFC now; an import made before that has the name as the
+    # archive wrote it (decomposed, from macOS).
+    wanted = unicodedata.normalize("NFC", price_import.attachment_key)
     for member in parsing.expand(payload, price_import.filename, limits):
-        if member_key(part, member.path) == price_import.attachment_key:
+        if member_key(part, member.path) == wanted:
             return member.data, hashlib.sha256(member.data).hexdigest()
     raise parsing.ParseError(NOT_IN_ARCHIVE % {"path": repr(path)})

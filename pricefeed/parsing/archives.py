@@ -25,10 +25,12 @@ import re
 import stat
 import struct
 import tarfile
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Iterator
 
+from . import messages
 from .errors import (
     ArchiveTooLarge,
     CorruptFile,
@@ -57,8 +59,8 @@ _GZIP_SUFFIXES = (".tgz", ".gz", ".gzip")
 
 def mib(n: int) -> str:
     if n >= 2**20 and n % 2**20 == 0:
-        return f"{n // 2**20} MiB"
-    return f"{n:,} bytes"
+        return messages.MIB % {"count": f"{n // 2**20:,}"}
+    return messages.BYTES % {"count": f"{n:,}"}
 
 
 class Budget:
@@ -73,6 +75,8 @@ class Budget:
         # The attachment itself is one file until it opens as an archive; then its files
         # stand in its place, and so on down nested archives.
         self.files = 1
+        # Paths of the entries left out as macOS metadata (is_macos_metadata).
+        self.skipped: list[str] = []
 
     def open_archive(self, files: int, where: str) -> None:
         """An archive of ``files`` files (nested archives counted as one each, until
@@ -80,15 +84,16 @@ class Budget:
         self.files += files - 1
         if self.max_files is not None and self.files > self.max_files:
             raise TooManyFiles(
-                f"{where}: at least {self.files:,} files, more than the {self.max_files:,} "
-                f"taken from one message"
+                messages.TOO_MANY_FILES
+                % {"where": where, "files": f"{self.files:,}", "limit": f"{self.max_files:,}"}
             )
 
     def add_entries(self, n: int, where: str) -> None:
         self.entries += n
         if self.entries > self.limits.max_entries:
             raise TooManyEntries(
-                f"{where}: more than {self.limits.max_entries:,} archive entries in all"
+                messages.TOO_MANY_ENTRIES
+                % {"where": where, "limit": f"{self.limits.max_entries:,}"}
             )
 
     def charge(self, n: int, label: str, member_total: int, compressed: int, cap: int) -> None:
@@ -96,34 +101,48 @@ class Budget:
         self.inflated += n
         limits = self.limits
         if member_total > cap:
-            raise ArchiveTooLarge(f"{label} inflates to more than {mib(cap)}")
+            raise ArchiveTooLarge(messages.INFLATES_PAST_CAP % {"label": label, "limit": mib(cap)})
         if self.inflated > limits.max_total_inflated:
             raise ArchiveTooLarge(
-                f"{label}: the attachment inflates to more than "
-                f"{mib(limits.max_total_inflated)} in all"
+                messages.INFLATES_PAST_TOTAL
+                % {"label": label, "limit": mib(limits.max_total_inflated)}
             )
         if member_total > RATIO_GRACE and member_total > limits.max_ratio * max(compressed, 1):
             raise ArchiveTooLarge(
-                f"{label} inflates more than {limits.max_ratio}x its compressed size "
-                f"({compressed:,} bytes): a zip bomb?"
+                messages.INFLATES_PAST_RATIO
+                % {
+                    "label": label,
+                    "ratio": f"{limits.max_ratio:,}",
+                    "compressed": f"{compressed:,}",
+                }
             )
 
 
+def is_macos_metadata(path: str) -> bool:
+    """Whether an archive entry is what macOS adds beside the files, never a price list:
+    anything under ``__MACOSX/``, an AppleDouble companion ``._name`` (the resource fork
+    of ``name``), a Finder ``.DS_Store``."""
+    parts = path.split("/")
+    return "__MACOSX" in parts[:-1] or parts[-1].startswith("._") or parts[-1] == ".DS_Store"
+
+
 def sanitise_name(raw: str, where: str) -> str:
-    """``raw`` as a safe relative path ("dir/file.csv"), or UnsafeEntryName."""
+    """``raw`` as a safe relative path ("dir/file.csv"), or UnsafeEntryName. The name is
+    NFC-normalised: macOS writes names decomposed ("й" as "и" and a breve), which look
+    the same but match no pattern typed on another system."""
     if any(ord(ch) < 32 for ch in raw):
-        raise UnsafeEntryName(f"{where}: entry {raw!r} has control characters in its name")
+        raise UnsafeEntryName(messages.NAME_CONTROL % {"where": where, "name": repr(raw)})
     name = raw.replace("\\", "/")
     if name.startswith("/"):
-        raise UnsafeEntryName(f"{where}: entry {raw!r} has an absolute path")
+        raise UnsafeEntryName(messages.NAME_ABSOLUTE % {"where": where, "name": repr(raw)})
     if _DRIVE.match(name):
-        raise UnsafeEntryName(f"{where}: entry {raw!r} names a drive")
+        raise UnsafeEntryName(messages.NAME_DRIVE % {"where": where, "name": repr(raw)})
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise UnsafeEntryName(f"{where}: entry {raw!r} climbs out of the archive ('..')")
+        raise UnsafeEntryName(messages.NAME_CLIMBS % {"where": where, "name": repr(raw)})
     if not parts:
-        raise UnsafeEntryName(f"{where}: entry {raw!r} has an empty name")
-    return "/".join(parts)
+        raise UnsafeEntryName(messages.NAME_EMPTY % {"where": where, "name": repr(raw)})
+    return unicodedata.normalize("NFC", "/".join(parts))
 
 
 # --- zip --------------------------------------------------------------------------------
@@ -151,12 +170,12 @@ def open_zip(data: bytes, where: str, budget: Budget) -> tuple[zipfile.ZipFile, 
     remaining = budget.limits.max_entries - budget.entries
     if _central_directory_records(data) > remaining:
         raise TooManyEntries(
-            f"{where}: more than {budget.limits.max_entries:,} archive entries in all"
+            messages.TOO_MANY_ENTRIES % {"where": where, "limit": f"{budget.limits.max_entries:,}"}
         )
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        raise CorruptFile(f"{where}: damaged zip archive ({exc})") from None
+        raise CorruptFile(messages.ZIP_DAMAGED % {"where": where, "error": exc}) from None
     infos = zf.infolist()
     budget.add_entries(len(infos), where)
     _check_overlaps(data, zf, infos, where)
@@ -170,7 +189,9 @@ def _check_overlaps(data: bytes, zf: zipfile.ZipFile, infos: list, where: str) -
     for info in infos:
         start = info.header_offset
         if start < 0 or start + 30 > len(data) or data[start : start + 4] != b"PK\x03\x04":
-            raise CorruptFile(f"{where}: entry {info.orig_filename!r} has no local header")
+            raise CorruptFile(
+                messages.NO_LOCAL_HEADER % {"where": where, "name": repr(info.orig_filename)}
+            )
         name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
         spans.append((start, start + 30 + name_len + extra_len + info.compress_size, info))
     spans.sort(key=lambda s: s[0])
@@ -179,12 +200,11 @@ def _check_overlaps(data: bytes, zf: zipfile.ZipFile, infos: list, where: str) -
     for start, end, info in spans:
         if start < prev_end:
             raise OverlappingEntries(
-                f"{where}: entry {info.orig_filename!r} overlaps another entry's data "
-                f"(overlapping-entry zip bomb)"
+                messages.ENTRIES_OVERLAP % {"where": where, "name": repr(info.orig_filename)}
             )
         prev_end = end
     if prev_end > end_of_data:
-        raise OverlappingEntries(f"{where}: entry data overlaps the central directory")
+        raise OverlappingEntries(messages.DATA_OVERLAPS_DIRECTORY % {"where": where})
 
 
 def member_chunks(
@@ -207,11 +227,13 @@ def member_chunks(
                 budget.charge(len(chunk), label, total, info.compress_size, cap)
                 yield chunk
     except RuntimeError as exc:  # zipfile's "File ... is encrypted, password required"
-        raise UnsupportedArchive(f"{label}: encrypted (password-protected) archive") from exc
+        raise UnsupportedArchive(messages.ENTRY_ENCRYPTED % {"label": label}) from exc
     except NotImplementedError as exc:
-        raise UnsupportedArchive(f"{label}: unsupported compression ({exc})") from None
+        raise UnsupportedArchive(
+            messages.ENTRY_COMPRESSION % {"label": label, "error": exc}
+        ) from None
     except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as exc:
-        raise CorruptFile(f"{label}: damaged archive entry ({exc})") from None
+        raise CorruptFile(messages.ENTRY_DAMAGED % {"label": label, "error": exc}) from None
 
 
 def entry_name(info: zipfile.ZipInfo) -> str:
@@ -231,17 +253,19 @@ def entry_name(info: zipfile.ZipInfo) -> str:
 
 
 def _is_link_or_special(info: zipfile.ZipInfo) -> str | None:
+    """The template of the refusal of a link or a special file (None for a file or a
+    directory)."""
     mode = info.external_attr >> 16
     kind = stat.S_IFMT(mode)
     if kind == stat.S_IFLNK:
-        return "is a symbolic link"
+        return messages.ENTRY_SYMLINK
     if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
-        return "is a special file (device, pipe or socket)"
+        return messages.ENTRY_SPECIAL
     return None
 
 
 def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[Member]) -> None:
-    where = f"archive '{prefix or 'attachment'}'"
+    where = messages.ARCHIVE % {"path": prefix} if prefix else messages.ATTACHMENT_ARCHIVE
     zf, infos = open_zip(data, where, budget)
     with zf:
         files = []
@@ -249,14 +273,24 @@ def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
             name = sanitise_name(entry_name(info), where)
             problem = _is_link_or_special(info)
             if problem:
-                raise UnsafeEntryName(f"{where}: entry {name!r} {problem}")
-            if not info.is_dir():
+                raise UnsafeEntryName(problem % {"where": where, "name": repr(name)})
+            if info.is_dir():
+                continue
+            if is_macos_metadata(name):
+                budget.skipped.append(f"{prefix}/{name}" if prefix else name)
+            else:
                 files.append((info, name))
         budget.open_archive(len(files), where)
         for info, name in files:
             path = f"{prefix}/{name}" if prefix else name
             content = b"".join(
-                member_chunks(zf, info, f"entry '{path}'", budget, cap=budget.limits.max_file_bytes)
+                member_chunks(
+                    zf,
+                    info,
+                    messages.ENTRY % {"path": path},
+                    budget,
+                    cap=budget.limits.max_file_bytes,
+                )
             )
             _expand(content, path, name, depth, budget, out)
 
@@ -290,7 +324,7 @@ def _gzip_name(data: bytes, fallback: str) -> str:
         name = base or "data"
     if any(ord(ch) < 32 for ch in name):
         name = "data"
-    return name
+    return unicodedata.normalize("NFC", name)
 
 
 def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
@@ -303,7 +337,7 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
         try:
             chunk = d.decompress(buf, CHUNK)
         except zlib.error as exc:
-            raise CorruptFile(f"{label}: damaged gzip data ({exc})") from None
+            raise CorruptFile(messages.GZIP_DAMAGED % {"label": label, "error": exc}) from None
         if chunk:
             total += len(chunk)
             budget.charge(len(chunk), label, total, len(data), cap)
@@ -317,7 +351,7 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
                 continue
             return b"".join(out)  # trailing padding is ignored, as gzip(1) does
         if not chunk and not buf:
-            raise CorruptFile(f"{label}: gzip data is truncated")
+            raise CorruptFile(messages.GZIP_TRUNCATED % {"label": label})
 
 
 # --- tar --------------------------------------------------------------------------------
@@ -355,18 +389,20 @@ def check_tar_headers(data: bytes, where: str) -> None:
         kind = chr(block[156])
         size = _tar_number(block[124:136])
         if size is None or size < 0:
-            raise TarHeaderRefused(f"{where}: a tar header at byte {start:,} has no readable size")
+            raise TarHeaderRefused(
+                messages.TAR_HEADER_SIZE % {"where": where, "offset": f"{start:,}"}
+            )
         if kind in "LK":
             if size > GNU_NAME_CAP:
                 raise TarHeaderRefused(
-                    f"{where}: a GNU long-name tar header of {size:,} bytes, more than "
-                    f"{GNU_NAME_CAP:,}: refused"
+                    messages.TAR_LONG_NAME
+                    % {"where": where, "size": f"{size:,}", "limit": f"{GNU_NAME_CAP:,}"}
                 )
             continue
         if size > PAX_HEADER_CAP:
             raise TarHeaderRefused(
-                f"{where}: a pax extended tar header of {size:,} bytes, more than "
-                f"{PAX_HEADER_CAP // 1024} KiB (the CVE-2024-6232 shape): refused"
+                messages.TAR_PAX_SIZE
+                % {"where": where, "size": f"{size:,}", "limit": f"{PAX_HEADER_CAP // 1024:,}"}
             )
         _check_pax_records(data[start + BLOCK : start + BLOCK + size], where)
 
@@ -376,33 +412,22 @@ def _check_pax_records(records: bytes, where: str) -> None:
     NUL padding."""
     run = _DIGIT_RUN.search(records)
     if run:
-        raise TarHeaderRefused(
-            f"{where}: a pax extended tar header holds a run of more than {PAX_DIGIT_RUN} "
-            f"digits (the CVE-2024-6232 shape): refused"
-        )
+        raise TarHeaderRefused(messages.TAR_PAX_DIGITS % {"where": where, "limit": PAX_DIGIT_RUN})
     pos = 0
     size = len(records)
     while pos < size and records[pos]:
         found = _PAX_RECORD.match(records, pos)
         if not found:
-            raise TarHeaderRefused(
-                f"{where}: a pax extended tar header has a malformed record at byte {pos:,}: "
-                f"refused"
-            )
+            raise TarHeaderRefused(messages.TAR_PAX_RECORD % {"where": where, "offset": f"{pos:,}"})
         end = pos + int(found.group(1))
         record = records[found.end() : end]
         if end > size or not record.endswith(b"\n") or b"=" not in record[1:-1]:
-            raise TarHeaderRefused(
-                f"{where}: a pax extended tar header has a malformed record at byte {pos:,}: "
-                f"refused"
-            )
+            raise TarHeaderRefused(messages.TAR_PAX_RECORD % {"where": where, "offset": f"{pos:,}"})
         if record.startswith(b"GNU.sparse."):
-            raise UnsupportedArchive(f"{where}: a GNU sparse file (pax header)")
+            raise UnsupportedArchive(messages.TAR_PAX_SPARSE % {"where": where})
         pos = end
     if records[pos:].strip(b"\0"):
-        raise TarHeaderRefused(
-            f"{where}: a pax extended tar header has bytes after its records: refused"
-        )
+        raise TarHeaderRefused(messages.TAR_PAX_TRAILING % {"where": where})
 
 
 def _tar_checksum_ok(block: bytes) -> bool:
@@ -433,12 +458,12 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
     """Plain tar (its compression, if any, was a gzip layer already inflated under the
     caps). Its headers are checked first (check_tar_headers). Tar members are copies,
     not inflations: they count against entries and the per-file cap only."""
-    where = f"archive '{prefix or 'attachment'}'"
+    where = messages.ARCHIVE % {"path": prefix} if prefix else messages.ATTACHMENT_ARCHIVE
     check_tar_headers(data, where)
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # "r:" never decompresses
     except tarfile.TarError as exc:
-        raise CorruptFile(f"{where}: damaged tar archive ({exc})") from None
+        raise CorruptFile(messages.TAR_DAMAGED % {"where": where, "error": exc}) from None
     files = []
     with tf:
         try:
@@ -446,16 +471,24 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 budget.add_entries(1, where)
                 name = sanitise_name(m.name, where)
                 if m.issym() or m.islnk():
-                    raise UnsafeEntryName(f"{where}: entry {name!r} is a link")
+                    raise UnsafeEntryName(messages.TAR_LINK % {"where": where, "name": repr(name)})
                 if m.isdir():
                     continue
                 if not m.isreg():
-                    raise UnsafeEntryName(f"{where}: entry {name!r} is a special file")
+                    raise UnsafeEntryName(
+                        messages.TAR_SPECIAL % {"where": where, "name": repr(name)}
+                    )
                 if m.issparse():
-                    raise UnsupportedArchive(f"{where}: entry {name!r} is a sparse file")
+                    raise UnsupportedArchive(
+                        messages.TAR_SPARSE % {"where": where, "name": repr(name)}
+                    )
+                if is_macos_metadata(name):  # bsdtar on macOS adds "._" companions too
+                    budget.skipped.append(f"{prefix}/{name}" if prefix else name)
+                    continue
                 if m.size > budget.limits.max_file_bytes:
                     raise ArchiveTooLarge(
-                        f"entry '{name}' is larger than {mib(budget.limits.max_file_bytes)}"
+                        messages.TAR_ENTRY_TOO_LARGE
+                        % {"path": name, "limit": mib(budget.limits.max_file_bytes)}
                     )
                 files.append((m, name))
             budget.open_archive(len(files), where)
@@ -465,21 +498,31 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 path = f"{prefix}/{name}" if prefix else name
                 _expand(content, path, name, depth, budget, out)
         except tarfile.TarError as exc:
-            raise CorruptFile(f"{where}: damaged tar archive ({exc})") from None
+            raise CorruptFile(messages.TAR_DAMAGED % {"where": where, "error": exc}) from None
 
 
 # --- entry point ------------------------------------------------------------------------
 
 
-def expand(data: bytes, name: str, limits: Limits, *, max_files: int | None = None) -> list[Member]:
+def expand(
+    data: bytes,
+    name: str,
+    limits: Limits,
+    *,
+    max_files: int | None = None,
+    skipped: list[str] | None = None,
+) -> list[Member]:
     """The files inside an attachment, in archive order, all in memory.
 
     zip, gzip and tar are opened, nested up to ``limits.max_depth`` levels (the
     attachment's own archive is level 1); xlsx/xlsm (zips themselves) are files, not
-    archives. Directories are skipped. A non-archive comes back as ``[Member("", data)]``;
-    a member's path is its sanitised path inside the archive, nested ones joined with "/"
-    ("inner.zip/prices.csv"); a gzip's member is named from its header or from ``name``
-    without ".gz". An archive with no files gives ``[]``.
+    archives. Directories are skipped, and so is what macOS adds beside the files
+    (``__MACOSX/``, ``._name``, ``.DS_Store``: is_macos_metadata); their paths are
+    appended to ``skipped`` when given. A non-archive comes back as
+    ``[Member("", data)]``; a member's path is its sanitised, NFC-normalised path inside
+    the archive, nested ones joined with "/" ("inner.zip/prices.csv"); a gzip's member is
+    named from its header or from ``name`` without ".gz". An archive with no files gives
+    ``[]``.
 
     ``max_files``: refuse (TooManyFiles) as soon as the files found exceed it, before
     inflating any more: an archive's files are counted from its directory when it is
@@ -491,12 +534,22 @@ def expand(data: bytes, name: str, limits: Limits, *, max_files: int | None = No
     """
     if len(data) > limits.max_file_bytes:
         raise FileTooLarge(
-            f"attachment is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}"
+            messages.ATTACHMENT_TOO_LARGE
+            % {
+                "where": messages.ATTACHMENT,
+                "size": f"{len(data):,}",
+                "limit": mib(limits.max_file_bytes),
+            }
         )
     if max_files is not None and max_files < 1:
-        raise TooManyFiles(f"attachment: 1 file, more than the {max_files:,} taken")
+        raise TooManyFiles(
+            messages.NO_FILES_TAKEN % {"where": messages.ATTACHMENT, "limit": f"{max_files:,}"}
+        )
     out: list[Member] = []
-    _expand(data, "", name or "", 0, Budget(limits, max_files), out)
+    budget = Budget(limits, max_files)
+    _expand(data, "", name or "", 0, budget, out)
+    if skipped is not None:
+        skipped.extend(budget.skipped)
     return out
 
 
@@ -507,14 +560,14 @@ def _expand(
 
     fmt = detect_format(data)
     if fmt in UNSUPPORTED_ARCHIVES:
-        where = f"'{path}'" if path else "attachment"
-        raise UnsupportedArchive(f"unsupported archive: {fmt} ({where})")
+        where = f"'{path}'" if path else messages.ATTACHMENT
+        raise UnsupportedArchive(messages.ARCHIVE_UNSUPPORTED % {"format": fmt, "where": where})
     if fmt not in ARCHIVE_FORMATS:
         out.append(Member(path, data))
         return
     if depth + 1 > budget.limits.max_depth:
         raise NestingTooDeep(
-            f"archive '{path}' is nested more than {budget.limits.max_depth} levels deep"
+            messages.NESTED_TOO_DEEP % {"path": path, "limit": f"{budget.limits.max_depth:,}"}
         )
     if fmt == "zip":
         _expand_zip(data, path, depth + 1, budget, out)
@@ -522,7 +575,7 @@ def _expand(
         _expand_tar(data, path, depth + 1, budget, out)
     else:
         inner_name = _gzip_name(data, name)
-        label = f"gzip '{path or name or 'attachment'}'"
+        label = messages.GZIP % {"path": path or name} if path or name else messages.ATTACHMENT
         content = gunzip(data, label, budget, cap=budget.limits.max_file_bytes)
         inner_path = f"{path}/{inner_name}" if path else inner_name
         _expand(content, inner_path, inner_name, depth + 1, budget, out)

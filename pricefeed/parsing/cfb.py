@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 from array import array
 
+from . import messages
 from .errors import CorruptFile, WorkbookRefused
 
 SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -49,18 +50,18 @@ class CompoundFile:
     def __init__(self, data: bytes) -> None:
         self.data = data
         if len(data) < 512 or data[:8] != SIGNATURE:
-            raise CorruptFile("damaged workbook: not a compound file (no OLE2 header)")
+            raise CorruptFile(messages.CFB_NO_HEADER)
         header = memoryview(data)[:512]
         version = int.from_bytes(header[26:28], "little")
         shift = int.from_bytes(header[30:32], "little")
         if shift not in (9, 12):
-            raise CorruptFile(f"damaged workbook: sector shift {shift} (expected 9 or 12)")
+            raise CorruptFile(messages.CFB_SECTOR_SHIFT % {"shift": shift})
         if int.from_bytes(header[32:34], "little") != 6:
-            raise CorruptFile("damaged workbook: mini sector shift is not 6")
+            raise CorruptFile(messages.CFB_MINI_SHIFT)
         self.version = version
         self.size = 1 << shift
         if len(data) < self.size:
-            raise CorruptFile("damaged workbook: truncated compound-file header")
+            raise CorruptFile(messages.CFB_HEADER_CUT)
         # Sectors present in the file (the last one may be cut short).
         self.sectors = -(-(len(data) - self.size) // self.size)
 
@@ -71,12 +72,12 @@ class CompoundFile:
         mini_fat_start, mini_fat_len, difat_start = u32(60), u32(64), u32(68)
         if u32(62) > DIFAT_CLAIM_CAP:
             raise WorkbookRefused(
-                f"workbook: the compound-file header makes the reader reserve a DIFAT of "
-                f"{u32(62):,} entries, more than {DIFAT_CLAIM_CAP:,}: refused (it would abort)"
+                messages.CFB_DIFAT_CLAIM
+                % {"claimed": f"{u32(62):,}", "limit": f"{DIFAT_CLAIM_CAP:,}"}
             )
-        self._claim("its FAT", fat_len * self.size, len(data))
-        self._claim("its directory", dir_len * self.size, len(data))
-        self._claim("its mini FAT", mini_fat_len * self.size, len(data))
+        self._claim(messages.CFB_FAT, fat_len * self.size, len(data))
+        self._claim(messages.CFB_DIRECTORY, dir_len * self.size, len(data))
+        self._claim(messages.CFB_MINI_FAT, mini_fat_len * self.size, len(data))
 
         # The DIFAT: 109 entries in the header, then a chain of DIFAT sectors, each
         # ending with the number of the next.
@@ -84,42 +85,42 @@ class CompoundFile:
         seen = bytearray(self.sectors)
         sector_id = difat_start
         while sector_id < RESERVED:
-            self._check_sector(sector_id, seen, "its DIFAT chain")
+            self._check_sector(sector_id, seen, messages.CFB_DIFAT_CHAIN)
             difat.extend(_u32s(self._sector(sector_id)))
             sector_id = difat.pop()
         fat = array("I")
         for sector_id in difat:
             if sector_id < DIFSECT:  # calamine reads every id below DIFSECT as a FAT sector
                 if sector_id >= self.sectors:
-                    raise CorruptFile(
-                        f"damaged workbook: FAT sector {sector_id:,} is past the end of the file"
-                    )
+                    raise CorruptFile(messages.CFB_FAT_SECTOR % {"sector": f"{sector_id:,}"})
                 fat.extend(_u32s(self._sector(sector_id)))
         self.fat = fat
 
-        directory = self._chain(dir_start, self.fat, "its directory", dir_len * self.size)
+        directory = self._chain(dir_start, self.fat, messages.CFB_DIRECTORY, dir_len * self.size)
         if len(directory) % 128:
-            raise CorruptFile("damaged workbook: a directory entry is cut short")
+            raise CorruptFile(messages.CFB_ENTRY_CUT)
         self.entries = [
             self._entry(memoryview(directory)[i : i + 128]) for i in range(0, len(directory), 128)
         ]
         if not self.entries or (version != 3 and self.entries[0][1] == ENDOFCHAIN):
-            raise CorruptFile("damaged workbook: empty root directory")
+            raise CorruptFile(messages.CFB_EMPTY_ROOT)
         self.ministream = b""
         self.minifat = array("I")
         if mini_fat_len > 0:
             _, root_start, root_len = self.entries[0]
-            self._claim("its mini stream", root_len, len(data))
-            self.ministream = self._chain(root_start, self.fat, "its mini stream", root_len)
+            self._claim(messages.CFB_MINI_STREAM, root_len, len(data))
+            self.ministream = self._chain(root_start, self.fat, messages.CFB_MINI_STREAM, root_len)
             self.minifat = _u32s(
-                self._chain(mini_fat_start, self.fat, "its mini FAT", mini_fat_len * self.size)
+                self._chain(
+                    mini_fat_start, self.fat, messages.CFB_MINI_FAT, mini_fat_len * self.size
+                )
             )
 
     def stream(self, *names: str) -> bytes | None:
         for wanted in names:
             for name, start, length in self.entries:
                 if name == wanted:
-                    label = f"stream '{name}'"
+                    label = messages.CFB_STREAM % {"name": name}
                     if length < MINI_CUTOFF:
                         return self._mini_chain(start, label, length)
                     self._claim(label, length, len(self.data))
@@ -133,8 +134,7 @@ class CompoundFile:
         # (truncation, or a memory bomb) is refused before it can.
         if claimed > cap:
             raise CorruptFile(
-                f"damaged workbook: the compound file claims {claimed:,} bytes for {what}, "
-                f"more than the file's {cap:,}"
+                messages.CFB_CLAIM % {"claimed": f"{claimed:,}", "what": what, "size": f"{cap:,}"}
             )
 
     def _sector(self, sector_id: int) -> bytes:
@@ -144,10 +144,10 @@ class CompoundFile:
     def _check_sector(self, sector_id: int, seen: bytearray, what: str) -> None:
         if sector_id >= self.sectors:
             raise CorruptFile(
-                f"damaged workbook: {what} names sector {sector_id:#x}, past the end of the file"
+                messages.CFB_SECTOR_PAST_END % {"what": what, "sector": f"{sector_id:#x}"}
             )
         if seen[sector_id]:
-            raise CorruptFile(f"damaged workbook: {what} loops (sector {sector_id:,} twice)")
+            raise CorruptFile(messages.CFB_LOOP % {"what": what, "sector": f"{sector_id:,}"})
         seen[sector_id] = 1
 
     def _chain(self, start: int, fat: array, what: str, length: int) -> bytes:
@@ -158,7 +158,7 @@ class CompoundFile:
         while sector_id != ENDOFCHAIN:
             self._check_sector(sector_id, seen, what)
             if sector_id >= len(fat):
-                raise CorruptFile(f"damaged workbook: {what} runs past the FAT")
+                raise CorruptFile(messages.CFB_PAST_FAT % {"what": what})
             pieces.append(self._sector(sector_id))
             sector_id = fat[sector_id]
         out = b"".join(pieces)
@@ -173,11 +173,12 @@ class CompoundFile:
         while sector_id != ENDOFCHAIN:
             if sector_id >= count or sector_id >= len(minifat):
                 raise CorruptFile(
-                    f"damaged workbook: {what} names mini sector {sector_id:#x}, past the mini "
-                    f"stream"
+                    messages.CFB_MINI_PAST_END % {"what": what, "sector": f"{sector_id:#x}"}
                 )
             if seen[sector_id]:
-                raise CorruptFile(f"damaged workbook: {what} loops (mini sector {sector_id:,})")
+                raise CorruptFile(
+                    messages.CFB_MINI_LOOP % {"what": what, "sector": f"{sector_id:,}"}
+                )
             seen[sector_id] = 1
             at = sector_id * MINI_SECTOR
             pieces.append(ministream[at : at + MINI_SECTOR])

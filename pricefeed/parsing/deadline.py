@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from . import messages as m
 from .errors import ParseTimeLimit
 from .types import Limits, limit_name
 
@@ -24,6 +25,10 @@ class Deadline:
         """Raise ParseTimeLimit, saying ``where`` the parse stopped, once it is late."""
         if _now() > self.at:
             raise ParseTimeLimit(
-                f"reading the file took more than {self.seconds:,} s "
-                f"({limit_name('max_seconds')}); stopped {where}"
+                m.TIME_LIMIT
+                % {
+                    "seconds": f"{self.seconds:,}",
+                    "setting": limit_name("max_seconds"),
+                    "where": where,
+                }
             )

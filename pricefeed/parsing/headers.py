@@ -16,6 +16,17 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "quantity": ("Остаток", "Кол-во", "Количество", "Наличие", "Qty", "Quantity", "Stock"),
     "currency": ("Валюта", "Currency"),
 }  # fmt: skip
+# Synonyms that name their field only sometimes ("Описание" may be a long text beside
+# the name, "Опт" a second price, "Наличие" a yes/no): any other synonym of the field
+# beats them, whether it matches exactly, by prefix or as words inside the header, so
+# "Название товара" is the name beside "Описание". Within one strength, an exact match
+# beats a prefix, a prefix beats words inside, and then the synonyms' order decides.
+WEAK: dict[str, frozenset[str]] = {
+    "sku": frozenset({"Код"}),
+    "name": frozenset({"Товар", "Description", "Product", "Описание"}),
+    "price": frozenset({"Опт", "Розница"}),
+    "quantity": frozenset({"Наличие"}),
+}
 # A header that names one of these is never that field, whatever else it says:
 # "Штрих-код" is a barcode, not the supplier's code.
 EXCLUDE: dict[str, tuple[str, ...]] = {
@@ -32,12 +43,16 @@ def norm(text: object) -> str:
     return _NON_WORD.sub(" ", s).strip()
 
 
-_NORM_SYNONYMS = {f: tuple(norm(s) for s in syns) for f, syns in SYNONYMS.items()}
+# field -> (normalised synonym, 1 strong | 0 weak), in SYNONYMS' order.
+_NORM_SYNONYMS = {
+    f: tuple((norm(s), 0 if s in WEAK.get(f, ()) else 1) for s in syns)
+    for f, syns in SYNONYMS.items()
+}
 
 
-def _score(header: str, field: str) -> tuple[int, int] | None:
-    """How well a normalised header names ``field``: (3 exact | 2 starts with | 1
-    contains as whole words, -synonym rank), or None."""
+def _score(header: str, field: str) -> tuple[int, int, int] | None:
+    """How well a normalised header names ``field``: (1 strong | 0 weak synonym, 3 exact
+    | 2 starts with | 1 contains as whole words, -synonym rank), or None."""
     if not header:
         return None
     words = header.split()
@@ -46,7 +61,7 @@ def _score(header: str, field: str) -> tuple[int, int] | None:
             return None
     padded = f" {header} "
     best = None
-    for rank, syn in enumerate(_NORM_SYNONYMS[field]):
+    for rank, (syn, strength) in enumerate(_NORM_SYNONYMS[field]):
         if header == syn:
             level = 3
         elif header.startswith(syn + " "):
@@ -55,7 +70,7 @@ def _score(header: str, field: str) -> tuple[int, int] | None:
             level = 1
         else:
             continue
-        score = (level, -rank)
+        score = (strength, level, -rank)
         if best is None or score > best:
             best = score
     return best
@@ -91,6 +106,9 @@ class Header:
     columns: dict[str, int]  # field -> 0-based column index
     texts: dict[str, str]  # field -> header text as written (or the letter)
     cells: list[str]  # the header cells as written, for messages
+    # Fields read by a configured column letter (not by a header text that looks like
+    # one: "ID" in the header row is that header, else column ID).
+    by_letter: frozenset[str] = frozenset()
 
 
 def combine(top: list[str], below: list[str]) -> list[str]:

@@ -207,4 +207,4 @@ class PlainLines:
         for i, line in enumerate(lines):
             if len(line) > limit and max(map(len, line.split(self.delimiter))) > limit:
                 self.line_num += i + 1
-                raise csv.Error(f"field larger than field limit ({limit})")
+                raise csv.Error(m.CSV_FIELD_TOO_LARGE % {"limit": limit})

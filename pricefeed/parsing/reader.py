@@ -5,6 +5,7 @@ path (textfile.py); both read through table.py (header, then rows.py's conversio
 
 from __future__ import annotations
 
+from . import messages as m
 from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
 from .deadline import Deadline
 from .detect import detect_format
@@ -26,12 +27,12 @@ from .workbook_guard import check_workbook
 from .xls_guard import check_xls
 
 _FORMAT_NOTES = {
-    "encrypted": "encrypted (password-protected) workbook",
-    "html": "html (a web page, perhaps saved with a spreadsheet's name)",
-    "xml-spreadsheet": "Excel 2003 XML spreadsheet",
-    "xlsb": "xlsb (binary workbook; save it as xlsx)",
-    "ods": "ods (save it as xlsx)",
-    "image": "image",
+    "encrypted": m.FORMAT_ENCRYPTED,
+    "html": m.FORMAT_HTML,
+    "xml-spreadsheet": m.FORMAT_XML_SPREADSHEET,
+    "xlsb": m.FORMAT_XLSB,
+    "ods": m.FORMAT_ODS,
+    "image": m.FORMAT_IMAGE,
 }
 
 
@@ -69,7 +70,9 @@ def parse(
     limits = limits or Limits()
     deadline = Deadline(limits)
     if len(data) > limits.max_file_bytes:
-        raise FileTooLarge(f"file is {len(data):,} bytes, more than {mib(limits.max_file_bytes)}")
+        raise FileTooLarge(
+            m.FILE_TOO_LARGE % {"size": f"{len(data):,}", "limit": mib(limits.max_file_bytes)}
+        )
     fmt = detect_format(data)
     if fmt in ("xlsx", "xlsm"):
         check_workbook(data, limits)
@@ -80,7 +83,7 @@ def parse(
     if fmt == "csv":
         return read_text(data, options, limits, sink, deadline)
     if fmt == "empty":
-        raise EmptyFile("the file is empty")
+        raise EmptyFile(m.FILE_EMPTY)
     if fmt in ARCHIVE_FORMATS or fmt in UNSUPPORTED_ARCHIVES:
-        raise UnsupportedArchive(f"unsupported format: {fmt} archive (expand it first)")
-    raise UnsupportedFormat(f"unsupported format: {_FORMAT_NOTES.get(fmt, fmt)}")
+        raise UnsupportedArchive(m.ARCHIVE_NOT_EXPANDED % {"format": fmt})
+    raise UnsupportedFormat(m.FORMAT_UNSUPPORTED % {"format": _FORMAT_NOTES.get(fmt, fmt)})

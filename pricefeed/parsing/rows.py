@@ -111,6 +111,7 @@ class RowContext:
         sink=None,
         deadline: Deadline | None = None,
         nul: bool = True,
+        positive: bool = False,
     ) -> None:
         self.columns = columns
         self.header_norm = header_norm
@@ -121,11 +122,17 @@ class RowContext:
         # Whether a text may hold NUL (False: the file has no NUL byte at all, and the row
         # loops need not look).
         self.nul = nul
+        # Whether a price must be above zero (ParseOptions.allow_nonpositive False).
+        self.positive = positive
         self.cuts = ColumnCuts()
         self.rows: list[tuple] = []
         self.errors: list[tuple[int, str]] = []
+        self.failed_skus: list[str] = []
         self.total = 0
         self.skipped = 0
+        # Of the skipped rows: group and section headings (and notes), totals rows.
+        self.headings = 0
+        self.totals = 0
         self.ambiguous: list[tuple[int, object, object]] = []
         # Text tables: quantity and currency cells already read (shared by both paths).
         self.qcache: dict[str, Decimal | None] = {}
@@ -208,12 +215,16 @@ class RowContext:
         if len(self.rows) >= self.flush_at:
             self.flush()
 
-    def error(self, row_number: int, reason: str) -> None:
+    def error(self, row_number: int, reason: str, sku: str = "") -> None:
+        """A failed row, and its SKU when it has one (a PARTIAL import keeps that SKU's
+        value in the catalogue)."""
         if len(self.errors) < self.limits.max_errors:
             self.errors.append((row_number, reason))
+            if sku:
+                self.failed_skus.append(sku)
 
     def too_many(self) -> TooManyRows:
-        return TooManyRows(f"more than {self.limits.max_rows:,} data rows")
+        return TooManyRows(m.TOO_MANY_ROWS % {"limit": f"{self.limits.max_rows:,}"})
 
     def is_repeated_header(self, sku: str, price: str) -> bool:
         """A page header repeated inside the data (long lists printed page by page)."""
@@ -255,6 +266,9 @@ _DECIMAL_TEXTS = re.compile(
 # Prices the row loop's fast path takes (ASCII, a digit or "-" and a digit first, a
 # digit last), joined by _SEP: a whole column is checked by one match.
 _PLAIN_PRICES = re.compile(r"-?[0-9](?:[^\x00]*[0-9])?(?:\x00-?[0-9](?:[^\x00]*[0-9])?)*")
+# A price in such a column (spaces dropped, a point for the separator) that is zero or
+# below: a minus sign anywhere, or a text of zeros alone.
+_NOT_POSITIVE = re.compile(r"-|(?:^|\x00)0*(?:\.0*)?(?:\x00|$)")
 
 
 def read_text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
@@ -282,7 +296,7 @@ def _in_chunks(
     width = ctx.limits.max_columns
     check = ctx.deadline.check
     while chunk := list(islice(rows, TEXT_CHUNK)):
-        check(f"at row {rn + 1:,}")
+        check(m.AT_ROW % {"row": f"{rn + 1:,}"})
         if max(map(len, chunk)) > width:
             chunk = cut_rows(chunk, rn + 1, width, ctx.cuts)
         if not by_columns(chunk, rn, ctx):
@@ -303,7 +317,7 @@ def read_plain_rows(
     picks = _picks(ctx)
     check = ctx.deadline.check
     for text in source.texts:
-        check(f"at row {rn + 1:,}")
+        check(m.AT_ROW % {"row": f"{rn + 1:,}"})
         columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
@@ -359,6 +373,8 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
     joined = original.replace(" ", "")
     if sep == ",":
         joined = joined.replace(",", ".")
+    if ctx.positive and _NOT_POSITIVE.search(joined):
+        return False  # the row loop tells which rows
     blocks = ctx.blocks
     values: list[Decimal] | None = None
     if not (blocks and _DECIMAL_TEXTS.fullmatch(joined)):
@@ -444,6 +460,7 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
     other = "." if sep == "," else ","
     digits, decimal, invalid = _DIGITS, make_decimal, DecimalException
     nul = ctx.nul
+    positive = ctx.positive
     rn = row_number - 1
     total = ctx.total
     for row in rows:
@@ -462,7 +479,7 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
                 total += 1
                 if total > max_rows:
                     raise ctx.too_many()
-                ctx.error(rn, outcome)
+                ctx.error(rn, outcome, sku)
             continue
         total += 1
         if total > max_rows:
@@ -488,16 +505,20 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
             try:
                 price, currency = read(p)
             except ValueError:
-                if ctx.is_repeated_header(sku, p):
+                if ctx.is_repeated_header(sku, p) or _skipped_non_item(row, sku, ctx):
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p)})
+                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p)}, sku)
                 continue
             sep = num.decimal
             other = "." if sep == "," else ","
         if not -LIMIT < price < LIMIT:
-            ctx.error(rn, m.PRICE_OUT_OF_RANGE % {"value": repr(p), "digits": WHOLE_DIGITS})
+            ctx.error(rn, m.PRICE_OUT_OF_RANGE % {"value": repr(p), "digits": WHOLE_DIGITS}, sku)
+            continue
+        if positive and price <= 0:
+            num.pending = False
+            ctx.error(rn, m.PRICE_NOT_POSITIVE % {"value": repr(p)}, sku)
             continue
         if has_qty:
             q = q.strip()
@@ -519,7 +540,7 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
                     problem = currency_problem(currency)
                     if problem:
                         num.pending = False
-                        ctx.error(rn, problem)
+                        ctx.error(rn, problem, sku)
                         continue
                     if len(ccache) < 1024:
                         ccache[c] = currency
@@ -541,21 +562,116 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
 
 def _incomplete_row(row: list, sku: str, price: str, ctx: RowContext) -> str | None:
     """Why a row missing its sku or price is an error, or None when it is an empty,
-    section-title or repeated-header row (skipped)."""
+    heading, totals or repeated-header row (skipped; headings and totals are counted
+    in RowContext.headings and .totals)."""
     if not price:
         if not sku:
+            _non_item(row, ctx)  # a heading or a note in the name column, or a total
             return None
-        # A section title such as "Кабели и провода" often sits in the sku column, alone
-        # on its row; a lone code with digits ("A-17") is an item without a price.
-        non_empty = sum(1 for c in row if (c.strip() if isinstance(c, str) else c != ""))
-        if non_empty <= 1 and not any(ch.isdigit() for ch in sku):
-            return None
-        return m.PRICE_MISSING
+        kind = _non_item_kind(row, sku)
+        if kind is None:
+            return m.PRICE_MISSING
+        _count_non_item(kind, ctx)
+        return None
     try:
         NumberReader("dot").read(price)
     except ValueError:
-        return None  # no sku and no number: a note or sub-heading
+        _non_item(row, ctx)  # no sku and no number: a note or sub-heading
+        return None
+    if _is_total(row):
+        ctx.totals += 1  # "Итого" in the name column, the sum in the price column
+        return None
     return m.SKU_MISSING
+
+
+# What a totals row starts with ("Итого:", "Всего по разделу", "Total"), in header.norm
+# form: the word, then nothing, a number or a word that continues a total ("по", "за",
+# "к оплате", "позиций") — so an item called "Всего лишь дрель" is not one.
+_TOTAL = re.compile(
+    r"(?:итого|итог|всего|total|subtotal|grand total|sum total)"
+    r"(?: (?:по|за|к|в|с|на|без|for|of|incl|excl|amount|позиций|наименований|товаров|строк"
+    r"|сумма|\d).*)?"
+)
+# A numbered heading: "1.", "1.1.", "2.3.4", "1)", "IV.", "Раздел 2", "Группа 1.1",
+# then words ("1.1. Дрели и перфораторы").
+_NUMBERED = re.compile(
+    r"(?:(?:\d{1,3}\.)+\d{0,3}\.?|\d{1,3}\)|[IVXLC]{1,6}\.|"
+    r"(?i:раздел|подраздел|группа|подгруппа|категория|глава|section|group|category)"
+    r"\s*[\w.]*)\s*[^\W\d_]{2}"
+)
+# An outline number alone ("1.", "1.1", "2.3.1."): a heading's number in its own column.
+_OUTLINE = re.compile(r"(?:\d{1,3}\.)+\d{0,3}")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+HEADING = "heading"
+TOTAL = "total"
+
+
+def _has_letter(text: str) -> bool:
+    return any(ch.isalpha() for ch in text)
+
+
+def _cells(row: list) -> list[str]:
+    return [t for c in row if (t := c.strip() if isinstance(c, str) else cell_text(c))]
+
+
+def _is_total(row: list) -> bool:
+    """The row's first non-empty cell says it is a total."""
+    for c in row:
+        text = c.strip() if isinstance(c, str) else cell_text(c)
+        if text:
+            return bool(_TOTAL.fullmatch(norm(text)))
+    return False
+
+
+def _non_item_kind(row: list, sku: str) -> str | None:
+    """HEADING or TOTAL for a row with a sku cell but no price that is a group heading or
+    a totals row, None when it is an item without a price. Runs only for rows missing
+    their price: never on the hot path."""
+    cells = _cells(row)
+    if _TOTAL.fullmatch(norm(cells[0] if cells else sku)):
+        return TOTAL
+    if len(set(cells)) <= 1:
+        # Alone on its row (or merged across it and repeated by the export): a title such
+        # as "Кабели и провода" or "1.1. Дрели", not a lone code ("A-17").
+        if not any(ch.isdigit() for ch in sku) or _NUMBERED.match(sku):
+            return HEADING
+        if " " in sku and _WORD.search(sku):
+            return HEADING  # "Сверла по металлу 1-10 мм"
+        return None
+    # "1.1." in the sku column and the title beside it, nothing else on the row.
+    if len(cells) == 2 and cells[0] == sku and _OUTLINE.fullmatch(sku):
+        other = cells[1]
+        if not any(ch.isdigit() for ch in other) or _WORD.search(other):
+            return HEADING
+    return None
+
+
+def _skipped_non_item(row: list, sku: str, ctx: RowContext) -> bool:
+    """Whether a row whose price is not a number is a heading (merged across the row,
+    its text repeated in every cell) or a totals row; counts it if so."""
+    kind = _non_item_kind(row, sku)
+    if kind is None:
+        return False
+    _count_non_item(kind, ctx)
+    return True
+
+
+def _count_non_item(kind: str, ctx: RowContext) -> None:
+    if kind == TOTAL:
+        ctx.totals += 1
+    else:
+        ctx.headings += 1
+
+
+def _non_item(row: list, ctx: RowContext) -> bool:
+    """Counts a row with neither sku nor price that holds some text as a total or a
+    heading (False: an empty row)."""
+    cells = _cells(row)
+    if not any(map(_has_letter, cells)):
+        return False
+    _count_non_item(TOTAL if _TOTAL.fullmatch(norm(cells[0])) else HEADING, ctx)
+    return True
 
 
 def read_workbook_rows(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
@@ -589,6 +705,8 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         return False
     if not -FLOAT_LIMIT < min(prices) <= max(prices) < FLOAT_LIMIT:
         return False
+    if ctx.positive and min(prices) <= 0:
+        return False  # the row loop tells which rows
     if set(map(type, skus)) == {str}:
         skus = list(map(str.strip, skus))
     else:
@@ -662,6 +780,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
     raw: Any  # a workbook cell: str, float, int, bool, date/time or ""
     q: Any
     nul = ctx.nul
+    positive = ctx.positive
     rn = row_number - 1
     total = ctx.total
     for row in rows:
@@ -681,7 +800,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
                 total += 1
                 if total > max_rows:
                     raise ctx.too_many()
-                ctx.error(rn, outcome)
+                ctx.error(rn, outcome, sku)
             continue
         total += 1
         if total > max_rows:
@@ -696,19 +815,25 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
             try:
                 price, currency = read(p_text)
             except ValueError:
-                if ctx.is_repeated_header(sku, p_text):
+                if ctx.is_repeated_header(sku, p_text) or _skipped_non_item(row, sku, ctx):
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p_text)})
+                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p_text)}, sku)
                 continue
         else:
-            ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(raw))})
+            ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(raw))}, sku)
             continue
         if not -LIMIT < price < LIMIT:
             ctx.error(
-                rn, m.PRICE_OUT_OF_RANGE % {"value": repr(cell_text(raw)), "digits": WHOLE_DIGITS}
+                rn,
+                m.PRICE_OUT_OF_RANGE % {"value": repr(cell_text(raw)), "digits": WHOLE_DIGITS},
+                sku,
             )
+            continue
+        if positive and price <= 0:
+            num.pending = False
+            ctx.error(rn, m.PRICE_NOT_POSITIVE % {"value": repr(cell_text(raw))}, sku)
             continue
         q = row[qi] if qi < n else ""
         qt = type(q)
@@ -733,7 +858,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
                 problem = currency_problem(currency)
                 if problem:
                     num.pending = False
-                    ctx.error(rn, problem)
+                    ctx.error(rn, problem, sku)
                     continue
                 if len(ccache) < 1024:
                     ccache[c] = currency

@@ -104,7 +104,7 @@ def head_texts(
         if r0 >= len(texts) or c0 - off < 0 or c0 - off >= len(texts[r0]):
             continue
         if deadline is not None:
-            deadline.check("in the header search (merged cells)")
+            deadline.check(m.IN_HEADER_SEARCH_MERGED)
         value = texts[r0][c0 - off]
         for r in range(r0, min(r1, len(texts) - 1) + 1):
             row = texts[r]
@@ -137,7 +137,7 @@ def read_table(
     width = limits.max_columns
     head = table.head(SCAN_ROWS + 1)
     if not head:
-        raise EmptyFile("the file holds no rows")
+        raise EmptyFile(m.NO_ROWS)
     cuts = ColumnCuts()
     if max(map(len, head)) > width:
         head = cut_rows(head, 1, width, cuts)
@@ -151,9 +151,7 @@ def read_table(
     cols = header.columns
     price_header = header.texts.get("price", "")
     header_currency = (
-        currency_in_text(price_header)
-        if price_header and "price" not in options.column_letters()
-        else None
+        currency_in_text(price_header) if price_header and "price" not in header.by_letter else None
     )
     ctx = RowContext(
         columns=[cols.get(f, ABSENT) for f in FIELDS],
@@ -168,6 +166,7 @@ def read_table(
         sink=sink,
         deadline=deadline,
         nul=nul,
+        positive=not options.allow_nonpositive,
     )
     first = header.row + 1
     if header.row < 0:  # no header: data starts at the first row with a number as price
@@ -181,7 +180,10 @@ def read_table(
         else:
             read_text_rows(chain(head[first:], table.rows), first + 1, ctx)
     ctx.fix_ambiguous()
-    warnings = _report_unread_rows(table.marked, first, ctx)
+    warnings = _letters_read_as_headers(
+        header, options, table.col_offset, max(map(len, texts), default=0)
+    )
+    warnings += _report_unread_rows(table.marked, first, ctx)
     for more in (ctx.cuts, table.cuts):
         if more is not None:
             cuts.add(more)
@@ -201,7 +203,10 @@ def read_table(
         header_row=header.row + 1 if header.row >= 0 else 0,
         columns=header.texts,
         skipped_rows=ctx.skipped,
+        skipped_headings=ctx.headings,
+        skipped_totals=ctx.totals,
         warnings=warnings,
+        failed_skus=ctx.failed_skus,
     )
 
 
@@ -229,9 +234,10 @@ def _refuse_with_unread_rows(exc: ParseError, marked: dict[int, str], scanned: i
     unread = [marked[i] for i in sorted(marked) if i < scanned]
     if not unread:
         return
+    shown = "; ".join(unread[:3])
     if any(limit_name("max_line_bytes") in reason for reason in unread):
-        raise LineTooLong(f"{'; '.join(unread[:3])}; and then: {exc}") from None
-    raise type(exc)(f"{exc} ({'; '.join(unread[:3])})") from None
+        raise LineTooLong(m.LONG_LINE_THEN % {"unread": shown, "error": exc}) from None
+    raise type(exc)(m.UNREAD_ROWS % {"error": exc, "unread": shown}) from None
 
 
 @contextmanager
@@ -259,19 +265,22 @@ def find_header(
 ) -> Header:
     configured = {f: norm(t) for f, t in options.column_texts().items()}
     letters = {f: i - col_offset for f, i in options.column_letters().items()}
+    # A letter ("ID", "No") that is also a header text in the row read as the header
+    # names that column: the text wins over the letter (ParseOptions.column_letters).
+    as_text = {f: norm(options.columns[f]) for f in letters}
     width = max((len(r) for r in texts), default=0)
     for f, c in letters.items():
-        if c >= width:
+        if c >= width and not any(as_text[f] in map(norm, row) for row in texts):
             last_letter = index_to_letter(col_offset + width - 1) if width else "A"
             raise MissingColumns(
-                f"column {options.columns[f].strip().upper()} for {f} is past the last "
-                f"column of the table ({last_letter})"
+                m.COLUMN_PAST_TABLE
+                % {"column": options.columns[f].strip().upper(), "field": f, "last": last_letter}
             )
     best: tuple[int, Header] | None = None
     limit = min(SCAN_ROWS, len(texts))
     for i in range(limit):
         if deadline is not None:
-            deadline.check(f"in the header search, row {i + 1}")
+            deadline.check(m.IN_HEADER_SEARCH % {"row": i + 1})
         candidates = [(i, texts[i])]
         # A two-line header ("Цены" over "Опт | Розница") has a top line of several
         # cells; a one-cell title directly above the header is not part of it.
@@ -288,35 +297,39 @@ def find_header(
                 if want in normed:
                     columns[f] = normed.index(want)
             found_configured = len(columns)
-            columns.update(letters)
+            by_letter = set()
+            for f, c in letters.items():
+                if as_text[f] in normed:
+                    columns[f] = normed.index(as_text[f])
+                else:
+                    columns[f] = c
+                    by_letter.add(f)
             synonyms = map_by_synonyms(normed, columns)
             columns.update(synonyms)
-            header = Header(last, columns, {}, cells)
+            header = Header(last, columns, {}, cells, frozenset(by_letter))
             if configured:
                 ok = found_configured == len(configured)
             else:
                 named = {f for f in synonyms} | {
-                    f for f, c in letters.items() if 0 <= c < len(normed) and _texty(normed[c])
+                    f
+                    for f in letters
+                    if 0 <= columns[f] < len(normed) and _texty(normed[columns[f]])
                 }
                 ok = bool(named & {"sku", "name"}) and "price" in named
             if ok:
-                return _finish_header(header, options, letters)
+                return _finish_header(header, options)
             weight = found_configured * 10 + len(synonyms)
             if (found_configured or len(synonyms) >= 2) and (best is None or weight > best[0]):
                 best = (weight, header)
     if all(f in letters for f in REQUIRED_FIELDS):
-        header = Header(-1, dict(letters), {}, [])
-        return _finish_header(header, options, letters)
+        header = Header(-1, dict(letters), {}, [], frozenset(letters))
+        return _finish_header(header, options)
     if best is not None:
-        _raise_missing(best[1], options, letters)
+        _raise_missing(best[1], options)
     if configured:
         wanted = ", ".join(f"'{t}'" for t in options.column_texts().values())
-        raise NoHeaderRow(f"no header row in the first {SCAN_ROWS} rows has {wanted}")
-    raise NoHeaderRow(
-        f"no header row in the first {SCAN_ROWS} rows: expected one naming the article "
-        f"(e.g. Артикул, Код, SKU) or the name (Наименование, Name) and the price "
-        f"(Цена, Price)"
-    )
+        raise NoHeaderRow(m.NO_HEADER_WITH % {"rows": SCAN_ROWS, "wanted": wanted})
+    raise NoHeaderRow(m.NO_HEADER % {"rows": SCAN_ROWS})
 
 
 def _header_like(row: list[str]) -> bool:
@@ -328,15 +341,15 @@ def _texty(cell: str) -> bool:
     return bool(cell) and not _NUMBERISH.fullmatch(cell)
 
 
-def _finish_header(header: Header, options: ParseOptions, letters: dict[str, int]) -> Header:
+def _finish_header(header: Header, options: ParseOptions) -> Header:
     missing = [f for f in REQUIRED_FIELDS if f not in header.columns]
     if missing:
-        _raise_missing(header, options, letters)
+        _raise_missing(header, options)
     texts = {}
     for f in FIELDS:
         if f not in header.columns:
             continue
-        if f in letters:
+        if f in header.by_letter:
             texts[f] = options.columns[f].strip().upper()
         else:
             # Shown to operators and stored as JSON, which cannot hold a NUL.
@@ -348,7 +361,32 @@ def _finish_header(header: Header, options: ParseOptions, letters: dict[str, int
     return header
 
 
-def _raise_missing(header: Header, options: ParseOptions, letters: dict[str, int]) -> None:
+def _letters_read_as_headers(
+    header: Header, options: ParseOptions, col_offset: int, width: int
+) -> list[str]:
+    """A warning for each configured letter read as the header of that text although the
+    table has a column of that letter too ("L" the header of a size column in F, not
+    column L): the one case the configuration leaves open. "ID" in a table narrower
+    than column ID says nothing."""
+    out = []
+    for f, index in options.column_letters().items():
+        column = header.columns.get(f, ABSENT)
+        if f in header.by_letter or column == ABSENT or column + col_offset == index:
+            continue
+        if not 0 <= index - col_offset < width:
+            continue
+        out.append(
+            m.LETTER_READ_AS_HEADER
+            % {
+                "field": f,
+                "text": repr(options.columns[f].strip()),
+                "column": index_to_letter(column + col_offset),
+            }
+        )
+    return out
+
+
+def _raise_missing(header: Header, options: ParseOptions) -> None:
     configured = options.column_texts()
     normed = [norm(c) for c in header.cells]
     missing = []
@@ -358,9 +396,9 @@ def _raise_missing(header: Header, options: ParseOptions, letters: dict[str, int
     for f in REQUIRED_FIELDS:
         if f not in header.columns and f not in configured:
             examples = ", ".join(SYNONYMS[f][:4])
-            missing.append(f"{f} (e.g. {examples})")
+            missing.append(m.MISSING_EXAMPLES % {"field": f, "examples": examples})
     seen = [c for c in header.cells if c][:20]
-    cells = ", ".join(f"'{c}'" for c in seen) or "none"
+    cells = ", ".join(f"'{c}'" for c in seen) or m.NO_CELLS
     raise MissingColumns(
-        f"missing columns: {'; '.join(missing)}. Header row {header.row + 1} has: {cells}"
+        m.MISSING_COLUMNS % {"missing": "; ".join(missing), "row": header.row + 1, "cells": cells}
     )

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from . import messages as m
 from .deadline import Deadline
 from .errors import (
     CorruptFile,
@@ -64,7 +65,9 @@ def read_text(
             Table(reader, typed=False), options, limits, "csv", sink, deadline=deadline, nul=nul
         )
     except csv.Error as exc:
-        raise CorruptFile(f"malformed text table at line {reader.line_num}: {exc}") from None
+        raise CorruptFile(
+            m.TEXT_MALFORMED % {"line": f"{reader.line_num:,}", "error": exc}
+        ) from None
     result.encoding = encoding
     result.delimiter = delimiter
     return result
@@ -154,17 +157,18 @@ class Records:
                     line = readline(1 << 16)
                 raise _Skip(too_long)
             if self.undecodable and _ESCAPED.search(line):
-                raise _Skip(f"line {self.line_num + 1:,} is not valid UTF-8")
+                raise _Skip(m.LINE_NOT_UTF8 % {"line": f"{self.line_num + 1:,}"})
             state[0] += len(line)
             if state[0] > limit:
                 raise _Skip(self._too_long())
             yield line
 
     def _too_long(self) -> str:
-        return (
-            f"line {self.line_num + 1:,}: a record longer than {self.max_chars:,} characters "
-            f"({limit_name('max_line_bytes')}): not read"
-        )
+        return m.RECORD_TOO_LONG % {
+            "line": f"{self.line_num + 1:,}",
+            "limit": f"{self.max_chars:,}",
+            "setting": limit_name("max_line_bytes"),
+        }
 
 
 def _has_long_line(data: bytes, limit: int) -> bool:

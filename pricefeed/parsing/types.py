@@ -7,12 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
+from . import messages as m
+
 FIELDS = ("sku", "name", "price", "currency", "quantity")
 REQUIRED_FIELDS = ("sku", "price")
 NUMBER_FORMATS = ("auto", "comma", "dot")
 
-# 1-2 ASCII letters are a column letter (A..ZZ, 702 columns); anything longer is header
-# text, so a header literally called "SKU" or "Qty" is not mistaken for column SKU.
+# 1-2 ASCII letters are a column letter (A..ZZ, 702 columns), unless the header row has
+# that text ("ID", "No"): then they name that header (table.find_header); anything longer
+# is header text, so a header literally called "SKU" or "Qty" is not mistaken for column
+# SKU.
 _COLUMN_LETTER = re.compile(r"[A-Za-z]{1,2}")
 
 # A row as parse() returns it: (row_number, sku, name, price, currency, quantity).
@@ -40,7 +44,7 @@ CELLS_CUT = (
 
 def limit_name(field: str) -> str:
     """A limit as an operator finds it: "max_cells, setting PRICEFEED_PARSE_MAX_CELLS"."""
-    return f"{field}, setting {SETTING_PREFIX}{field.upper()}"
+    return m.LIMIT_SETTING % {"field": field, "setting": SETTING_PREFIX + field.upper()}
 
 
 @dataclass(frozen=True)
@@ -99,16 +103,20 @@ class ParseOptions:
     """How to read one supplier's file.
 
     ``columns``: field -> header text (matched case-, space- and punctuation-insensitively)
-    or column letter ("C", "AA": one or two Latin letters). Fields not given are found by
-    header synonyms. ``sheet``: sheet name or 1-based number; "" takes the first visible
-    non-empty sheet. ``number_format``: "auto", "comma" (1 234,50) or "dot" (1,234.50); it
-    only settles ambiguous numbers such as "1,234" (see numbers.NumberReader).
+    or column letter ("C", "AA": one or two Latin letters; when the header row has a cell
+    of that text, such as "ID", the header wins, with a warning if it is elsewhere).
+    Fields not given are found by header synonyms. ``sheet``: sheet name or 1-based
+    number; "" takes the first visible non-empty sheet. ``number_format``: "auto",
+    "comma" (1 234,50) or "dot" (1,234.50); it only settles ambiguous numbers such as
+    "1,234" (see numbers.NumberReader).
     """
 
     columns: dict[str, str] = field(default_factory=dict)
     sheet: str = ""
     number_format: str = "auto"
     default_currency: str = ""
+    # False: a price of zero or below is a row error (PRICE_NOT_POSITIVE).
+    allow_nonpositive: bool = True
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.columns) - set(FIELDS))
@@ -126,7 +134,8 @@ class ParseOptions:
             )
 
     def column_letters(self) -> dict[str, int]:
-        """Fields given as column letters -> 0-based column index."""
+        """Fields given as column letters -> 0-based column index (a header of that text
+        wins over the letter: table.find_header)."""
         out = {}
         for name, value in self.columns.items():
             v = value.strip()
@@ -218,9 +227,11 @@ class ParsedFile:
     ``errors`` are ``(row_number, reason)`` for rows that look like data but fail, at most
     Limits.max_errors of them (``rows_failed`` counts them all); ``rows_ok`` counts the
     good rows (``rows`` is empty when parse() handed them to a sink); ``rows_total`` counts data
-    rows (ok + failed); ``skipped_rows`` counts empty, section-title and repeated-header
-    rows. ``header_row`` is 1-based; 0 when every required column was given as a letter
-    and the file has no recognisable header. ``warnings`` say what was read only in
+    rows (ok + failed); ``skipped_rows`` counts empty, heading, totals and repeated-header
+    rows, of which ``skipped_headings`` are group and section headings (numbered or not,
+    "1.1. Дрели") and notes, ``skipped_totals`` totals rows ("Итого", "Всего", "Total").
+    ``header_row`` is 1-based; 0 when every required column was given as a letter and
+    the file has no recognisable header. ``warnings`` say what was read only in
     part: cells past Limits.max_columns, lines above the header that were not read.
     """
 
@@ -234,6 +245,10 @@ class ParsedFile:
     encoding: str | None = None
     delimiter: str | None = None
     skipped_rows: int = 0
+    skipped_headings: int = 0
+    skipped_totals: int = 0
+    # The SKUs of the failed rows that had one, as many as ``errors`` keeps.
+    failed_skus: list[str] = field(default_factory=list)
     # Good rows; equal to len(rows) unless parse() handed them to a sink.
     rows_ok: int = -1
     warnings: list[str] = field(default_factory=list)

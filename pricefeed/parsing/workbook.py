@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from . import messages as m
 from .deadline import Deadline
 from .errors import (
     CorruptFile,
@@ -25,9 +26,9 @@ from .types import (
 def _calamine_failure(exc: BaseException) -> ParseError:
     name = type(exc).__name__
     if name == "PasswordError":
-        return UnsupportedFormat("unsupported format: encrypted (password-protected) workbook")
+        return UnsupportedFormat(m.FORMAT_UNSUPPORTED % {"format": m.FORMAT_ENCRYPTED})
     message = str(exc).splitlines()[0][:200] if str(exc) else name
-    return CorruptFile(f"damaged workbook: {message}")
+    return CorruptFile(m.WORKBOOK_DAMAGED % {"error": message})
 
 
 def read_workbook(
@@ -55,7 +56,7 @@ def read_workbook(
     # iter_rows() starts at the sheet's first row (leading empty rows included) but at
     # its first used column: cell j of a row is column start[1] + j.
     deadline = deadline or Deadline(limits)
-    deadline.check("after the workbook was opened")
+    deadline.check(m.AFTER_WORKBOOK_OPENED)
     table = Table(rows, typed=True, col_offset=start[1], merged=merged)
     result = read_table(table, options, limits, fmt, sink, deadline=deadline)
     result.sheet = sheet.name
@@ -74,7 +75,7 @@ def _choose_sheet(wb, wanted: str):
         if wanted.isdigit() and 1 <= int(wanted) <= len(names):
             return wb.get_sheet_by_index(int(wanted) - 1)
         listed = ", ".join(f"'{n}'" for n in names[:20])
-        raise SheetNotFound(f"sheet '{wanted}' not found; the workbook has: {listed}")
+        raise SheetNotFound(m.SHEET_NOT_FOUND % {"sheet": wanted, "sheets": listed})
     meta = list(wb.sheets_metadata)
     order = [i for i, m in enumerate(meta) if _visible(m)] + [
         i for i, m in enumerate(meta) if not _visible(m)
@@ -85,7 +86,7 @@ def _choose_sheet(wb, wanted: str):
         sheet = wb.get_sheet_by_index(i)
         if sheet.height and sheet.width:
             return sheet
-    raise EmptyFile("the workbook has no non-empty sheet")
+    raise EmptyFile(m.NO_SHEET)
 
 
 def _visible(meta) -> bool:

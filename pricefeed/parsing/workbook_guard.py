@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from operator import itemgetter
 
+from . import messages
 from .archives import Budget, member_chunks, mib, open_zip
 from .errors import SheetTooLarge, XmlRefused
 from .types import Limits, letter_to_index
@@ -68,12 +69,12 @@ def check_workbook(data: bytes, limits: Limits) -> None:
     calamine; see the module docstring. Raises ArchiveRefused, XmlRefused, SheetTooLarge
     or CorruptFile; returns None for a workbook that is safe to open."""
     budget = Budget(limits)
-    zf, infos = open_zip(data, "workbook", budget)
+    zf, infos = open_zip(data, messages.WORKBOOK, budget)
     with zf:
         for info in infos:
             if info.is_dir():
                 continue
-            label = f"workbook part '{info.filename}'"
+            label = messages.WORKBOOK_PART % {"name": info.filename}
             scan = _PartScan(info.filename)
             for chunk in _member_chunks(zf, info, label, budget, limits):
                 scan.feed(chunk)
@@ -153,17 +154,13 @@ class _PartScan:
             if end < 0:
                 if self.size > len(self.head):
                     raise XmlRefused(
-                        f"workbook part '{self.name}' has an XML prolog longer than "
-                        f"{mib(_PROLOG)}: refused"
+                        messages.XML_PROLOG % {"name": self.name, "limit": mib(_PROLOG)}
                     )
                 return
             i = end + close
 
     def _refuse_dtd(self) -> None:
-        raise XmlRefused(
-            f"workbook part '{self.name}' declares a DTD or entities (<!DOCTYPE>/<!ENTITY>): "
-            f"refused as a possible XML bomb or external-entity (XXE) attack"
-        )
+        raise XmlRefused(messages.XML_DTD % {"name": self.name})
 
     def _check_shared_strings(self) -> None:
         head = self.head
@@ -176,8 +173,12 @@ class _PartScan:
         # Every string needs at least "<si/>": a table cannot hold more than size/5.
         if u and int(u.group(1)) > self.size // 5 + 1:
             raise XmlRefused(
-                f"workbook part '{self.name}' claims {int(u.group(1)):,} shared strings but "
-                f"holds at most {self.size // 5 + 1:,}: refused (it would exhaust memory)"
+                messages.XML_SHARED_STRINGS
+                % {
+                    "name": self.name,
+                    "claimed": f"{int(u.group(1)):,}",
+                    "most": f"{self.size // 5 + 1:,}",
+                }
             )
 
 
@@ -215,8 +216,13 @@ def _exact_span(data: bytes, name: str, limits: Limits) -> None:
     cols = max_col + max(0, rless_cells) + 1
     if rows * cols > limits.max_cells:
         raise SheetTooLarge(
-            f"workbook part '{name}' places cells across {rows:,} rows x {cols:,} columns, "
-            f"more than {limits.max_cells:,} cells: refused (it would exhaust memory)"
+            messages.XLSX_SHEET_SPAN
+            % {
+                "name": name,
+                "rows": f"{rows:,}",
+                "columns": f"{cols:,}",
+                "limit": f"{limits.max_cells:,}",
+            }
         )
 
 

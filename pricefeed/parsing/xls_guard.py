@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 import struct
 
+from . import messages
 from .cfb import CompoundFile
 from .errors import CorruptFile, SheetTooLarge, WorkbookRefused
 from .types import Limits, limit_name
@@ -89,9 +90,7 @@ class _Scan:
         held = widest = read = 0
         for position, name in sheets:
             if position > self.size:
-                raise CorruptFile(
-                    f"damaged workbook: sheet '{name}' starts past the end of the workbook"
-                )
+                raise CorruptFile(messages.XLS_SHEET_PAST_END % {"sheet": name})
             if position not in spans:
                 spans[position] = self._sheet(position, name)
             end, cells, formulas = spans[position]
@@ -101,19 +100,18 @@ class _Scan:
             # that share records make it read them again, once per sheet.
             read += end - position
             if read > self.size:
-                raise WorkbookRefused(
-                    f"workbook: its sheets share records (sheet '{name}' is read from where "
-                    f"another one is): refused (the reader would read them once per sheet)"
-                )
+                raise WorkbookRefused(messages.XLS_SHARED_RECORDS % {"sheet": name})
         # Calamine holds every sheet's grid (and its formulas' grid) from the start, and
         # python-calamine copies the grid of the sheet that is read.
         held += widest
         if held > self.limits.max_cells:
             raise SheetTooLarge(
-                f"workbook: reading it holds {held:,} cells (every sheet's span, its "
-                f"formulas' span and a copy of the sheet read), more than "
-                f"{self.limits.max_cells:,} cells ({limit_name('max_cells')}): refused "
-                f"(it would exhaust memory)"
+                messages.XLS_CELLS_HELD
+                % {
+                    "cells": f"{held:,}",
+                    "limit": f"{self.limits.max_cells:,}",
+                    "setting": limit_name("max_cells"),
+                }
             )
 
     def _globals(self) -> list[tuple[int, str]] | None:
@@ -152,8 +150,8 @@ class _Scan:
         # Each string takes at least 3 bytes (length and flags).
         if claimed > size // 3 + 1:
             raise WorkbookRefused(
-                f"workbook: its shared-string table claims {claimed:,} strings but holds at "
-                f"most {size // 3 + 1:,}: refused (it would exhaust memory)"
+                messages.XLS_SHARED_STRINGS
+                % {"claimed": f"{claimed:,}", "most": f"{size // 3 + 1:,}"}
             )
 
     def _sheet(self, pos: int, name: str) -> tuple[int, int, int]:
@@ -212,9 +210,14 @@ class _Scan:
         rows, cols = r_hi - r_lo + 1, c_hi - c_lo + 1
         if rows * cols > limits.max_cells:
             raise SheetTooLarge(
-                f"workbook sheet '{name}' places cells across {rows:,} rows x {cols:,} columns, "
-                f"more than {limits.max_cells:,} cells ({limit_name('max_cells')}): refused "
-                f"(it would exhaust memory)"
+                messages.XLS_SHEET_SPAN
+                % {
+                    "sheet": name,
+                    "rows": f"{rows:,}",
+                    "columns": f"{cols:,}",
+                    "limit": f"{limits.max_cells:,}",
+                    "setting": limit_name("max_cells"),
+                }
             )
         formulas = (f_r_hi - f_r_lo + 1) * (f_c_hi - f_c_lo + 1) if f_r_hi >= 0 else 0
         return end, rows * cols, formulas
@@ -236,10 +239,14 @@ class _Scan:
         cols = ((last_col - first_col) % _WRAP + 1) % _WRAP
         if rows * cols > self.limits.max_cells:
             raise SheetTooLarge(
-                f"workbook sheet '{name}' claims a used range (DIMENSIONS) of {rows:,} rows x "
-                f"{cols:,} columns, more than {self.limits.max_cells:,} cells "
-                f"({limit_name('max_cells')}): refused (the reader would reserve memory for "
-                f"all of it)"
+                messages.XLS_DIMENSIONS
+                % {
+                    "sheet": name,
+                    "rows": f"{rows:,}",
+                    "columns": f"{cols:,}",
+                    "limit": f"{self.limits.max_cells:,}",
+                    "setting": limit_name("max_cells"),
+                }
             )
 
     def _check_formula(self, formula: bytes, row: int, col: int, name: str) -> None:
@@ -252,9 +259,14 @@ class _Scan:
         spaces = sum(m.group(1)[0] for m in _ATTR_SPACE.finditer(tokens))
         if spaces > FORMULA_SPACES:
             raise WorkbookRefused(
-                f"workbook sheet '{name}': the formula at row {row + 1}, column {col + 1} asks "
-                f"for {spaces:,} spaces, more than {FORMULA_SPACES:,}: refused (the reader "
-                f"would take minutes to render it)"
+                messages.XLS_FORMULA_SPACES
+                % {
+                    "sheet": name,
+                    "row": row + 1,
+                    "column": col + 1,
+                    "spaces": f"{spaces:,}",
+                    "limit": f"{FORMULA_SPACES:,}",
+                }
             )
 
 
@@ -266,4 +278,4 @@ def _sheet_name(record: bytes, index: int) -> str:
         name = raw.decode("utf-16-le" if flags & 1 else "latin-1", "replace").replace("\0", "")
         if name.strip():
             return name[:31]
-    return f"sheet {index + 1}"
+    return messages.XLS_SHEET_NUMBER % {"number": index + 1}

@@ -31,7 +31,10 @@ OFFERED: dict[str, dict[str, set[str]]] = {
     "mailboxes_instanceheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
     "fleet_processheartbeat": {OPERATOR: set(), ADMINISTRATOR: set()},
     "pricefeed_pricelistconfig": {OPERATOR: {DELETE}, ADMINISTRATOR: {DELETE}},
-    "pricefeed_priceimport": {OPERATOR: {"rerun_failed"}, ADMINISTRATOR: {"rerun_failed"}},
+    "pricefeed_priceimport": {
+        OPERATOR: {"rerun_failed", "approve_held", "reject_held"},
+        ADMINISTRATOR: {"rerun_failed", "approve_held", "reject_held"},
+    },
     "pricefeed_priceitem": {OPERATOR: set(), ADMINISTRATOR: set()},
     "outbox_outboxevent": {
         OPERATOR: {"retry_now", "requeue", "mark_failed"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.utils import translation
+from django.utils import timezone, translation
 
 from core.adminutils import absolute, age, due, duration, truncated, when
 
@@ -91,3 +91,36 @@ def test_a_next_attempt_is_in_a_while_due_now_or_overdue(delta, said, red):
     assert f">{said}</time>" in shown
     assert ("pf-error" in shown) is red
     assert 'title="2026-12-01 ' in shown
+
+
+@pytest.mark.django_db
+def test_the_since_filter_takes_a_named_span_or_an_exact_time_and_shows_which(client):
+    from django.contrib.auth.models import User
+
+    from mailboxes.models import InboundMessage
+    from tests.factories import create_mailbox, create_message
+
+    mailbox = create_mailbox()
+    ages = {"new": timedelta(minutes=10), "day": timedelta(hours=5), "old": timedelta(days=3)}
+    now = timezone.now()
+    for name, ago in ages.items():
+        message = create_message(mailbox, subject=name)
+        InboundMessage.objects.filter(pk=message.pk).update(received_at=now - ago)
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "x"))
+    url = "/admin/mailboxes/inboundmessage/"
+
+    def listed(**params):
+        response = client.get(url, params)
+        assert response.status_code == 200
+        return sorted(m.subject for m in response.context["cl"].result_list), response
+
+    assert listed(since="1h")[0] == ["new"]
+    assert listed(since="24h")[0] == ["day", "new"]
+    assert listed(since="7d")[0] == ["day", "new", "old"]
+    exact = (now - timedelta(hours=6)).astimezone(UTC).replace(microsecond=0)
+    subjects, response = listed(since=exact.isoformat())
+    assert subjects == ["day", "new"]
+    # The exact time is a choice of its own, selected, in the current time zone.
+    shown = timezone.localtime(exact).strftime("%Y-%m-%d %H:%M")
+    assert f"since {shown}" in response.content.decode()
+    assert client.get(url, {"since": "yesterday"}).url == f"{url}?e=1"

@@ -1,7 +1,9 @@
-"""Every admin list of the apps fits a 1440 px window in a real browser (Debian's
-Chromium, the admin served as in production): no list wider than its window or its
-results box, no row taller than one line of text, long texts cut with the whole in a
-tooltip. Screenshots under var/test-artifacts/admin-lists/."""
+"""The admin in a real browser (Debian's Chromium), served as in production (gunicorn,
+as the web unit runs it), in Russian and in English: the front page fits 1920 and 1440 px
+and a failed import and a failed notification are each two clicks from it; every list
+of the apps fits a 1440 px window: no list wider than its window or its results box, no
+row taller than one line of text, long texts cut with the whole in a tooltip.
+Screenshots under var/test-artifacts/admin-lists/."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from devkit.samples import price_list_csv
 from fleet import services as fleet
@@ -20,8 +22,9 @@ from fleet.models import ProcessKind
 from mailboxes import leases
 from mailboxes.models import InboundMessage, Mailbox
 from notifications import services as notifications
-from notifications.models import Notification, Subscription
+from notifications.models import Notification, OverdueNotification, Subscription
 from outbox.models import OutboxEvent
+from pricefeed.models import OverdueAlert, PriceImport, PriceListConfig
 from tests.factories import ROWS, create_config, create_mailbox, create_message, receive, run_all
 from tests.integration.support import database_url
 from tests.requirements import require_chromium
@@ -41,9 +44,11 @@ LISTS = [
     "pricefeed/pricelistconfig",
     "pricefeed/priceimport",
     "pricefeed/priceitem",
+    "pricefeed/catalogueentry",
     "outbox/outboxevent",
     "notifications/subscription",
     "notifications/notification",
+    "notifications/overduenotification",
 ]
 LONG_HOST = "imap.a-supplier-with-a-rather-long-domain-name.example.com"
 LONG_ADDRESS = "procurement.department.operator@buyer-company-with-a-long-name.example.ru"
@@ -126,12 +131,65 @@ def trouble_of_every_kind() -> None:
         attempts=3, last_error=REFUSED, next_attempt_at=timezone.now() + timedelta(minutes=7)
     )
     Notification.objects.update(attempts=3, last_error=REFUSED)
+    # One the outbox gave up on: the front page's "failed" notifications.
+    given_up = Notification.objects.order_by("pk").first()
+    assert given_up is not None
+    Notification.objects.filter(pk=given_up.pk).update(status=Notification.Status.FAILED)
+    # A list that did not come, announced to a long address the server refused.
+    config = PriceListConfig.objects.filter(mailbox=mailbox).first()
+    assert config is not None
+    alert = OverdueAlert.objects.create(
+        config=config,
+        period_start=timezone.now() - timedelta(days=1),
+        due_at=timezone.now() - timedelta(hours=2),
+    )
+    OverdueNotification.objects.create(
+        alert=alert, recipient=LONG_ADDRESS, attempts=2, last_error=REFUSED
+    )
     instance = "worker-host-with-a-long-name.internal.example.com:123456"
     leases.instance_started(instance_id=instance)
     leases.lease_acquire(mailbox_id=mailbox.pk, owner=instance, ttl=30)
     fleet.process_register(
         process_id=f"qcluster:{instance}", kind=ProcessKind.QCLUSTER, pid=1, broker="orm:default"
     )
+
+
+def front_page_checked(page, url: str, language: str) -> None:
+    """The front page at 1920 and 1440 px: it fits the window, its charts are drawn, and
+    a failed import and a failed notification are each two clicks from it (its count,
+    then the row)."""
+    for width in (1920, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{url}/admin/")
+        assert page.locator("html").get_attribute("lang") == language
+        page.screenshot(path=str(ARTIFACTS / f"front-page-{language}-{width}.png"), full_page=True)
+        sideways = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert sideways <= 0, f"the front page scrolls {sideways} px sideways at {width} px"
+        assert page.locator("#chart-imports svg rect.pf-failed").count() >= 1
+        assert page.locator("#chart-latency svg circle").count() >= 1
+        assert page.locator(".pf-apps .app-mailboxes").count() == 1  # the app list stays
+
+    with translation.override(language):
+        failed_import = str(PriceImport.Status.FAILED.label)
+        failed_notification = str(Notification.Status.FAILED.label)
+    for tile, changelist, shown, status in [
+        ("imports", "pricefeed/priceimport", 6, failed_import),  # every message's PDF
+        ("notifications", "notifications/notification", 1, failed_notification),
+    ]:
+        page.goto(f"{url}/admin/")
+        count = page.locator(f"#tile-{tile} .pf-row-failed td a").first
+        assert count.inner_text().strip() == str(shown)
+        count.click()  # one
+        page.wait_for_url(f"**/{changelist}/?**")
+        page.screenshot(path=str(ARTIFACTS / f"front-page-{tile}-failed-{language}.png"))
+        rows = page.locator("#result_list tbody tr")
+        assert rows.count() == shown
+        rows.first.locator("a[href*='/change/']").first.click()  # two
+        page.wait_for_url(f"**/{changelist}/*/change/**")
+        assert page.locator(".field-status .readonly").first.inner_text().strip() == status
+        page.screenshot(path=str(ARTIFACTS / f"front-page-{tile}-failed-row-{language}.png"))
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
@@ -180,6 +238,8 @@ def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(
             page.click("input[type=submit]")
             page.wait_for_url("**/admin/")
             languages = set()
+            front_page_checked(page, server.url, language)
+            page.set_viewport_size({"width": 1440, "height": 900})
             for name in LISTS:
                 page.goto(f"{server.url}/admin/{name}/")
                 languages.add(page.locator("html").get_attribute("lang"))

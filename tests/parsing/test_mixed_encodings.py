@@ -81,5 +81,5 @@ def test_ninety_nine_percent_of_non_ascii_lines_is_enough():
 
 def test_an_undecodable_line_where_the_header_should_be_is_named_in_the_refusal():
     data = "Артикул;Наименование;Цена\n".encode("cp1251") + rows("A", 200).encode()
-    with pytest.raises(NoHeaderRow, match=r"\(line 1 is not valid UTF-8\)"):
+    with pytest.raises(NoHeaderRow, match=r"\(unread: line 1 is not valid UTF-8\)"):
         parse(data)

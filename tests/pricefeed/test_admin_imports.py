@@ -289,8 +289,11 @@ def test_second_import_page_shows_the_diff_against_the_first(admin_client, mailb
 
     content = admin_client.get(change_url(second)).content.decode()
 
-    assert "Changes against the previous import" in content
-    assert f"against import #{first.pk}: 1 added, 1 removed, 1 price(s) changed" in content
+    assert "Changes against the current catalogue" in content
+    assert (
+        f"against the catalogue (current since import #{first.pk}): 1 added, 1 removed, "
+        "1 price(s) changed"
+    ) in content
     assert "<li>A-1: 1234.5 → 1300</li>" in content
     assert "<div>added: A-4</div>" in content
     assert "<div>removed: A-3</div>" in content

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import unicodedata
 
 import pytest
 
@@ -399,3 +400,16 @@ def test_report_carries_the_verdict():
 
 def test_report_without_a_verdict_has_no_sender_auth():
     assert "sender_auth" not in report(envelope(), [])
+
+
+def test_decomposed_names_from_macos_match_a_pattern_typed_composed():
+    # "й" in NFD is "и" and a combining breve: it looks the same and matches nothing.
+    decomposed = unicodedata.normalize("NFD", "Прайс-лист май.xlsx")
+    rule = Rule(1, "Май", filename_pattern="прайс*май*")
+    attached = attachment("part2", decomposed)
+    assert evaluate(rule, Envelope("a@b.ru", "Прайс", (attached,))).attachments == ["part2"]
+    archive = dataclasses.replace(
+        attachment("part3", "архив.zip"), members=(f"Прайсы/{decomposed}",)
+    )
+    result = evaluate(rule, Envelope("a@b.ru", "Прайс", (archive,)))
+    assert result.attachments == [f"part3/Прайсы/{decomposed}"]

@@ -18,7 +18,7 @@ from mailboxes.mime import attachment_payload
 from outbox.models import OutboxEvent
 from pricefeed import parsing
 from pricefeed.imports import diff, lifecycle, storage
-from pricefeed.models import PriceImport, PriceItem
+from pricefeed.models import PriceImport, PriceItem, PriceListConfig
 from pricefeed.parsing import rows
 from tests.factories import ROWS, receive, run_all
 
@@ -185,6 +185,8 @@ def test_rows_read_a_column_at_a_time_are_stored_exactly(mailbox, config, column
         "A-0;Кабель;1 234,50;1\r\nA-1;Болт;0012,5;\r\nA-2;Гайка\tМ8;7;5 шт.\r\n"
         "A\\3;Шайба \\ 8;-3,25;в наличии\r\nA-4;Винт;99;2\r\n"
     ).encode("cp1251")
+    # A negative price, a credit note's, is what this config allows.
+    PriceListConfig.objects.filter(pk=config.pk).update(allow_nonpositive_prices=True)
     (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
     assert price_import.status == Status.SUCCEEDED, price_import.last_error
     items = PriceItem.objects.filter(price_import=price_import).order_by("row_number")

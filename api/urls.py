@@ -1,0 +1,23 @@
+"""/api/: the resources (views.py), the OpenAPI 3 schema and its reference page."""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("configs/", views.ConfigList.as_view(), name="config-list"),
+    path("configs/<int:pk>/", views.ConfigDetail.as_view(), name="config-detail"),
+    path("configs/<int:config_id>/catalogue/", views.Catalogue.as_view(), name="catalogue"),
+    path("configs/<int:config_id>/history/", views.SkuHistory.as_view(), name="sku-history"),
+    path("configs/<int:config_id>/changes/", views.Changes.as_view(), name="changes"),
+    path("imports/", views.ImportList.as_view(), name="import-list"),
+    path("imports/<int:pk>/", views.ImportDetail.as_view(), name="import-detail"),
+    path("imports/<int:import_id>/items/", views.ImportItems.as_view(), name="import-items"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+]

@@ -1,0 +1,75 @@
+"""The reasons notifications stores in English (a notification's and its send event's
+``last_error``), shown in the reader's language by core.texts. Registered on import,
+which NotificationsConfig.ready does.
+
+An SMTP server's refusal is said as a sentence of ours around the server's own reply
+(its code and text, foreign text kept as it is): ``smtp_error``, which core.texts's
+``error_text`` uses for every smtplib exception, so the outbox event's reason and the
+notification's say the same.
+"""
+
+from __future__ import annotations
+
+import smtplib
+
+from django.utils.translation import gettext_noop
+
+from core import texts
+
+RECIPIENT_REFUSED = gettext_noop(
+    "the SMTP server refused the recipient %(recipient)s (%(code)s %(reply)s)"
+)
+SENDER_REFUSED = gettext_noop("the SMTP server refused the sender %(sender)s (%(code)s %(reply)s)")
+DATA_REFUSED = gettext_noop("the SMTP server refused the message (%(code)s %(reply)s)")
+LOGIN_REFUSED = gettext_noop("the SMTP server refused the login (%(code)s %(reply)s)")
+CONNECT_REFUSED = gettext_noop("could not connect to the SMTP server (%(code)s %(reply)s)")
+SERVER_ANSWERED = gettext_noop("the SMTP server answered %(code)s %(reply)s")
+DISCONNECTED = gettext_noop("the SMTP server closed the connection (%(reply)s)")
+SMTP_ERROR = gettext_noop("SMTP error: %(reply)s")
+# An operator's action (the admin's), stored in English with the user's name.
+GIVEN_UP_BY = gettext_noop("given up by %(user)s")
+
+TEMPLATES = (
+    RECIPIENT_REFUSED,
+    SENDER_REFUSED,
+    DATA_REFUSED,
+    LOGIN_REFUSED,
+    CONNECT_REFUSED,
+    SERVER_ANSWERED,
+    DISCONNECTED,
+    SMTP_ERROR,
+    GIVEN_UP_BY,
+)
+
+
+def _reply(reply: bytes | str) -> str:
+    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+    return " ".join(text.split())
+
+
+def smtp_error(error: BaseException) -> str:
+    """An smtplib exception as the English sentence stored for it."""
+    if isinstance(error, smtplib.SMTPRecipientsRefused) and error.recipients:
+        recipient, (code, reply) = next(iter(error.recipients.items()))
+        return RECIPIENT_REFUSED % {"recipient": recipient, "code": code, "reply": _reply(reply)}
+    if isinstance(error, smtplib.SMTPSenderRefused):
+        return SENDER_REFUSED % {
+            "sender": error.sender,
+            "code": error.smtp_code,
+            "reply": _reply(error.smtp_error),
+        }
+    for kind, template in (
+        (smtplib.SMTPDataError, DATA_REFUSED),
+        (smtplib.SMTPAuthenticationError, LOGIN_REFUSED),
+        (smtplib.SMTPConnectError, CONNECT_REFUSED),
+        (smtplib.SMTPResponseException, SERVER_ANSWERED),
+    ):
+        if isinstance(error, kind):
+            return template % {"code": error.smtp_code, "reply": _reply(error.smtp_error)}
+    if isinstance(error, smtplib.SMTPServerDisconnected):
+        return DISCONNECTED % {"reply": _reply(str(error)) or "-"}
+    return SMTP_ERROR % {"reply": _reply(str(error))}
+
+
+texts.register(TEMPLATES, verbatim=("code",))
+texts.register_error(smtplib.SMTPException, smtp_error)

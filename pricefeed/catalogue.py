@@ -1,0 +1,336 @@
+"""The current catalogue of a config: what its supplier's prices are now, and were.
+
+An import whose rows are accepted becomes current: in the transaction that finishes it,
+with the config's row locked so that two imports of one config take turns, the entries
+it changes or removes are ended and one is added for each SKU it adds or changes
+(``catalogue_apply``). A snapshot removes the SKUs it no longer lists, but never one of
+its own unreadable rows: a PARTIAL import keeps the previous value of a row it could not
+read. A delta removes nothing.
+
+An import that would remove too much of the catalogue, or whose rows collapse, is held
+(``hold_reason``): it is SUCCEEDED or PARTIAL but not current until an operator approves
+it; a rejected one never is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext_noop
+
+from core.db import postgresql
+
+from .models import CatalogueEntry, PriceImport, PriceItem, PriceListConfig, item_key
+
+Review = PriceImport.Review
+Status = PriceImport.Status
+ACCEPTABLE = (Status.SUCCEEDED, Status.PARTIAL)
+# At most this many SKUs of a PARTIAL import's unreadable rows are kept in its
+# parse_info (``unreadable_skus``); past it, the import removes nothing from the
+# catalogue (it cannot tell an unreadable row from a removed one).
+UNREADABLE_SKUS_KEPT = 10_000
+
+# A catalogue this small is never a reason to hold an import.
+HOLD_MIN_CURRENT = 20
+
+ENTRIES = CatalogueEntry._meta.db_table
+ITEMS = PriceItem._meta.db_table
+CONFIGS = PriceListConfig._meta.db_table
+
+# Why an import is held, stored in English and translated where shown (pricefeed.texts).
+HOLD_REMOVES = gettext_noop(
+    "it removes %(removed)s of the %(current)s current items (%(share)s%%), more than "
+    "the %(limit)s%% allowed"
+)
+HOLD_SHRINKS = gettext_noop(
+    "it has %(rows)s items against %(current)s current (%(share)s%% fewer), more than "
+    "the %(limit)s%% allowed"
+)
+REASONS = (HOLD_REMOVES, HOLD_SHRINKS)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def catalogue_current(config_id: int, *, as_of: datetime | None = None) -> QuerySet[CatalogueEntry]:
+    """The config's catalogue now, or as it stood at ``as_of``, by SKU."""
+    entries = CatalogueEntry.objects.filter(config_id=config_id)
+    if as_of is None:
+        entries = entries.filter(valid_to__isnull=True)
+    else:
+        entries = entries.filter(valid_from__lte=as_of).filter(
+            Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)
+        )
+    return entries.order_by("sku")
+
+
+def catalogue_before(config_id: int, moment: datetime) -> QuerySet[CatalogueEntry]:
+    """The catalogue just before ``moment``: what an import made current at that moment
+    was compared with."""
+    return (
+        CatalogueEntry.objects.filter(config_id=config_id, valid_from__lt=moment)
+        .filter(Q(valid_to__isnull=True) | Q(valid_to__gte=moment))
+        .order_by("sku")
+    )
+
+
+def sku_history(config_id: int, sku: str) -> QuerySet[CatalogueEntry]:
+    """Every value the SKU has had in the config's catalogue, the latest first."""
+    return CatalogueEntry.objects.filter(config_id=config_id, sku=sku).order_by(
+        "-valid_from", "-id"
+    )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What changed in a config's catalogue after a moment: the entries that became
+    current since (added or changed SKUs) and the SKUs that left it since."""
+
+    since: datetime
+    current: QuerySet[CatalogueEntry]
+    removed: QuerySet[CatalogueEntry]
+
+
+def catalogue_changes(config_id: int, *, since: datetime) -> Changes:
+    entries = CatalogueEntry.objects.filter(config_id=config_id)
+    current = entries.filter(valid_to__isnull=True, valid_from__gt=since).order_by("sku")
+    # Ended since, with nothing current for the SKU now: removed.
+    listed_now = CatalogueEntry.objects.filter(
+        config_id=config_id, sku=OuterRef("sku"), valid_to__isnull=True
+    )
+    removed = (
+        entries.filter(valid_to__gt=since, valid_from__lte=since)
+        .filter(~Exists(listed_now))
+        .order_by("sku")
+    )
+    return Changes(since=since, current=current, removed=removed)
+
+
+def changes_since_import(price_import: PriceImport) -> Changes:
+    """What changed in its config's catalogue after the import became current (or, for
+    an import never current, after it finished)."""
+    moment = price_import.accepted_at or price_import.finished_at or price_import.created_at
+    return catalogue_changes(price_import.config_id, since=moment)
+
+
+# -- judging ------------------------------------------------------------------------------
+
+
+def current_size(config_id: int) -> int:
+    return CatalogueEntry.objects.filter(config_id=config_id, valid_to__isnull=True).count()
+
+
+def hold_reason(config: PriceListConfig, *, rows_ok: int, removed: int, current: int) -> str:
+    """Why an import of ``config`` with these counts must wait for an operator ("" when it
+    need not): it removes more than ``hold_removed_percent`` of the ``current``
+    catalogue, or lists more than ``hold_shrink_percent`` fewer items. Deltas, a first
+    list and a catalogue of fewer than HOLD_MIN_CURRENT items are never held (in a
+    list of a handful of items one item is a large share)."""
+    if config.mode != PriceListConfig.Mode.SNAPSHOT or current < HOLD_MIN_CURRENT:
+        return ""
+    if config.hold_removed_percent < 100 and removed * 100 > config.hold_removed_percent * current:
+        return HOLD_REMOVES % {
+            "removed": removed,
+            "current": current,
+            "share": round(removed * 100 / current),
+            "limit": config.hold_removed_percent,
+        }
+    shrink = current - rows_ok
+    if config.hold_shrink_percent < 100 and shrink * 100 > config.hold_shrink_percent * current:
+        return HOLD_SHRINKS % {
+            "rows": rows_ok,
+            "current": current,
+            "share": round(shrink * 100 / current),
+            "limit": config.hold_shrink_percent,
+        }
+    return ""
+
+
+def is_jump(old: Decimal | None, new: Decimal | None, percent: int) -> bool:
+    """A price change of more than ``percent`` of the old price (from or to zero: any)."""
+    if old is None or new is None or old == new:
+        return False
+    if old == 0:
+        return True
+    return abs(new - old) * 100 > abs(old) * percent
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def config_lock(config_id: int) -> datetime:
+    """Locks the config's row until the transaction ends (imports of one config take
+    turns at its catalogue) and returns the moment after the lock was granted, the time
+    its catalogue changes at (database time)."""
+    if not postgresql():
+        # One writer at a time: SQLite locks the database for the write.
+        return timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {CONFIGS} WHERE id = %s FOR UPDATE", [config_id])
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0]
+
+
+def _new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
+    """An import's last row per SKU (all of its rows when no SKU repeats), with the
+    columns of an entry, and its parameters."""
+    keys = [item_key(import_id, 0), item_key(import_id + 1, 0)]
+    columns = "sku, name, price, currency, quantity, row_number"
+    of_import = "id >= %s AND id < %s"
+    if not repeated_skus:
+        query = f"SELECT {columns} FROM {ITEMS} WHERE {of_import}"
+    elif postgresql():
+        query = (
+            f'SELECT DISTINCT ON (sku COLLATE "C") {columns} FROM {ITEMS} '
+            f'WHERE {of_import} ORDER BY sku COLLATE "C", id DESC'
+        )
+    else:
+        query = (
+            f"SELECT {columns} FROM {ITEMS} WHERE id IN "
+            f"(SELECT MAX(id) FROM {ITEMS} WHERE {of_import} GROUP BY sku)"
+        )
+    return query, keys
+
+
+# The current entries of SKUs the import lists with another value: ended (a join, so
+# that PostgreSQL hashes one side: an EXISTS inside an OR was a nested loop, 100k x 100k).
+_END_CHANGED = """
+    UPDATE {entries} SET valid_to = %s, ended_by_id = %s
+    FROM ({new}) AS n
+    WHERE {entries}.config_id = %s AND {entries}.valid_to IS NULL AND n.sku = {entries}.sku
+      AND (n.price IS DISTINCT FROM {entries}.price
+           OR n.name IS DISTINCT FROM {entries}.name
+           OR n.currency IS DISTINCT FROM {entries}.currency
+           OR n.quantity IS DISTINCT FROM {entries}.quantity)
+"""
+
+# A snapshot's: the current entries of SKUs it does not list, unless the SKU is one of
+# its unreadable rows (an anti-join).
+_END_REMOVED = """
+    UPDATE {entries} SET valid_to = %s, ended_by_id = %s
+    WHERE config_id = %s AND valid_to IS NULL
+      AND NOT EXISTS (SELECT 1 FROM ({new}) AS n WHERE n.sku = {entries}.sku)
+      AND NOT EXISTS (SELECT 1 FROM ({kept}) AS k WHERE k.sku = {entries}.sku)
+"""
+
+# An entry for each SKU of the import with no current entry (added, or just ended).
+_ADD = """
+    INSERT INTO {entries}
+        (config_id, sku, name, price, currency, quantity, row_number, price_import_id,
+         valid_from)
+    SELECT %s, n.sku, n.name, n.price, n.currency, n.quantity, n.row_number, %s, %s
+    FROM ({new}) AS n
+    WHERE NOT EXISTS (SELECT 1 FROM {entries} c
+                      WHERE c.config_id = %s AND c.sku = n.sku AND c.valid_to IS NULL)
+"""
+
+
+def kept_skus(skus: Sequence[str]) -> tuple[str, list[Any]]:
+    """A query of the SKUs a snapshot keeps though it does not list them (a column
+    ``sku``), and its parameters."""
+    if postgresql():
+        return "SELECT unnest(%s::text[]) AS sku", [list(skus)]
+    return "SELECT value AS sku FROM json_each(%s)", [json.dumps(list(skus))]
+
+
+def catalogue_apply(
+    price_import: PriceImport,
+    *,
+    at: datetime,
+    repeated_skus: bool = True,
+    unreadable: Sequence[str] | None = (),
+) -> None:
+    """Makes the import's rows current in its config's catalogue at ``at`` (the time
+    config_lock returned), inside the caller's transaction, after its rows are stored.
+    A snapshot's ``unreadable`` SKUs keep their value; None: more rows were unreadable
+    than were kept, and the import removes nothing."""
+    config = price_import.config
+    snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
+    new, keys = _new_rows(price_import.pk, repeated_skus)
+    kept, kept_params = kept_skus(unreadable or ())
+    with connection.cursor() as cursor:
+        if postgresql():
+            # The rows were COPYed in this transaction and the catalogue may have been
+            # empty at the last ANALYZE: without statistics the planner took a nested
+            # loop of 100k x 100k rows (minutes); hashed, a million take about a second.
+            cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute(
+            _END_CHANGED.format(new=new, entries=ENTRIES),
+            [at, price_import.pk, *keys, config.pk],
+        )
+        if snapshot:
+            cursor.execute(
+                _END_REMOVED.format(new=new, entries=ENTRIES, kept=kept),
+                [at, price_import.pk, config.pk, *keys, *kept_params],
+            )
+        cursor.execute(
+            _ADD.format(new=new, entries=ENTRIES),
+            [config.pk, price_import.pk, at, *keys, config.pk],
+        )
+        if postgresql():
+            cursor.execute("RESET enable_nestloop")  # the rest of the transaction: as usual
+    PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+
+
+# -- review -------------------------------------------------------------------------------
+
+
+class ReviewRefused(Exception):
+    """An approval or rejection that cannot be made (the message says why)."""
+
+
+NOT_HELD = gettext_noop("import %(id)s is not held for review")
+LATER_IS_CURRENT = gettext_noop(
+    "a later list of %(config)s is already current (import %(later)s): reject this one"
+)
+
+
+def import_approve(*, import_id: int, user: str) -> None:
+    """A held import becomes current, unless a later import of its config already is."""
+    with transaction.atomic():
+        price_import = PriceImport.objects.select_related("config").get(pk=import_id)
+        at = config_lock(price_import.config_id)
+        price_import.refresh_from_db()
+        if price_import.review != Review.HELD:
+            raise ReviewRefused(NOT_HELD % {"id": import_id})
+        later = (
+            PriceImport.objects.filter(
+                config_id=price_import.config_id,
+                accepted_at__isnull=False,
+                created_at__gt=price_import.created_at,
+            )
+            .order_by("-accepted_at")
+            .first()
+        )
+        if later is not None:
+            raise ReviewRefused(
+                LATER_IS_CURRENT % {"config": price_import.config.name, "later": later.pk}
+            )
+        info = price_import.parse_info or {}
+        catalogue_apply(
+            price_import,
+            at=at,
+            repeated_skus=info.get("repeated_skus") is not False,
+            unreadable=info.get("unreadable_skus", []),
+        )
+        PriceImport.objects.filter(pk=import_id).update(
+            review=Review.APPROVED, reviewed_by=user, reviewed_at=at
+        )
+
+
+def import_reject(*, import_id: int, user: str) -> None:
+    """A held import never becomes current."""
+    with transaction.atomic():
+        updated = PriceImport.objects.filter(pk=import_id, review=Review.HELD).update(
+            review=Review.REJECTED, reviewed_by=user, reviewed_at=timezone.now()
+        )
+        if not updated:
+            raise ReviewRefused(NOT_HELD % {"id": import_id})

@@ -1,0 +1,52 @@
+"""The OpenAPI 3 schema at /api/schema/ and its reference page at /api/docs/, which
+fetches nothing from the internet (drf-spectacular, its sidecar)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+
+def test_the_schema_is_valid_openapi_3_without_warnings(tmp_path):
+    path = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(path))
+    schema = yaml.safe_load(path.read_text())
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    for path_name in (
+        "/api/configs/",
+        "/api/imports/",
+        "/api/imports/{import_id}/items/",
+        "/api/configs/{config_id}/catalogue/",
+        "/api/configs/{config_id}/history/",
+        "/api/configs/{config_id}/changes/",
+    ):
+        assert set(paths[path_name]) == {"get"}, path_name
+    catalogue = paths["/api/configs/{config_id}/catalogue/"]["get"]
+    assert {p["name"] for p in catalogue["parameters"]} >= {"as_of", "sku", "search", "cursor"}
+    entry = schema["components"]["schemas"]["Entry"]["properties"]
+    assert entry["price"]["type"] == "string" and entry["price"]["format"] == "decimal"
+    assert "tokenAuth" in schema["components"]["securitySchemes"]
+
+
+def test_the_schema_is_served_to_a_signed_in_user_only(api, reader):
+    assert APIClient().get("/api/schema/").status_code == 401
+    response = api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    assert response.json()["info"]["title"] == "pricefeed API"
+
+
+def test_the_reference_page_loads_only_local_files(reader):
+    person = APIClient()
+    person.force_login(reader)
+    response = person.get("/api/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    sources = re.findall(r'(?:src|href)\s*=\s*["\']([^"\']+)', html)
+    assert any("swagger-ui" in s for s in sources), sources
+    external = [s for s in sources if "://" in s or s.startswith("//") or "cdn" in s]
+    assert not external
+    assert "cdn" not in html.lower() and "https://" not in html

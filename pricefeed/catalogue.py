@@ -124,6 +124,15 @@ def changes_since_import(price_import: PriceImport) -> Changes:
 # -- judging ------------------------------------------------------------------------------
 
 
+def current_import(config_id: int) -> PriceImport | None:
+    """The import that last made its config's catalogue current."""
+    return (
+        PriceImport.objects.filter(config_id=config_id, accepted_at__isnull=False)
+        .order_by("-accepted_at", "-pk")
+        .first()
+    )
+
+
 def current_size(config_id: int) -> int:
     return CatalogueEntry.objects.filter(config_id=config_id, valid_to__isnull=True).count()
 
@@ -247,14 +256,25 @@ def catalogue_apply(
     at: datetime,
     repeated_skus: bool = True,
     unreadable: Sequence[str] | None = (),
+    current: int | None = None,
+    digest: str | None = None,
 ) -> None:
     """Makes the import's rows current in its config's catalogue at ``at`` (the time
     config_lock returned), inside the caller's transaction, after its rows are stored.
     A snapshot's ``unreadable`` SKUs keep their value; None: more rows were unreadable
-    than were kept, and the import removes nothing."""
+    than were kept, and the import removes nothing. ``current``: the size of the
+    catalogue, when the caller counted it (an empty one is only added to); ``digest``:
+    the import's catalogue digest (imports.storage.ItemWriter), with which the same
+    list again writes nothing."""
     config = price_import.config
     snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
+    if same_list(config, digest, unreadable):
+        PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+        return
     new, keys = _new_rows(price_import.pk, repeated_skus)
+    # As the ORM stores a time (SQLite: text without the offset), so that the ORM's
+    # comparisons with it hold.
+    moment = connection.ops.adapt_datetimefield_value(at)
     kept, kept_params = kept_skus(unreadable or ())
     with connection.cursor() as cursor:
         if postgresql():
@@ -262,22 +282,41 @@ def catalogue_apply(
             # empty at the last ANALYZE: without statistics the planner took a nested
             # loop of 100k x 100k rows (minutes); hashed, a million take about a second.
             cursor.execute("SET LOCAL enable_nestloop = off")
-        cursor.execute(
-            _END_CHANGED.format(new=new, entries=ENTRIES),
-            [at, price_import.pk, *keys, config.pk],
-        )
-        if snapshot:
+        if current != 0:  # an empty catalogue has nothing to end
+            cursor.execute(
+                _END_CHANGED.format(new=new, entries=ENTRIES),
+                [moment, price_import.pk, *keys, config.pk],
+            )
+        if snapshot and current != 0:
             cursor.execute(
                 _END_REMOVED.format(new=new, entries=ENTRIES, kept=kept),
-                [at, price_import.pk, config.pk, *keys, *kept_params],
+                [moment, price_import.pk, config.pk, *keys, *kept_params],
             )
         cursor.execute(
             _ADD.format(new=new, entries=ENTRIES),
-            [config.pk, price_import.pk, at, *keys, config.pk],
+            [config.pk, price_import.pk, moment, *keys, config.pk],
         )
         if postgresql():
             cursor.execute("RESET enable_nestloop")  # the rest of the transaction: as usual
     PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+
+
+def same_list(
+    config: PriceListConfig, digest: str | None, unreadable: Sequence[str] | None
+) -> bool:
+    """Whether the catalogue is already exactly a snapshot with this catalogue digest
+    (imports.storage.ItemWriter; it names the mode) and no unreadable row: the import
+    that made it current is a SUCCEEDED one with the same digest, every field of every
+    row the same, in the same order. Such a list changes nothing, removes nothing and is
+    never held."""
+    if config.mode != PriceListConfig.Mode.SNAPSHOT or digest is None or unreadable != []:
+        return False
+    previous = current_import(config.pk)
+    return (
+        previous is not None
+        and previous.status == Status.SUCCEEDED
+        and (previous.parse_info or {}).get("catalogue_digest") == digest
+    )
 
 
 # -- review -------------------------------------------------------------------------------

@@ -419,7 +419,9 @@ def _diff_rows(
         old = sql.EXPORT_NO_CATALOGUE
     else:
         old = sql.EXPORT_CATALOGUE_AS_OF
-        params += [price_import.config_id, current_since, current_since]
+        # As the ORM stores a time (SQLite: text without the offset).
+        moment = connection.ops.adapt_datetimefield_value(current_since)
+        params += [price_import.config_id, moment, moment]
     # A snapshot's unreadable rows keep their SKUs' values (None: too many to tell; the
     # import removes nothing), as in the diff.
     unreadable = info.get("unreadable_skus", [])

@@ -426,10 +426,15 @@ class CatalogueEntry(models.Model):
     changed, not the whole list.
     """
 
+    # No database-level foreign keys (as PriceItem): Django makes them deferred, and
+    # their per-row checks at commit took ~7 s for a 1M-row first list. Entries are
+    # written only by pricefeed.catalogue and deleted with their config or import
+    # (on_delete, by the ORM).
     config = models.ForeignKey(
         PriceListConfig,
         on_delete=models.CASCADE,
         related_name="catalogue",
+        db_constraint=False,
         verbose_name=_("config"),
     )
     sku = models.CharField(_("sku"), max_length=255)
@@ -445,6 +450,7 @@ class CatalogueEntry(models.Model):
         PriceImport,
         on_delete=models.CASCADE,
         related_name="catalogue_entries",
+        db_constraint=False,
         db_index=False,
         verbose_name=_("set by import"),
     )
@@ -457,6 +463,7 @@ class CatalogueEntry(models.Model):
         null=True,
         blank=True,
         related_name="+",
+        db_constraint=False,
         db_index=False,
         verbose_name=_("ended by import"),
     )

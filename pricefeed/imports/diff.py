@@ -17,15 +17,6 @@ Status = PriceImport.Status
 DIFF_SAMPLE = 50
 
 
-def current_import(config_id: int) -> PriceImport | None:
-    """The import that last made its config's catalogue current."""
-    return (
-        PriceImport.objects.filter(config_id=config_id, accepted_at__isnull=False)
-        .order_by("-accepted_at", "-pk")
-        .first()
-    )
-
-
 def diff(
     price_import: PriceImport,
     rows_ok: int,
@@ -50,7 +41,7 @@ def diff(
     list again.
     """
     config = price_import.config
-    previous = current_import(config.pk)
+    previous = catalogue.current_import(config.pk)
     if previous is None:
         return {"previous_import": None, "added": rows_ok, "removed": 0, "changed": 0}
     snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT

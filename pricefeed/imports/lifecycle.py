@@ -165,6 +165,8 @@ def _parse_and_store(
                 fingerprint,
                 repeated_skus=writer.repeated_skus,
                 rows_digest=writer.digest,
+                # The same rows read in another mode do not make the same catalogue.
+                catalogue_digest=f"{price_import.config.mode}:{writer.catalogue_digest}",
             )
     except _Discard as discard:
         return _store(price_import, worker, discard.parsed, fingerprint)
@@ -243,10 +245,12 @@ def _finish(
     *,
     repeated_skus: bool,
     rows_digest: str | None = None,
+    catalogue_digest: str | None = None,
 ) -> None:
     """Diff, counts, status and the outbox event; inside the caller's transaction, after
     the rows are stored. ``repeated_skus`` is False only when no SKU repeats;
-    ``rows_digest`` is ItemWriter.digest of the stored rows, None when not known."""
+    ``rows_digest`` and ``catalogue_digest`` are ItemWriter's digests of the stored rows,
+    None when not known."""
     errors = [{"row": row, "error": text} for row, text in parsed.errors[:1000]]
     info = {
         "sheet": parsed.sheet,
@@ -266,6 +270,8 @@ def _finish(
         "repeated_skus": repeated_skus,
         # Equal digests: the same SKUs and prices as this import's, and no diff.
         "rows_digest": rows_digest,
+        # Equal digests of a SUCCEEDED snapshot: the catalogue is already this list.
+        "catalogue_digest": catalogue_digest,
     }
     changes: dict = {}
     review: dict = {}
@@ -281,17 +287,28 @@ def _finish(
             rows_digest=rows_digest,
             unreadable=unreadable,
         )
-        held = catalogue.hold_reason(
-            price_import.config,
-            rows_ok=parsed.rows_ok,
-            removed=changes.get("removed", 0),
-            current=catalogue.current_size(price_import.config_id),
+        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable)
+        current = None if same else catalogue.current_size(price_import.config_id)
+        held = (
+            ""
+            if current is None
+            else catalogue.hold_reason(
+                price_import.config,
+                rows_ok=parsed.rows_ok,
+                removed=changes.get("removed", 0),
+                current=current,
+            )
         )
         if held:
             review = {"review": PriceImport.Review.HELD, "review_reason": held}
         else:
             catalogue.catalogue_apply(
-                price_import, at=at, repeated_skus=repeated_skus, unreadable=unreadable
+                price_import,
+                at=at,
+                repeated_skus=repeated_skus,
+                unreadable=unreadable,
+                current=current,
+                digest=catalogue_digest,
             )
     IMPORT_WORK.finish(
         pk=price_import.pk,

@@ -106,7 +106,10 @@ def _block_lines(import_id: int, block: parsing.RowBlock, *, escape: bool) -> st
 
 
 _SKU = itemgetter(1)
+_NAME = itemgetter(2)
 _PRICE = itemgetter(3)
+_CURRENCY = itemgetter(4)
+_QUANTITY = itemgetter(5)
 _NULL = "\\N"
 _NULL_TEXT: dict[str | None, str] = {None: _NULL}
 
@@ -124,7 +127,9 @@ class ItemWriter:
 
     ``digest``: a SHA-256 of the SKU and price sequence as stored. Two imports with the
     same digest hold the same SKUs with the same prices in the same order, so the diff
-    between them is empty without reading a row.
+    between them is empty without reading a row. ``catalogue_digest`` covers every
+    field (names, currencies and quantities too): the same list again leaves the
+    catalogue as it is, without reading a row (pricefeed.catalogue).
 
     ``progress`` is told how many rows each list or block held, once per list or block
     (thousands of rows: progress.Progress reads its clock there, not per row).
@@ -145,16 +150,23 @@ class ItemWriter:
         self._hashes = array("q")
         self._sku_hash = hashlib.sha256()
         self._price_hash = hashlib.sha256()
+        self._rest_hash = hashlib.sha256()
 
     def __call__(self, rows: list[tuple]) -> None:
         if rows:
             self._note(list(map(_SKU, rows)), list(map(str, map(_PRICE, rows))))
+            quantities = [("" if q is None else str(q)) for q in map(_QUANTITY, rows)]
+            self._note_rest(list(map(_NAME, rows)), list(map(_CURRENCY, rows)), quantities)
         self._write_rows(rows)
         if rows and self._progress is not None:
             self._progress(len(rows))
 
     def take_block(self, block: parsing.RowBlock) -> None:
         self._note(block.skus, block.prices)
+        quantities = (
+            [""] * len(block) if block.quantities is None else [q or "" for q in block.quantities]
+        )
+        self._note_rest(block.names, block.currencies, quantities, rows=len(block))
         self._write_block(block)
         if self._progress is not None:
             self._progress(len(block))
@@ -175,6 +187,26 @@ class ItemWriter:
                 self._last_sku = skus[-1]
             else:
                 self._ascending = False
+
+    def _note_rest(
+        self,
+        names: Sequence[str] | str,
+        currencies: Sequence[str] | str,
+        quantities: Sequence[str],
+        rows: int = 0,
+    ) -> None:
+        """Names, currencies and quantities, for catalogue_digest: NUL-separated (a
+        stored text holds no NUL, so the joined text reads back one way only); a value
+        every row shares, once with the count."""
+        for values in (names, currencies, quantities):
+            text = f"{rows}*{values}" if isinstance(values, str) else "\0".join(values)
+            self._rest_hash.update(text.encode() + b"\0\1")
+
+    @property
+    def catalogue_digest(self) -> str:
+        return hashlib.sha256(
+            self._sku_hash.digest() + self._price_hash.digest() + self._rest_hash.digest()
+        ).hexdigest()
 
     @property
     def repeated_skus(self) -> bool:

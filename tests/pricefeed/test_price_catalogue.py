@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from devkit.samples import price_list_csv
 from pricefeed import catalogue
@@ -81,7 +82,15 @@ def test_the_same_list_again_changes_nothing(mailbox, config):
     send(mailbox, rows)
     before = list(CatalogueEntry.objects.order_by("pk").values_list("pk", "valid_to"))
 
-    again = send(mailbox, rows)
+    with CaptureQueriesContext(connection) as queries:
+        again = send(mailbox, rows)
+
+    # Its digest is the current list's: nothing of the catalogue is read or written.
+    written = [q["sql"] for q in queries.captured_queries if "INTO pricefeed_catalogue" in q["sql"]]
+    written += [
+        q["sql"] for q in queries.captured_queries if "UPDATE pricefeed_catalogue" in q["sql"]
+    ]
+    assert written == []
 
     assert list(CatalogueEntry.objects.order_by("pk").values_list("pk", "valid_to")) == before
     assert (again.diff["added"], again.diff["removed"], again.diff["changed"]) == (0, 0, 0)
@@ -375,3 +384,73 @@ def test_an_xlsx_export_past_the_limit_says_to_use_csv(mailbox, config, admin_cl
 
     assert response.redirect_chain[0][0].endswith(f"?config__id__exact={config.pk}")
     assert "11 rows are more than an xlsx export holds (10" in response.content.decode()
+
+
+# -- SQLite ------------------------------------------------------------------------------
+
+
+def test_the_catalogue_works_on_sqlite(tmp_path):
+    """A snapshot's changes, a PARTIAL import's unreadable row, a held import approved,
+    a SKU's history and the changes since an import, on a SQLite database (the demo's),
+    migrated, in a process of its own: the catalogue's SQL is written for both."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'catalogue.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+    }
+    code = (
+        "import django; django.setup(); "
+        "from tests.pricefeed.test_price_catalogue import on_sqlite; on_sqlite()"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "sqlite ok"
+
+
+def on_sqlite() -> None:
+    """Runs in the child of test_the_catalogue_works_on_sqlite."""
+    from django.core.management import call_command
+
+    from mailboxes import processing
+    from pricefeed import intake
+    from pricefeed.imports import lifecycle
+    from tests.factories import create_config, create_mailbox
+
+    assert connection.vendor == "sqlite"
+    call_command("migrate", verbosity=0)
+    processing.enqueue_processing = lifecycle.enqueue_imports = intake.enqueue_imports = list
+    mailbox = create_mailbox()
+    config = create_config(mailbox)
+    rows = items(30)
+    first = send(mailbox, rows)
+    second = send(mailbox, [(s, n, p + (s == "S-001"), q) for s, n, p, q in rows[:-1]])
+    assert (second.diff["changed"], second.diff["removed"]) == (1, 1)
+    unreadable = price_list_csv(rows[:-2]).replace(
+        "S-003;Товар 3;100,00".encode("cp1251"), "S-003;Товар 3;нет".encode("cp1251")
+    )
+    (partial,) = run_all(receive(mailbox, [("p.csv", unreadable)]))
+    assert (partial.status, partial.diff["unreadable"], partial.diff["removed"]) == (
+        Status.PARTIAL,
+        1,
+        1,
+    )
+    now = current(config)
+    assert (len(now), now["S-001"], "S-003" in now, "S-028" in now) == (28, 100, True, False)
+    held = send(mailbox, rows[:5])
+    assert held.review == Review.HELD
+    catalogue.import_approve(import_id=held.pk, user="operator")
+    assert sorted(current(config)) == [f"S-00{i}" for i in range(5)]
+    assert [e.price for e in catalogue.sku_history(config.pk, "S-001")] == [100, 101, 100]
+    changes = catalogue.changes_since_import(first)
+    assert [e.sku for e in changes.current] == ["S-001"]
+    assert changes.removed.count() == 25
+    print("sqlite ok")

@@ -219,6 +219,8 @@ def _report_unread_rows(marked: dict[int, str], first: int, ctx: RowContext) -> 
         if index >= first:
             ctx.skipped -= 1
             ctx.total += 1
+            if ctx.total > ctx.limits.max_rows:  # an unread row is a data row too
+                raise ctx.too_many()
             ctx.error(index + 1, marked[index])
             errors = True
         else:

@@ -46,3 +46,19 @@ def test_a_damaged_workbook_is_a_readable_error():
     good = b.xlsx([["Артикул", "Цена"], ["A", 1]])
     with pytest.raises(CorruptFile, match=r"^workbook: damaged zip archive"):
         parse(good[: len(good) // 2])
+
+
+def test_an_unread_line_counts_toward_the_row_limit():
+    """A line that is not valid UTF-8 is a failed data row: past ``max_rows`` with it,
+    the file is refused, as with any other row (hypothesis found a UTF-8 file with one
+    row too many that slipped through as a line that could not be read)."""
+    from pricefeed.parsing import ParseOptions, TooManyRows
+
+    rows = b"".join(f"A-{i};{i},00\n".encode() for i in range(1, 6))
+    data = "\ufeffАртикул;Цена\n".encode() + rows + b"B\x81;6,00\n"
+
+    with pytest.raises(TooManyRows):
+        parse(data, ParseOptions(), Limits(max_rows=5))
+    parsed = parse(data, ParseOptions(), Limits(max_rows=6))
+    assert (parsed.rows_total, parsed.rows_ok) == (6, 5)
+    assert parsed.errors == [(7, "line 7 is not valid UTF-8")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import UTC, datetime
 
 from mailboxes.models import InboundMessage
 
@@ -31,11 +32,15 @@ def test_bad_messages_each_end_in_a_visible_state_and_the_listener_keeps_running
     listener = manage("listen_mail", env={"PRICEFEED_MAX_MESSAGE_BYTES": "20000"})
     manage("qcluster")
     imap_server.append(price_email(subject="no id", message_id=None))
-    imap_server.append(price_email(subject="first copy", message_id="<same@acme.test>"))
+    # The same Message-ID and Date (the dedup key holds both): built a second apart, the
+    # copies' Date fields differed and both were recorded (seen once in CI).
+    sent = datetime.now(UTC)
+    imap_server.append(price_email(subject="first copy", message_id="<same@acme.test>", date=sent))
     imap_server.append(
         price_email(
             subject="second copy",
             message_id="<same@acme.test>",
+            date=sent,
             attachments=[("price.csv", b"sku;price\nB-2;99\n")],
         )
     )

@@ -169,6 +169,13 @@ class AuditAdminMixin(ListAdminMixin):
         return super().has_delete_permission(request, obj)  # type: ignore[misc]
 
 
+def moment_of(value: str) -> datetime:
+    """An ISO 8601 time from a query string, aware (a naive one is in TIME_ZONE, as a
+    datetime-local field gives it); ValueError when it is not one."""
+    moment = datetime.fromisoformat(value)
+    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+
+
 class SinceFilter(admin.SimpleListFilter):
     """Rows whose ``field`` is at or after a moment: the last hour, 24 hours or 7 days
     (counted from now), or an exact time given as ISO 8601 (``?since=2026-12-01T10:00:00
@@ -204,12 +211,11 @@ class SinceFilter(admin.SimpleListFilter):
         if not value or value in self.SPANS:
             return None
         try:
-            moment = datetime.fromisoformat(value)
+            return moment_of(value)
         except ValueError:
             raise IncorrectLookupParameters(
                 gettext("%(value)s is not a time (ISO 8601)") % {"value": value}
             ) from None
-        return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
     def queryset(self, request, queryset):
         value = self.value()

@@ -520,21 +520,19 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             if what == "rows"
             else exports.import_diff(price_import)
         )
-        if file_format == "xlsx":
-            diff = price_import.diff or {}
-            rows = (
+        diff = price_import.diff or {}
+        return exports.response(
+            request,
+            table,
+            file_format,
+            stem=exports.stem(price_import.config, f"{price_import.pk}-{what}"),
+            rows=lambda: (
                 price_import.rows_ok
                 if what == "rows"
                 else sum(diff.get(k, 0) for k in ("added", "removed", "changed", "unreadable"))
-            )
-            back = reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
-            if refused := exports.xlsx_refused(request, rows, back):
-                return refused
-            name = exports.filename(price_import.config, price_import, what, "xlsx")
-            return exports.xlsx_response(table, name)
-        name = exports.filename(price_import.config, price_import, what, "csv")
-        delimiter = "," if file_format == "csv-comma" else ";"
-        return exports.csv_response(table, name, delimiter=delimiter)
+            ),
+            back=reverse("admin:pricefeed_priceimport_change", args=[price_import.pk]),
+        )
 
     @admin.display(description=_("diff"))
     def diff_summary(self, obj: PriceImport) -> str:

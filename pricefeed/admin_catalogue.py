@@ -23,7 +23,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import EMPTY, AuditAdminMixin, truncated, when
+from core.adminutils import EMPTY, AuditAdminMixin, moment_of, truncated, when
 
 from . import catalogue, exports
 from .models import CatalogueEntry, PriceListConfig
@@ -80,20 +80,14 @@ class VersionsFilter(admin.SimpleListFilter):
         if not value or value == HISTORY:
             return None
         try:
-            moment = datetime.fromisoformat(value)
+            return moment_of(value)
         except ValueError:
             raise IncorrectLookupParameters(value) from None
-        return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
 
     def queryset(self, request, queryset):
         if self.value() == HISTORY:
             return queryset
-        moment = self.moment()
-        if moment is None:
-            return queryset.filter(valid_to__isnull=True)
-        return queryset.filter(valid_from__lte=moment).filter(
-            Q(valid_to__isnull=True) | Q(valid_to__gt=moment)
-        )
+        return queryset.filter(catalogue.current_at(self.moment()))
 
 
 @admin.register(CatalogueEntry)
@@ -148,24 +142,18 @@ class CatalogueEntryAdmin(AuditAdminMixin, admin.ModelAdmin):
         as_of = None
         if request.GET.get("as_of"):
             try:
-                as_of = datetime.fromisoformat(request.GET["as_of"])
+                as_of = moment_of(request.GET["as_of"])
             except ValueError:
                 raise Http404 from None
-            as_of = as_of if timezone.is_aware(as_of) else timezone.make_aware(as_of)
-        table = exports.catalogue_rows(config, as_of=as_of)
-        if file_format == "xlsx":
-            back = reverse("admin:pricefeed_catalogueentry_changelist")
-            rows = catalogue.catalogue_current(config.pk, as_of=as_of).count()
-            if refused := exports.xlsx_refused(
-                request, rows, f"{back}?config__id__exact={config.pk}"
-            ):
-                return refused
-            return exports.xlsx_response(
-                table, exports.catalogue_filename(config, "xlsx", as_of=as_of)
-            )
-        delimiter = "," if file_format == "csv-comma" else ";"
-        name = exports.catalogue_filename(config, "csv", as_of=as_of)
-        return exports.csv_response(table, name, delimiter=delimiter)
+        back = reverse("admin:pricefeed_catalogueentry_changelist")
+        return exports.response(
+            request,
+            exports.catalogue_rows(config, as_of=as_of),
+            file_format,
+            stem=exports.stem(config, "catalogue" + (f"-{as_of:%Y%m%d-%H%M%S}" if as_of else "")),
+            rows=lambda: catalogue.catalogue_current(config.pk, as_of=as_of).count(),
+            back=f"{back}?config__id__exact={config.pk}",
+        )
 
     def changelist_view(self, request, extra_context=None):
         """The export links of the config the list is filtered by (now or as of)."""

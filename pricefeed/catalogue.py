@@ -28,7 +28,8 @@ from django.utils.translation import gettext_noop
 
 from core.db import postgresql
 
-from .models import CatalogueEntry, PriceImport, PriceItem, PriceListConfig, item_key
+from . import sql
+from .models import CatalogueEntry, PriceImport, PriceListConfig, item_key
 
 Review = PriceImport.Review
 Status = PriceImport.Status
@@ -41,9 +42,6 @@ UNREADABLE_SKUS_KEPT = 10_000
 # A catalogue this small is never a reason to hold an import.
 HOLD_MIN_CURRENT = 20
 
-ENTRIES = CatalogueEntry._meta.db_table
-ITEMS = PriceItem._meta.db_table
-CONFIGS = PriceListConfig._meta.db_table
 
 # Why an import is held, stored in English and translated where shown (pricefeed.texts).
 HOLD_REMOVES = gettext_noop(
@@ -60,16 +58,16 @@ REASONS = (HOLD_REMOVES, HOLD_SHRINKS)
 # -- reading ------------------------------------------------------------------------------
 
 
+def current_at(moment: datetime | None) -> Q:
+    """The entries current at ``moment`` (None: now)."""
+    if moment is None:
+        return Q(valid_to__isnull=True)
+    return Q(valid_from__lte=moment) & (Q(valid_to__isnull=True) | Q(valid_to__gt=moment))
+
+
 def catalogue_current(config_id: int, *, as_of: datetime | None = None) -> QuerySet[CatalogueEntry]:
     """The config's catalogue now, or as it stood at ``as_of``, by SKU."""
-    entries = CatalogueEntry.objects.filter(config_id=config_id)
-    if as_of is None:
-        entries = entries.filter(valid_to__isnull=True)
-    else:
-        entries = entries.filter(valid_from__lte=as_of).filter(
-            Q(valid_to__isnull=True) | Q(valid_to__gt=as_of)
-        )
-    return entries.order_by("sku")
+    return CatalogueEntry.objects.filter(current_at(as_of), config_id=config_id).order_by("sku")
 
 
 def catalogue_before(config_id: int, moment: datetime) -> QuerySet[CatalogueEntry]:
@@ -183,8 +181,8 @@ def config_lock(config_id: int) -> datetime:
         # One writer at a time: SQLite locks the database for the write.
         return timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {CONFIGS} WHERE id = %s FOR UPDATE", [config_id])
-        cursor.execute("SELECT clock_timestamp()")
+        cursor.execute(sql.CONFIG_LOCK, [config_id])
+        cursor.execute(sql.CLOCK)
         return cursor.fetchone()[0]
 
 
@@ -192,54 +190,11 @@ def _new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
     """An import's last row per SKU (all of its rows when no SKU repeats), with the
     columns of an entry, and its parameters."""
     keys = [item_key(import_id, 0), item_key(import_id + 1, 0)]
-    columns = "sku, name, price, currency, quantity, row_number"
-    of_import = "id >= %s AND id < %s"
     if not repeated_skus:
-        query = f"SELECT {columns} FROM {ITEMS} WHERE {of_import}"
-    elif postgresql():
-        query = (
-            f'SELECT DISTINCT ON (sku COLLATE "C") {columns} FROM {ITEMS} '
-            f'WHERE {of_import} ORDER BY sku COLLATE "C", id DESC'
-        )
-    else:
-        query = (
-            f"SELECT {columns} FROM {ITEMS} WHERE id IN "
-            f"(SELECT MAX(id) FROM {ITEMS} WHERE {of_import} GROUP BY sku)"
-        )
-    return query, keys
-
-
-# The current entries of SKUs the import lists with another value: ended (a join, so
-# that PostgreSQL hashes one side: an EXISTS inside an OR was a nested loop, 100k x 100k).
-_END_CHANGED = """
-    UPDATE {entries} SET valid_to = %s, ended_by_id = %s
-    FROM ({new}) AS n
-    WHERE {entries}.config_id = %s AND {entries}.valid_to IS NULL AND n.sku = {entries}.sku
-      AND (n.price IS DISTINCT FROM {entries}.price
-           OR n.name IS DISTINCT FROM {entries}.name
-           OR n.currency IS DISTINCT FROM {entries}.currency
-           OR n.quantity IS DISTINCT FROM {entries}.quantity)
-"""
-
-# A snapshot's: the current entries of SKUs it does not list, unless the SKU is one of
-# its unreadable rows (an anti-join).
-_END_REMOVED = """
-    UPDATE {entries} SET valid_to = %s, ended_by_id = %s
-    WHERE config_id = %s AND valid_to IS NULL
-      AND NOT EXISTS (SELECT 1 FROM ({new}) AS n WHERE n.sku = {entries}.sku)
-      AND NOT EXISTS (SELECT 1 FROM ({kept}) AS k WHERE k.sku = {entries}.sku)
-"""
-
-# An entry for each SKU of the import with no current entry (added, or just ended).
-_ADD = """
-    INSERT INTO {entries}
-        (config_id, sku, name, price, currency, quantity, row_number, price_import_id,
-         valid_from)
-    SELECT %s, n.sku, n.name, n.price, n.currency, n.quantity, n.row_number, %s, %s
-    FROM ({new}) AS n
-    WHERE NOT EXISTS (SELECT 1 FROM {entries} c
-                      WHERE c.config_id = %s AND c.sku = n.sku AND c.valid_to IS NULL)
-"""
+        return sql.ENTRY_ROWS_AS_STORED, keys
+    if postgresql():
+        return sql.ENTRY_ROWS_LAST_PER_SKU_PG, keys
+    return sql.ENTRY_ROWS_LAST_PER_SKU, keys
 
 
 def kept_skus(skus: Sequence[str]) -> tuple[str, list[Any]]:
@@ -284,16 +239,16 @@ def catalogue_apply(
             cursor.execute("SET LOCAL enable_nestloop = off")
         if current != 0:  # an empty catalogue has nothing to end
             cursor.execute(
-                _END_CHANGED.format(new=new, entries=ENTRIES),
+                sql.CATALOGUE_END_CHANGED.format(new=new),
                 [moment, price_import.pk, *keys, config.pk],
             )
         if snapshot and current != 0:
             cursor.execute(
-                _END_REMOVED.format(new=new, entries=ENTRIES, kept=kept),
+                sql.CATALOGUE_END_REMOVED.format(new=new, kept=kept),
                 [moment, price_import.pk, config.pk, *keys, *kept_params],
             )
         cursor.execute(
-            _ADD.format(new=new, entries=ENTRIES),
+            sql.CATALOGUE_ADD.format(new=new),
             [config.pk, price_import.pk, moment, *keys, config.pk],
         )
         if postgresql():

@@ -25,7 +25,7 @@ import queue
 import re
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -37,6 +37,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection, connections, transaction
 from django.db.models import QuerySet
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.formats import number_format
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext, pgettext
@@ -282,11 +283,31 @@ def _sheet_title(title: str, number: int) -> str:
 # -- responses ---------------------------------------------------------------------------
 
 
-def filename(config: PriceListConfig, price_import: PriceImport, what: str, ext: str) -> str:
-    """``<config name>-<import id>-<what>.<ext>``, with what a file name cannot hold
-    replaced; Cyrillic is kept (the header says it as RFC 6266 filename*)."""
+def stem(config: PriceListConfig, what: str) -> str:
+    """``<config name>-<what>``, the name of an export without its extension, with what
+    a file name cannot hold replaced; Cyrillic is kept (the header says it as RFC 6266
+    filename*)."""
     name = re.sub(r"[^\w.()\- ]+", "_", config.name).strip(" ._") or "export"
-    return f"{name}-{price_import.pk}-{what}.{ext}"
+    return f"{name}-{what}"
+
+
+def response(
+    request,
+    table: Table,
+    file_format: str,
+    *,
+    stem: str,
+    rows: Callable[[], int],
+    back: str,
+) -> HttpResponseBase:
+    """``table`` as the file ``file_format`` (a key of FORMATS) asks for, named ``stem``
+    and its extension; an xlsx of more than PRICEFEED_EXPORT_XLSX_MAX_ROWS ``rows``
+    (counted only for xlsx) goes back to ``back`` saying to use CSV."""
+    if file_format == "xlsx":
+        if refused := xlsx_refused(request, rows(), back):
+            return refused
+        return xlsx_response(table, f"{stem}.xlsx")
+    return csv_response(table, f"{stem}.csv", delimiter="," if file_format == "csv-comma" else ";")
 
 
 def csv_response(table: Table, name: str, *, delimiter: str = ";") -> StreamingHttpResponse:
@@ -360,13 +381,6 @@ def xlsx_refused(request, rows: int, back: str) -> HttpResponse | None:
 def catalogue_rows(config: PriceListConfig, *, as_of: datetime | None = None) -> Table:
     """A config's catalogue now, or as it stood at ``as_of``, by SKU."""
     return items_table(catalogue.catalogue_current(config.pk, as_of=as_of), gettext("Catalogue"))
-
-
-def catalogue_filename(config: PriceListConfig, ext: str, *, as_of: datetime | None = None) -> str:
-    """``<config name>-catalogue[-<as of>].<ext>``, as ``filename`` makes them."""
-    name = re.sub(r"[^\w.()\- ]+", "_", config.name).strip(" ._") or "export"
-    when = f"-{as_of:%Y%m%d-%H%M%S}" if as_of is not None else ""
-    return f"{name}-catalogue{when}.{ext}"
 
 
 def import_diff(price_import: PriceImport) -> Table:

@@ -6,7 +6,7 @@ row order: ``id >= %s AND id < %s`` with the keys of (import, 0) and (import + 1
 
 from __future__ import annotations
 
-from .models import CatalogueEntry, PriceItem
+from .models import CatalogueEntry, PriceItem, PriceListConfig
 
 ITEMS = PriceItem._meta.db_table
 _OF_IMPORT = "id >= %s AND id < %s"
@@ -143,4 +143,60 @@ DIFF_ROWS = """
     ORDER BY CASE WHEN o.sku IS NULL THEN 0 WHEN n.sku IS NOT NULL THEN 3
                   WHEN o.sku IN (SELECT * FROM k) THEN 1 ELSE 2 END,
              n.id, o.sku
+"""
+
+
+# -- the catalogue (pricefeed.catalogue) --------------------------------------------------
+
+ENTRIES = CatalogueEntry._meta.db_table
+_ENTRY_COLUMNS = "sku, name, price, currency, quantity, row_number"
+
+# An import's rows with the columns of an entry: as stored (no SKU repeats), or its last
+# row per SKU (PostgreSQL, then any database), as ITEMS_* above. Parameters: the key
+# range of the import.
+ENTRY_ROWS_AS_STORED = f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
+ENTRY_ROWS_LAST_PER_SKU_PG = (
+    f'SELECT DISTINCT ON (sku COLLATE "C") {_ENTRY_COLUMNS} FROM {ITEMS} '
+    f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
+)
+ENTRY_ROWS_LAST_PER_SKU = (
+    f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE id IN "
+    f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
+)
+
+# Imports of one config take turns at its catalogue; the moment after the lock is
+# granted is when it changes (database time).
+CONFIG_LOCK = f"SELECT 1 FROM {PriceListConfig._meta.db_table} WHERE id = %s FOR UPDATE"
+CLOCK = "SELECT clock_timestamp()"
+
+# The current entries of SKUs the import lists with another value: ended (a join, so
+# that PostgreSQL hashes one side: an EXISTS inside an OR was a nested loop, 100k x 100k).
+CATALOGUE_END_CHANGED = f"""
+    UPDATE {ENTRIES} SET valid_to = %s, ended_by_id = %s
+    FROM ({{new}}) AS n
+    WHERE {ENTRIES}.config_id = %s AND {ENTRIES}.valid_to IS NULL AND n.sku = {ENTRIES}.sku
+      AND (n.price IS DISTINCT FROM {ENTRIES}.price
+           OR n.name IS DISTINCT FROM {ENTRIES}.name
+           OR n.currency IS DISTINCT FROM {ENTRIES}.currency
+           OR n.quantity IS DISTINCT FROM {ENTRIES}.quantity)
+"""
+
+# A snapshot's: the current entries of SKUs it does not list, unless the SKU is one of
+# its unreadable rows (an anti-join).
+CATALOGUE_END_REMOVED = f"""
+    UPDATE {ENTRIES} SET valid_to = %s, ended_by_id = %s
+    WHERE config_id = %s AND valid_to IS NULL
+      AND NOT EXISTS (SELECT 1 FROM ({{new}}) AS n WHERE n.sku = {ENTRIES}.sku)
+      AND NOT EXISTS (SELECT 1 FROM ({{kept}}) AS k WHERE k.sku = {ENTRIES}.sku)
+"""
+
+# An entry for each SKU of the import with no current entry (added, or just ended).
+CATALOGUE_ADD = f"""
+    INSERT INTO {ENTRIES}
+        (config_id, sku, name, price, currency, quantity, row_number, price_import_id,
+         valid_from)
+    SELECT %s, n.sku, n.name, n.price, n.currency, n.quantity, n.row_number, %s, %s
+    FROM ({{new}}) AS n
+    WHERE NOT EXISTS (SELECT 1 FROM {ENTRIES} c
+                      WHERE c.config_id = %s AND c.sku = n.sku AND c.valid_to IS NULL)
 """

@@ -96,7 +96,7 @@ def fill(items: int) -> dict:
 
     from api.tokens import token_create
     from mailboxes.models import InboundMessage, Mailbox
-    from pricefeed.models import CatalogueEntry, PriceImport, PriceItem, PriceListConfig, item_key
+    from pricefeed.models import PriceImport, PriceItem, PriceListConfig, item_key
 
     tag = uuid.uuid4().hex[:8]
     mailbox = Mailbox.objects.create(
@@ -140,31 +140,20 @@ def fill(items: int) -> dict:
                 for row in range(2, per_import + 2)
             ),
         )
-    # The catalogue: the last import's values current, the one before's ended by it.
+    # The catalogue (kept in the items table): the last import's items current, the one
+    # before's ended by it.
     last, before = imports[-1], imports[-2]
-    ended_at, begun_at = last.accepted_at.isoformat(), before.accepted_at.isoformat()
-    columns = (
-        "config_id, sku, name, price, currency, quantity, price_import_id, row_number, "
-        "valid_from, valid_to, ended_by_id"
-    )
-    for imp, valid_from, valid_to, ended_by in (
-        (before.pk, begun_at, ended_at, last.pk),
-        (last.pk, ended_at, r"\N", r"\N"),
-    ):
-        shift = IMPORTS - 1 if imp == last.pk else IMPORTS - 2
-        _copy(
-            CatalogueEntry._meta.db_table,
-            columns,
-            (
-                f"{config.pk}\tA-{row:07d}\t{_name(row)}\t"
-                f"{(row * 37 + shift) % 500000 / 100:.2f}\tRUB\t{row % 500}\t{imp}\t{row}\t"
-                f"{valid_from}\t{valid_to}\t{ended_by}\n"
-                for row in range(2, per_import + 2)
-            ),
-        )
     with connection.cursor() as cursor:
+        for imp, valid_from, valid_to, ended_by in (
+            (before.pk, before.accepted_at, last.accepted_at, last.pk),
+            (last.pk, last.accepted_at, None, None),
+        ):
+            cursor.execute(
+                f"UPDATE {PriceItem._meta.db_table} SET config_id = %s, valid_from = %s, "
+                "valid_to = %s, ended_by_id = %s WHERE id >= %s AND id < %s",
+                [config.pk, valid_from, valid_to, ended_by, item_key(imp, 0), item_key(imp + 1, 0)],
+            )
         cursor.execute(f"VACUUM ANALYZE {PriceItem._meta.db_table}")
-        cursor.execute(f"VACUUM ANALYZE {CatalogueEntry._meta.db_table}")
     user = User.objects.create_user(f"bench-api-{tag}", password=None)
     user.user_permissions.set(
         Permission.objects.filter(codename__in=["view_priceitem", "view_catalogueentry"])

@@ -133,7 +133,7 @@ def store_imports(rows: int, seed: int) -> tuple[int, int]:
         )
         stored = 0
         while chunk := list(itertools.islice(source, INSERT_CHUNK)):
-            insert_items(price_import.pk, chunk)
+            insert_items(price_import.pk, chunk, config.pk)
             stored += len(chunk)
         price_import.rows_total = price_import.rows_ok = stored
         price_import.save()
@@ -149,8 +149,7 @@ def store_imports(rows: int, seed: int) -> tuple[int, int]:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE pricefeed_priceitem")
-        cursor.execute("VACUUM ANALYZE pricefeed_catalogueentry")
+        cursor.execute("VACUUM ANALYZE pricefeed_priceitem")  # the catalogue's table too
     return ids[0], ids[1]
 
 

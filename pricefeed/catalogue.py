@@ -1,9 +1,15 @@
 """The current catalogue of a config: what its supplier's prices are now, and were.
 
+The catalogue is kept in the items table: an entry is a price item that became current
+(PriceItem.valid_from) and, once a later import changed or removed its SKU, stopped
+being so (valid_to, ended_by); CatalogueEntry is the view of those items. No row is
+stored twice: a config's first list is made current as it is COPYed
+(``first_list_start``, ``first_list_done``), and a later import marks what it changed.
+
 An import whose rows are accepted becomes current: in the transaction that finishes it,
 with the config's row locked so that two imports of one config take turns, the entries
-it changes or removes are ended and one is added for each SKU it adds or changes
-(``catalogue_apply``). A snapshot removes the SKUs it no longer lists, but never one of
+it changes or removes are ended and its row of each SKU it adds or changes is made
+current (``catalogue_apply``). A snapshot removes the SKUs it no longer lists, but never one of
 its own unreadable rows: a PARTIAL import keeps the previous value of a row it could not
 read. A delta removes nothing.
 
@@ -97,9 +103,25 @@ class Changes:
     removed: QuerySet[CatalogueEntry]
 
 
+# Past this many imports made current since the moment, the entries that became current
+# are looked for by their time instead of by their imports' key ranges.
+CHANGES_BY_IMPORT_MAX = 200
+
+
 def catalogue_changes(config_id: int, *, since: datetime) -> Changes:
     entries = CatalogueEntry.objects.filter(config_id=config_id)
-    current = entries.filter(valid_to__isnull=True, valid_from__gt=since).order_by("sku")
+    # An entry became current when its import did (valid_from is its accepted_at): the
+    # imports accepted since give key ranges of the items table, so that a million
+    # current entries are not read to find the few that are new.
+    accepted = list(
+        PriceImport.objects.filter(config_id=config_id, accepted_at__gt=since).values_list(
+            "pk", flat=True
+        )[: CHANGES_BY_IMPORT_MAX + 1]
+    )
+    became = Q(valid_from__gt=since)
+    if len(accepted) <= CHANGES_BY_IMPORT_MAX:
+        became &= Q(pk__in=[]) if not accepted else _key_ranges(accepted)
+    current = entries.filter(became, valid_to__isnull=True).order_by("sku")
     # Ended since, with nothing current for the SKU now: removed.
     listed_now = CatalogueEntry.objects.filter(
         config_id=config_id, sku=OuterRef("sku"), valid_to__isnull=True
@@ -110,6 +132,13 @@ def catalogue_changes(config_id: int, *, since: datetime) -> Changes:
         .order_by("sku")
     )
     return Changes(since=since, current=current, removed=removed)
+
+
+def _key_ranges(import_ids: list[int]) -> Q:
+    ranges = Q()
+    for import_id in import_ids:
+        ranges |= Q(pk__gte=item_key(import_id, 0), pk__lt=item_key(import_id + 1, 0))
+    return ranges
 
 
 def changes_since_import(price_import: PriceImport) -> Changes:
@@ -133,6 +162,12 @@ def current_import(config_id: int) -> PriceImport | None:
 
 def current_size(config_id: int) -> int:
     return CatalogueEntry.objects.filter(config_id=config_id, valid_to__isnull=True).count()
+
+
+def is_empty(config_id: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(sql.CATALOGUE_ANY, [config_id])
+        return not cursor.fetchone()[0]
 
 
 def hold_reason(config: PriceListConfig, *, rows_ok: int, removed: int, current: int) -> str:
@@ -247,12 +282,35 @@ def catalogue_apply(
                 sql.CATALOGUE_END_REMOVED.format(new=new, kept=kept),
                 [moment, price_import.pk, config.pk, *keys, *kept_params],
             )
-        cursor.execute(
-            sql.CATALOGUE_ADD.format(new=new),
-            [config.pk, price_import.pk, moment, *keys, config.pk],
-        )
+        cursor.execute(sql.CATALOGUE_ADD.format(new=new), [moment, *keys, *keys, config.pk])
         if postgresql():
             cursor.execute("RESET enable_nestloop")  # the rest of the transaction: as usual
+    PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+
+
+def first_list_start(config_id: int) -> datetime | None:
+    """For an import about to store its rows (PostgreSQL): when its config's catalogue
+    is empty, locks the config as config_lock does and returns its moment; the rows are
+    then made current as they are stored, and first_list_done finishes the job. None
+    when the catalogue is not empty: the rows are compared with it after they are
+    stored (catalogue_apply). A first list is never held (hold_reason), so the rows of
+    one that is not FAILED are current; a FAILED one's are rolled back."""
+    if not postgresql() or not is_empty(config_id):
+        return None
+    at = config_lock(config_id)
+    return at if is_empty(config_id) else None
+
+
+def first_list_done(price_import: PriceImport, *, at: datetime, again: Sequence[str]) -> None:
+    """A first list stored current from ``at`` (first_list_start): ``again``, the SKUs
+    it listed more than once (imports.storage.ItemWriter), are made current in their
+    last row, as catalogue_apply would; the import is current from ``at``."""
+    if again:
+        keys = [item_key(price_import.pk, 0), item_key(price_import.pk + 1, 0)]
+        skus = sorted(again)
+        with connection.cursor() as cursor:
+            cursor.execute(sql.FIRST_LIST_REPEATS, [*keys, skus])
+            cursor.execute(sql.FIRST_LIST_LAST_ROWS, [at, *keys, skus])
     PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
 
 

@@ -374,12 +374,64 @@ class PriceItem(models.Model):
         _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
     )
     row_number = models.PositiveIntegerField(_("row"))
+    # The catalogue (pricefeed.catalogue) is the items that have been current: an item
+    # is an entry from ``valid_from`` (its import became current then, and it added or
+    # changed its SKU) until ``valid_to`` (a later import changed or removed the SKU;
+    # ``ended_by``). The rows are stored once: a config's first list is made current
+    # as it is COPYed, and a later one marks what it changed. Read through the
+    # CatalogueEntry view.
+    config = models.ForeignKey(
+        PriceListConfig,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+        verbose_name=_("config"),
+    )
+    valid_from = models.DateTimeField(_("current from"), null=True, blank=True)
+    valid_to = models.DateTimeField(_("current until"), null=True, blank=True)
+    ended_by = models.ForeignKey(
+        PriceImport,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+        verbose_name=_("ended by import"),
+    )
 
     objects = PriceItemQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("price item")
         verbose_name_plural = _("price items")
+        # Partial: an item that never became current costs its COPY nothing here.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "sku"],
+                condition=models.Q(valid_from__isnull=False, valid_to__isnull=True),
+                name="one_current_entry_per_sku",
+            ),
+        ]
+        indexes = [
+            # Every entry, by SKU: a SKU's history, and the catalogue as of a moment in
+            # SKU order (a page of it reads a page of this index).
+            models.Index(
+                fields=["config", "sku", "valid_from"],
+                condition=models.Q(valid_from__isnull=False),
+                name="catalogue_history",
+            ),
+            # Past values only: written when an entry ends, never by a COPY. What left
+            # the catalogue since a moment.
+            models.Index(
+                fields=["config", "valid_to"],
+                condition=models.Q(valid_to__isnull=False),
+                name="catalogue_ended",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.sku} {self.price} {self.currency}"
@@ -417,22 +469,22 @@ class OverdueAlert(models.Model):
 
 
 class CatalogueEntry(models.Model):
-    """One value of one SKU in a config's catalogue, for the time it was current.
+    """One value of one SKU in a config's catalogue, for the time it was current: a
+    price item that became current (a database view of PriceItem, read-only here).
 
     The current catalogue is the entries with no ``valid_to``; the catalogue as of a
     moment is those with ``valid_from <= moment < valid_to``; a SKU's history is its
     entries in order. An accepted import (pricefeed.catalogue) ends the entries it
-    changes or removes and adds one for each SKU it adds or changes: it writes what
-    changed, not the whole list.
+    changes or removes and makes current its items that add or change a SKU: it marks
+    what changed, and stores no row twice.
     """
 
-    # No database-level foreign keys (as PriceItem): Django makes them deferred, and
-    # their per-row checks at commit took ~7 s for a 1M-row first list. Entries are
-    # written only by pricefeed.catalogue and deleted with their config or import
-    # (on_delete, by the ORM).
+    id = models.BigIntegerField(primary_key=True, editable=False)
+    # Deleted with their import's items (signals.price_items_delete): nothing to do
+    # here, the view has no rows of its own.
     config = models.ForeignKey(
         PriceListConfig,
-        on_delete=models.CASCADE,
+        on_delete=models.DO_NOTHING,
         related_name="catalogue",
         db_constraint=False,
         verbose_name=_("config"),
@@ -444,14 +496,11 @@ class CatalogueEntry(models.Model):
     quantity = models.DecimalField(
         _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
     )
-    # No index of their own on the two imports: every index costs a 1M-row first list
-    # seconds; deleting an import (superusers) reads the table instead.
     price_import = models.ForeignKey(
         PriceImport,
-        on_delete=models.CASCADE,
+        on_delete=models.DO_NOTHING,
         related_name="catalogue_entries",
         db_constraint=False,
-        db_index=False,
         verbose_name=_("set by import"),
     )
     row_number = models.PositiveIntegerField(_("row"))
@@ -459,36 +508,20 @@ class CatalogueEntry(models.Model):
     valid_to = models.DateTimeField(_("current until"), null=True, blank=True)
     ended_by = models.ForeignKey(
         PriceImport,
-        on_delete=models.SET_NULL,
+        on_delete=models.DO_NOTHING,
         null=True,
         blank=True,
         related_name="+",
         db_constraint=False,
-        db_index=False,
         verbose_name=_("ended by import"),
     )
 
     class Meta:
+        managed = False
+        db_table = "pricefeed_catalogueentry"
         ordering = ["config", "sku", "-valid_from"]
         verbose_name = _("catalogue entry")
         verbose_name_plural = _("catalogue")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["config", "sku"],
-                condition=models.Q(valid_to__isnull=True),
-                name="one_current_entry_per_sku",
-            ),
-        ]
-        indexes = [
-            models.Index(fields=["config", "sku", "valid_from"], name="catalogue_history"),
-            models.Index(fields=["config", "valid_from"], name="catalogue_since"),
-            # Past values only: a list's first import adds none.
-            models.Index(
-                fields=["config", "valid_to"],
-                condition=models.Q(valid_to__isnull=False),
-                name="catalogue_ended",
-            ),
-        ]
 
     def __str__(self) -> str:
         return f"{self.config} / {self.sku}"

@@ -16,3 +16,7 @@ from .models import PriceImport, PriceItem
 @receiver(pre_delete, sender=PriceImport, dispatch_uid="pricefeed.price_items_delete")
 def price_items_delete(sender, instance: PriceImport, using: str, **kwargs) -> None:
     PriceItem.objects.using(using).of_import(instance.pk).delete()
+    # Its catalogue entries went with its items; those it ended stay ended, by no import.
+    PriceItem.objects.using(using).filter(
+        config_id=instance.config_id, valid_to__isnull=False, ended_by_id=instance.pk
+    ).update(ended_by=None)

@@ -12,7 +12,9 @@ ITEMS = PriceItem._meta.db_table
 _OF_IMPORT = "id >= %s AND id < %s"
 
 # The item columns COPY writes, in the order the COPY text gives them.
-COPY_ITEM_COLUMNS = "id, price_import_id, row_number, sku, name, price, currency, quantity"
+COPY_ITEM_COLUMNS = (
+    "id, price_import_id, row_number, sku, name, price, currency, quantity, config_id, valid_from"
+)
 
 # Streams an import's rows into the items table (COPY text format).
 COPY_ITEMS = f"COPY {ITEMS} ({COPY_ITEM_COLUMNS}) FROM STDIN"
@@ -72,11 +74,12 @@ DIFF = """
                              WHERE kind = 'unreadable' LIMIT {sample}) u
 """
 
+# A config's current entries (pricefeed.catalogue: items that became current and were
+# not ended since), the condition of the items table's current-entry index.
+_CURRENT = "config_id = %s AND valid_from IS NOT NULL AND valid_to IS NULL"
+
 # A config's current catalogue as (sku, price), the o of DIFF. Parameter: the config.
-CATALOGUE_PRICES = (
-    f"SELECT sku, price FROM {CatalogueEntry._meta.db_table} "
-    "WHERE config_id = %s AND valid_to IS NULL"
-)
+CATALOGUE_PRICES = f"SELECT sku, price FROM {ITEMS} WHERE {_CURRENT}"
 
 # For the diff's transaction (PostgreSQL): two imports of a million rows hash in ~100 MB,
 # and at the default 4 MB the join and sorts spill to disk in batches.
@@ -148,12 +151,11 @@ DIFF_ROWS = """
 
 # -- the catalogue (pricefeed.catalogue) --------------------------------------------------
 
-ENTRIES = CatalogueEntry._meta.db_table
-_ENTRY_COLUMNS = "sku, name, price, currency, quantity, row_number"
+_ENTRY_COLUMNS = "id, sku, name, price, currency, quantity"
 
-# An import's rows with the columns of an entry: as stored (no SKU repeats), or its last
-# row per SKU (PostgreSQL, then any database), as ITEMS_* above. Parameters: the key
-# range of the import.
+# An import's rows with the columns the catalogue compares: as stored (no SKU repeats),
+# or its last row per SKU (PostgreSQL, then any database), as ITEMS_* above.
+# Parameters: the key range of the import.
 ENTRY_ROWS_AS_STORED = f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
 ENTRY_ROWS_LAST_PER_SKU_PG = (
     f'SELECT DISTINCT ON (sku COLLATE "C") {_ENTRY_COLUMNS} FROM {ITEMS} '
@@ -165,38 +167,65 @@ ENTRY_ROWS_LAST_PER_SKU = (
 )
 
 # Imports of one config take turns at its catalogue; the moment after the lock is
-# granted is when it changes (database time).
-CONFIG_LOCK = f"SELECT 1 FROM {PriceListConfig._meta.db_table} WHERE id = %s FOR UPDATE"
+# granted is when it changes (database time). NO KEY UPDATE: an import of the config
+# being recorded meanwhile (its foreign key's KEY SHARE lock) does not wait for it.
+CONFIG_LOCK = f"SELECT 1 FROM {PriceListConfig._meta.db_table} WHERE id = %s FOR NO KEY UPDATE"
 CLOCK = "SELECT clock_timestamp()"
+
+# Whether the config has a current entry. Parameter: the config.
+CATALOGUE_ANY = f"SELECT EXISTS (SELECT 1 FROM {ITEMS} WHERE {_CURRENT})"
 
 # The current entries of SKUs the import lists with another value: ended (a join, so
 # that PostgreSQL hashes one side: an EXISTS inside an OR was a nested loop, 100k x 100k).
+# Parameters: the moment, the import, the key range, the config.
 CATALOGUE_END_CHANGED = f"""
-    UPDATE {ENTRIES} SET valid_to = %s, ended_by_id = %s
+    UPDATE {ITEMS} SET valid_to = %s, ended_by_id = %s
     FROM ({{new}}) AS n
-    WHERE {ENTRIES}.config_id = %s AND {ENTRIES}.valid_to IS NULL AND n.sku = {ENTRIES}.sku
-      AND (n.price IS DISTINCT FROM {ENTRIES}.price
-           OR n.name IS DISTINCT FROM {ENTRIES}.name
-           OR n.currency IS DISTINCT FROM {ENTRIES}.currency
-           OR n.quantity IS DISTINCT FROM {ENTRIES}.quantity)
+    WHERE {ITEMS}.config_id = %s AND {ITEMS}.valid_from IS NOT NULL
+      AND {ITEMS}.valid_to IS NULL AND n.sku = {ITEMS}.sku
+      AND (n.price IS DISTINCT FROM {ITEMS}.price
+           OR n.name IS DISTINCT FROM {ITEMS}.name
+           OR n.currency IS DISTINCT FROM {ITEMS}.currency
+           OR n.quantity IS DISTINCT FROM {ITEMS}.quantity)
 """
 
 # A snapshot's: the current entries of SKUs it does not list, unless the SKU is one of
-# its unreadable rows (an anti-join).
+# its unreadable rows (an anti-join). Parameters: the moment, the import, the config,
+# the key range, those of kept.
 CATALOGUE_END_REMOVED = f"""
-    UPDATE {ENTRIES} SET valid_to = %s, ended_by_id = %s
-    WHERE config_id = %s AND valid_to IS NULL
-      AND NOT EXISTS (SELECT 1 FROM ({{new}}) AS n WHERE n.sku = {ENTRIES}.sku)
-      AND NOT EXISTS (SELECT 1 FROM ({{kept}}) AS k WHERE k.sku = {ENTRIES}.sku)
+    UPDATE {ITEMS} SET valid_to = %s, ended_by_id = %s
+    WHERE {_CURRENT}
+      AND NOT EXISTS (SELECT 1 FROM ({{new}}) AS n WHERE n.sku = {ITEMS}.sku)
+      AND NOT EXISTS (SELECT 1 FROM ({{kept}}) AS k WHERE k.sku = {ITEMS}.sku)
 """
 
-# An entry for each SKU of the import with no current entry (added, or just ended).
+# The import's row of each SKU with no current entry (added, or just ended): made
+# current (within the import's key range: the items table holds every import's rows).
+# Parameters: the moment, the key range twice, the config.
 CATALOGUE_ADD = f"""
-    INSERT INTO {ENTRIES}
-        (config_id, sku, name, price, currency, quantity, row_number, price_import_id,
-         valid_from)
-    SELECT %s, n.sku, n.name, n.price, n.currency, n.quantity, n.row_number, %s, %s
-    FROM ({{new}}) AS n
-    WHERE NOT EXISTS (SELECT 1 FROM {ENTRIES} c
-                      WHERE c.config_id = %s AND c.sku = n.sku AND c.valid_to IS NULL)
+    UPDATE {ITEMS} SET valid_from = %s
+    WHERE {_OF_IMPORT} AND id IN (SELECT n.id FROM ({{new}}) AS n
+                 WHERE NOT EXISTS (SELECT 1 FROM {ITEMS} c
+                                   WHERE c.config_id = %s AND c.sku = n.sku
+                                     AND c.valid_from IS NOT NULL AND c.valid_to IS NULL))
 """
+
+# A first list stored current (ItemWriter): the SKUs it listed more than once are
+# current in their first row; their last one is made so instead, as in every other
+# import. Parameters: the key range and the SKUs, twice, then the moment.
+FIRST_LIST_REPEATS = f"""
+    UPDATE {ITEMS} SET valid_from = NULL
+    WHERE {_OF_IMPORT} AND valid_from IS NOT NULL AND sku = ANY(%s)
+"""
+FIRST_LIST_LAST_ROWS = f"""
+    UPDATE {ITEMS} SET valid_from = %s
+    WHERE id IN (SELECT DISTINCT ON (sku COLLATE "C") id FROM {ITEMS}
+                 WHERE {_OF_IMPORT} AND sku = ANY(%s) ORDER BY sku COLLATE "C", id DESC)
+"""
+
+# An import deleted: the entries it ended forget it (PriceItem.ended_by has no database
+# foreign key). Parameters: the config, the import.
+FORGET_ENDED_BY = (
+    f"UPDATE {ITEMS} SET ended_by_id = NULL "
+    "WHERE config_id = %s AND valid_to IS NOT NULL AND ended_by_id = %s"
+)

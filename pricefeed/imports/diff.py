@@ -24,6 +24,7 @@ def diff(
     repeated_skus: bool = True,
     rows_digest: str | None = None,
     unreadable: list[str] | None = None,
+    empty: bool = False,
 ) -> dict:
     """Added, removed and re-priced SKUs against the config's current catalogue
     (pricefeed.catalogue), and the re-priced ones that jumped by more than the config's
@@ -38,12 +39,18 @@ def diff(
     False) is joined as it is, without sorting it first. When the current catalogue is
     exactly a SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their
     SKUs and prices are the same and nothing is read: a supplier often sends the same
-    list again.
+    list again. ``empty``: the catalogue was empty (the rows were stored current), so
+    every row is added.
     """
     config = price_import.config
     previous = catalogue.current_import(config.pk)
-    if previous is None:
-        return {"previous_import": None, "added": rows_ok, "removed": 0, "changed": 0}
+    if previous is None or empty:
+        return {
+            "previous_import": previous and previous.pk,
+            "added": rows_ok,
+            "removed": 0,
+            "changed": 0,
+        }
     snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT
     counts = {"added": 0, "removed": 0, "changed": 0, "jump": 0, "unreadable": 0}
     samples: dict[str, list] = {kind: [] for kind in counts}

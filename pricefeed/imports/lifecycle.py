@@ -10,7 +10,8 @@ go to ``rows_read`` every few seconds on a connection of their own (progress.py)
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -146,10 +147,15 @@ def _parse_and_store(
     limits = parse_limits()
     try:
         with transaction.atomic(durable=True):
+            # A config's first list is made current as it is stored (pricefeed.catalogue).
+            first_list = catalogue.first_list_start(price_import.config_id)
             with (
                 metrics.IMPORT_PARSE.time(),
                 item_writer(
-                    price_import.pk, progress.read if progress is not None else None
+                    price_import.pk,
+                    price_import.config_id,
+                    progress.read if progress is not None else None,
+                    current_from=first_list,
                 ) as writer,
             ):
                 parsed = parsing.parse(data, options, limits, sink=writer)
@@ -167,6 +173,8 @@ def _parse_and_store(
                 rows_digest=writer.digest,
                 # The same rows read in another mode do not make the same catalogue.
                 catalogue_digest=f"{price_import.config.mode}:{writer.catalogue_digest}",
+                first_list=first_list,
+                again=writer.current_again,
             )
     except _Discard as discard:
         return _store(price_import, worker, discard.parsed, fingerprint)
@@ -229,7 +237,7 @@ def _store(
     status, reason = verdict(price_import.config, parsed)
     with transaction.atomic(durable=True):
         if status != Status.FAILED and parsed.rows:
-            insert_items(price_import.pk, parsed.rows)
+            insert_items(price_import.pk, parsed.rows, price_import.config_id)
         _finish(price_import, worker, parsed, status, reason, fingerprint, repeated_skus=True)
     _log_finished(price_import, status, parsed)
     return status
@@ -246,11 +254,14 @@ def _finish(
     repeated_skus: bool,
     rows_digest: str | None = None,
     catalogue_digest: str | None = None,
+    first_list: datetime | None = None,
+    again: Collection[str] = (),
 ) -> None:
     """Diff, counts, status and the outbox event; inside the caller's transaction, after
     the rows are stored. ``repeated_skus`` is False only when no SKU repeats;
     ``rows_digest`` and ``catalogue_digest`` are ItemWriter's digests of the stored rows,
-    None when not known."""
+    None when not known; ``first_list``: the moment the rows were stored current from
+    (catalogue.first_list_start), ``again`` the SKUs they listed more than once."""
     errors = [{"row": row, "error": text} for row, text in parsed.errors[:1000]]
     info = {
         "sheet": parsed.sheet,
@@ -275,7 +286,12 @@ def _finish(
     }
     changes: dict = {}
     review: dict = {}
-    if status != Status.FAILED:
+    if status != Status.FAILED and first_list is not None:
+        # Into an empty catalogue: everything is added, and already current.
+        info["unreadable_skus"] = []
+        changes = diff(price_import, parsed.rows_ok, empty=True)
+        catalogue.first_list_done(price_import, at=first_list, again=sorted(again))
+    elif status != Status.FAILED:
         # The config's catalogue is compared with, and changed, by one import at a time.
         at = catalogue.config_lock(price_import.config_id)
         unreadable = _unreadable_skus(parsed) if status == Status.PARTIAL else []

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from itertools import islice, repeat
 from operator import itemgetter, lt
 
@@ -21,62 +22,96 @@ _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\
 _COPY_CHUNK = 20_000
 
 
-def _copy_text(import_id: int, rows: list[tuple]) -> str:
+class Ends:
+    """The last two fields of every COPY line of an import's items, config_id and
+    valid_from, with the newline: ``stored`` for an item that is not (yet) current,
+    ``current`` for one made current as it is stored (the first list of a config whose
+    catalogue is empty; ``moment`` is then the time it became current)."""
+
+    def __init__(self, config_id: int, moment: datetime | None = None) -> None:
+        self.stored = f"\t{config_id}\t{_NULL}\n"
+        self.current = f"\t{config_id}\t{moment.isoformat(sep=' ')}\n" if moment else self.stored
+
+
+def _copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> str:
     """Rows as COPY text-format lines: formatting lines here is ~5x faster than letting
-    the driver adapt every value of every row.
+    the driver adapt every value of every row. ``ends``: each line's end (Ends), or one
+    for all.
 
     One f-string per row without escaping first; the chunk is used as is when it holds
-    exactly 6 tabs and 1 newline per row and no backslash or carriage return (no text
-    field held one: nearly always), else it is made again with every text escaped.
-    Prices are never None; a None quantity prints as "None" at the end of its line and
+    exactly 9 tabs and 1 newline per row, no carriage return and no backslash but those
+    of the line ends' \\N (no text field held one: nearly always), else it is made
+    again with every text escaped.
+    Prices are never None; a None quantity prints as "None" before its line's end and
     becomes \\N. ``!s`` calls str() directly: half the time of Decimal.__format__.
     """
     key = item_key(import_id, 0)
     if rows:
         item_key(import_id, rows[-1][0])  # rows come in file order: the last is in range
     prefix = f"\t{import_id}\t"
+    each = repeat(ends) if isinstance(ends, str) else ends
     text = "".join(
         [
             f"{key + row_number}{prefix}{row_number}\t{sku}\t{name}\t{price!s}\t{currency}\t"
-            f"{quantity!s}\n"
-            for row_number, sku, name, price, currency, quantity in rows
+            f"{quantity!s}{end}"
+            for (row_number, sku, name, price, currency, quantity), end in zip(
+                rows, each, strict=False
+            )
         ]
     )
-    if _copy_safe(text, len(rows)):
-        return text.replace("\tNone\n", "\t\\N\n")
-    null = "\\N"
+    if _copy_safe(text, len(rows), _backslashes(ends, len(rows))):
+        for end in {ends} if isinstance(ends, str) else set(ends):
+            text = text.replace(f"\tNone{end}", f"\t{_NULL}{end}")
+        return text
+    null = _NULL
+    each = repeat(ends) if isinstance(ends, str) else ends
     return "".join(
         [
             f"{key + row_number}{prefix}{row_number}\t{sku.translate(_COPY_ESCAPES)}\t"
             f"{name.translate(_COPY_ESCAPES)}\t{null if price is None else price}\t"
-            f"{currency.translate(_COPY_ESCAPES)}\t{null if quantity is None else quantity}\n"
-            for row_number, sku, name, price, currency, quantity in rows
+            f"{currency.translate(_COPY_ESCAPES)}\t{null if quantity is None else quantity}"
+            f"{end}"
+            for (row_number, sku, name, price, currency, quantity), end in zip(
+                rows, each, strict=False
+            )
         ]
     )
 
 
-def _copy_safe(text: str, rows: int) -> bool:
-    """Whether unescaped COPY lines are exactly ``rows`` lines of 8 fields: no text field
-    held a tab, newline, carriage return or backslash."""
+def _copy_safe(text: str, rows: int, backslashes: int) -> bool:
+    """Whether unescaped COPY lines are exactly ``rows`` lines of 10 fields: no text
+    field held a tab, newline, carriage return or backslash (``backslashes``: those of
+    the \\N the lines were given for their empty values)."""
     return (
-        text.count("\t") == 7 * rows
+        text.count("\t") == 9 * rows
         and text.count("\n") == rows
-        and "\\" not in text
+        and text.count("\\") == backslashes
         and "\r" not in text
     )
 
 
-def _block_copy_text(import_id: int, block: parsing.RowBlock) -> str:
+def _backslashes(ends: Sequence[str] | str, rows: int) -> int:
+    """The backslashes of the lines' ends (Ends.stored's \\N)."""
+    if isinstance(ends, str):
+        return ends.count("\\") * rows
+    return sum(map(str.count, ends, repeat("\\")))
+
+
+def _block_copy_text(import_id: int, block: parsing.RowBlock, ends: Sequence[str] | str) -> str:
     """A RowBlock as COPY text-format lines, joined a column at a time (a third of the
     time of formatting row tuples). Checked as in _copy_text: made again with every
     text escaped when some text holds a tab, newline, carriage return or backslash."""
-    text = _block_lines(import_id, block, escape=False)
-    if _copy_safe(text, len(block)):
+    text = _block_lines(import_id, block, ends, escape=False)
+    quantities = block.quantities
+    nulls = len(block) if quantities is None else quantities.count(None)
+    if _copy_safe(text, len(block), _backslashes(ends, len(block)) + nulls):
         return text
-    return _block_lines(import_id, block, escape=True)
+    return _block_lines(import_id, block, ends, escape=True)
 
 
-def _block_lines(import_id: int, block: parsing.RowBlock, *, escape: bool) -> str:
+def _block_lines(
+    import_id: int, block: parsing.RowBlock, ends: Sequence[str] | str, *, escape: bool
+) -> str:
     def texts(value: Sequence[str] | str) -> Iterable[str]:
         if isinstance(value, str):
             return repeat(value.translate(_COPY_ESCAPES) if escape else value)
@@ -102,7 +137,10 @@ def _block_lines(import_id: int, block: parsing.RowBlock, *, escape: bool) -> st
         ),
     )
     # The lists end the lines; repeat() stands in for a value every row shares.
-    return "\n".join(map("\t".join, zip(*columns, strict=False))) + "\n"
+    lines = map("\t".join, zip(*columns, strict=False))
+    if isinstance(ends, str):  # each line's end holds its newline
+        return ends.join(lines) + ends
+    return "".join(map(str.__add__, lines, ends))
 
 
 _SKU = itemgetter(1)
@@ -116,7 +154,8 @@ _NULL_TEXT: dict[str | None, str] = {None: _NULL}
 
 class ItemWriter:
     """A sink for parse(): stores row tuples through ``write_rows`` and RowBlocks through
-    ``write_block``, and notes what the diff needs to know about them.
+    ``write_block`` (each with the ends of its COPY lines: Ends), and notes what the
+    diff and the catalogue need to know about them.
 
     ``repeated_skus``: while SKUs come in strictly ascending order (a cheap comparison
     of neighbours) none can repeat. Once one is out of order, the hashes of all SKUs
@@ -124,6 +163,12 @@ class ItemWriter:
     rows) are counted at the end; fewer distinct hashes than rows reads as a repeated
     SKU. The diff then reads each import's last row per SKU instead of its rows as they
     are, which is right whether or not one repeats: a hash collision only costs a sort.
+
+    ``ends``: with ``ends.current`` set apart from ``ends.stored`` (a config's first
+    list), each row is stored current unless its SKU came before in the file (its hash
+    was seen: while SKUs ascend, none was). The SKUs that came again are
+    ``current_again``: the catalogue then makes their last row the current one
+    (pricefeed.catalogue.first_list_done), which also mends a hash collision.
 
     ``digest``: a SHA-256 of the SKU and price sequence as stored. Two imports with the
     same digest hold the same SKUs with the same prices in the same order, so the diff
@@ -137,41 +182,48 @@ class ItemWriter:
 
     def __init__(
         self,
-        write_rows: Callable[[list[tuple]], None],
-        write_block: Callable[[parsing.RowBlock], None],
+        write_rows: Callable[[list[tuple], Sequence[str] | str], None],
+        write_block: Callable[[parsing.RowBlock, Sequence[str] | str], None],
         progress: Callable[[int], None] | None = None,
+        ends: Ends | None = None,
     ) -> None:
         self._write_rows = write_rows
         self._write_block = write_block
         self._progress = progress
+        self._ends = ends or Ends(0)
         self.rows = 0
         self._ascending = True
         self._last_sku: str | None = None
         self._hashes = array("q")
+        self._seen: set[int] | None = None
+        self.current_again: set[str] = set()
         self._sku_hash = hashlib.sha256()
         self._price_hash = hashlib.sha256()
         self._rest_hash = hashlib.sha256()
 
     def __call__(self, rows: list[tuple]) -> None:
+        ends: Sequence[str] | str = self._ends.stored
         if rows:
-            self._note(list(map(_SKU, rows)), list(map(str, map(_PRICE, rows))))
+            skus = list(map(_SKU, rows))
+            ends = self._note(skus, list(map(str, map(_PRICE, rows))))
             quantities = [("" if q is None else str(q)) for q in map(_QUANTITY, rows)]
             self._note_rest(list(map(_NAME, rows)), list(map(_CURRENCY, rows)), quantities)
-        self._write_rows(rows)
+        self._write_rows(rows, ends)
         if rows and self._progress is not None:
             self._progress(len(rows))
 
     def take_block(self, block: parsing.RowBlock) -> None:
-        self._note(block.skus, block.prices)
+        ends = self._note(block.skus, block.prices)
         quantities = (
             [""] * len(block) if block.quantities is None else [q or "" for q in block.quantities]
         )
         self._note_rest(block.names, block.currencies, quantities, rows=len(block))
-        self._write_block(block)
+        self._write_block(block, ends)
         if self._progress is not None:
             self._progress(len(block))
 
-    def _note(self, skus: Sequence[str], prices: Sequence[str]) -> None:
+    def _note(self, skus: Sequence[str], prices: Sequence[str]) -> Sequence[str] | str:
+        """Notes the SKUs and prices of a list or block; returns its lines' ends."""
         self.rows += len(skus)
         # Escaped, a SKU holds no newline: the joined text splits back into the same
         # SKUs, and the digest of one sequence is never that of another.
@@ -180,13 +232,34 @@ class ItemWriter:
             sku_text = "\n".join(sku.translate(_COPY_ESCAPES) for sku in skus) + "\n"
         self._sku_hash.update(sku_text.encode())
         self._price_hash.update(("\n".join(prices) + "\n").encode())
-        self._hashes.extend(map(hash, skus))
+        hashes = list(map(hash, skus))
         if self._ascending:
             last = self._last_sku
             if (last is None or last < skus[0]) and all(map(lt, skus, islice(skus, 1, None))):
                 self._last_sku = skus[-1]
             else:
                 self._ascending = False
+                if self._ends.current is not self._ends.stored:
+                    self._seen = set(self._hashes)
+        self._hashes.extend(hashes)
+        if self._seen is None:
+            return self._ends.current
+        return self._first_seen(skus, hashes)
+
+    def _first_seen(self, skus: Sequence[str], hashes: list[int]) -> list[str]:
+        """Each row's end: current unless its SKU's hash was seen before."""
+        seen, again = self._seen, self.current_again
+        assert seen is not None
+        current, stored = self._ends.current, self._ends.stored
+        ends = []
+        for sku, h in zip(skus, hashes, strict=True):
+            if h in seen:
+                again.add(sku)
+                ends.append(stored)
+            else:
+                seen.add(h)
+                ends.append(current)
+        return ends
 
     def _note_rest(
         self,
@@ -219,19 +292,30 @@ class ItemWriter:
 
 @contextlib.contextmanager
 def item_writer(
-    import_id: int, progress: Callable[[int], None] | None = None
+    import_id: int,
+    config_id: int,
+    progress: Callable[[int], None] | None = None,
+    *,
+    current_from: datetime | None = None,
 ) -> Iterator[ItemWriter]:
     """A sink for parse(): on PostgreSQL each list of rows goes into one open COPY as it
     comes, through a CopyFeeder (the server stores it while Python reads on); elsewhere
     rows are collected and inserted in batches when the block ends. Inside the caller's
     transaction, which a failed COPY leaves to be rolled back (the connection stays
     usable); the driver's errors come out as Django's (django.db.DataError, ...).
-    ``progress`` is told the rows of each list or block handed over (ItemWriter)."""
+    ``progress`` is told the rows of each list or block handed over (ItemWriter).
+    ``current_from`` (PostgreSQL): the rows are made current in the config's catalogue
+    from that moment as they are stored, the first row of each SKU (ItemWriter)."""
     if not postgresql():
         collected: list[tuple] = []
-        yield ItemWriter(collected.extend, lambda block: collected.extend(block.rows()), progress)
-        insert_items(import_id, collected)
+        yield ItemWriter(
+            lambda rows, ends: collected.extend(rows),
+            lambda block, ends: collected.extend(block.rows()),
+            progress,
+        )
+        insert_items(import_id, collected, config_id)
         return
+    ends = Ends(config_id, current_from)
     # The COPY runs on the driver's cursor: its errors are made Django's here (a value
     # the server refuses is a django.db.DataError, a permanent error for the import).
     with connection.wrap_database_errors, connection.cursor() as cursor:
@@ -239,34 +323,43 @@ def item_writer(
             # The server stores one chunk while the parser reads the next.
             feeder = CopyFeeder(copy.write)
 
-            def write_rows(rows: list[tuple]) -> None:
+            def write_rows(rows: list[tuple], line_ends: Sequence[str] | str) -> None:
                 for start in range(0, len(rows), _COPY_CHUNK):
-                    feeder.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))
+                    chunk_ends = (
+                        line_ends
+                        if isinstance(line_ends, str)
+                        else line_ends[start : start + _COPY_CHUNK]
+                    )
+                    feeder.write(
+                        _copy_text(import_id, rows[start : start + _COPY_CHUNK], chunk_ends)
+                    )
 
-            def write_block(block: parsing.RowBlock) -> None:
-                feeder.write(_block_copy_text(import_id, block))
+            def write_block(block: parsing.RowBlock, line_ends: Sequence[str] | str) -> None:
+                feeder.write(_block_copy_text(import_id, block, line_ends))
 
             try:
-                yield ItemWriter(write_rows, write_block, progress)
+                yield ItemWriter(write_rows, write_block, progress, ends)
             except BaseException:
                 feeder.abandon()
                 raise
             feeder.close()
 
 
-def insert_items(import_id: int, rows: list[tuple]) -> None:
-    """Stores rows with COPY on PostgreSQL, in batches elsewhere."""
+def insert_items(import_id: int, rows: list[tuple], config_id: int) -> None:
+    """Stores rows, not current, with COPY on PostgreSQL, in batches elsewhere."""
     if postgresql():
+        ends = Ends(config_id).stored
         with connection.wrap_database_errors, connection.cursor() as cursor:
             with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
                 for start in range(0, len(rows), _COPY_CHUNK):
-                    copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK]))
+                    copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK], ends))
         return
     PriceItem.objects.bulk_create(
         (
             PriceItem(
                 id=item_key(import_id, row_number),
                 price_import_id=import_id,
+                config_id=config_id,
                 row_number=row_number,
                 sku=sku,
                 name=name,

@@ -67,7 +67,7 @@ def make_import(config: PriceListConfig, rows) -> PriceImport:
         rows_total=len(rows),
         rows_ok=len(rows),
     )
-    insert_items(price_import.pk, [(n, *row) for n, row in enumerate(rows, 2)])
+    insert_items(price_import.pk, [(n, *row) for n, row in enumerate(rows, 2)], config.pk)
     return price_import
 
 

@@ -24,8 +24,8 @@ def test_a_value_the_database_refuses_fails_the_import_at_once_and_the_next_one_
     refuse = [True]
 
     def with_a_long_sku(make_text):
-        def make(import_id, rows):
-            text = make_text(import_id, rows)
+        def make(import_id, rows, ends):
+            text = make_text(import_id, rows, ends)
             if not refuse[0]:
                 return text
             first, newline, rest = text.partition("\n")

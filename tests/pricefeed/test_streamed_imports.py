@@ -223,7 +223,7 @@ def test_the_same_rows_again_diff_empty_without_joining_the_imports(mailbox, con
     ],
 )
 def test_the_item_writer_tells_repeated_skus(chunks, repeated):
-    writer = storage.ItemWriter(lambda rows: None, lambda block: None)
+    writer = storage.ItemWriter(lambda rows, ends: None, lambda block, ends: None)
     for number, skus in enumerate(chunks):
         writer([(number, sku, "", Decimal(1), "RUB", None) for sku in skus])
     assert writer.repeated_skus is repeated
@@ -231,7 +231,7 @@ def test_the_item_writer_tells_repeated_skus(chunks, repeated):
 
 def test_the_rows_digest_tells_sku_and_price_sequences_apart():
     def digest(rows) -> str:
-        writer = storage.ItemWriter(lambda rows: None, lambda block: None)
+        writer = storage.ItemWriter(lambda rows, ends: None, lambda block, ends: None)
         for chunk in rows:
             writer([(1, sku, "", Decimal(price), "", None) for sku, price in chunk])
         return writer.digest
@@ -271,9 +271,9 @@ def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_fails_the_import_
     real = storage._block_copy_text
     blocks = []
 
-    def one_bad_block(import_id, block):
+    def one_bad_block(import_id, block, ends):
         blocks.append(block)
-        text = real(import_id, block)
+        text = real(import_id, block, ends)
         return text.replace("\t", "\tnot-a-number\t", 1) if len(blocks) == 3 else text
 
     monkeypatch.setattr(storage, "_block_copy_text", one_bad_block)

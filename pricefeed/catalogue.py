@@ -240,6 +240,47 @@ def kept_skus(skus: Sequence[str]) -> tuple[str, list[Any]]:
     return "SELECT value AS sku FROM json_each(%s)", [json.dumps(list(skus))]
 
 
+def compare(
+    price_import: PriceImport, *, repeated_skus: bool = True, unreadable: Sequence[str] | None = ()
+) -> None:
+    """Finds every difference between the import's rows and its config's current
+    catalogue, in one hash join, into a temporary table (sql.COMPARE) that the diff
+    (imports.diff) and catalogue_apply read; inside the caller's transaction, after the
+    rows are stored, with the config locked (config_lock). A snapshot's ``unreadable``
+    SKUs keep their value; None: more rows were unreadable than were kept, and the
+    import removes nothing."""
+    config = price_import.config
+    removing = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
+    new, keys = _new_rows(price_import.pk, repeated_skus)
+    kept, kept_params = kept_skus(unreadable or ())
+    on_postgresql = postgresql()
+    query = sql.COMPARE.format(
+        on_commit=sql.COMPARE_ON_COMMIT_PG if on_postgresql else "",
+        new=new,
+        old=sql.CATALOGUE_CURRENT,
+        kept=kept,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql.COMPARED_DROP)
+        if on_postgresql:
+            # The rows were COPYed in this transaction and the catalogue may have been
+            # empty at the last ANALYZE: without statistics the planner took a nested
+            # loop of 100k x 100k rows (minutes), or a merge join that sorts both sides;
+            # hashed, a million take about a second.
+            cursor.execute(sql.DIFF_WORK_MEM)
+            cursor.execute(sql.DIFF_NO_MERGE_JOIN)
+            cursor.execute("SET LOCAL enable_nestloop = off")
+            # Compiling the join's expressions cost more than it saved (~0.3 s).
+            cursor.execute("SET LOCAL jit = off")
+        cursor.execute(query, [*keys, config.pk, *kept_params, removing])
+        if on_postgresql:
+            # The rest of the transaction as usual: the few rows kept are found by key.
+            cursor.execute("RESET enable_nestloop")
+            cursor.execute("RESET enable_mergejoin")
+            cursor.execute("RESET jit")
+            cursor.execute(f"ANALYZE {sql.COMPARED}")
+
+
 def catalogue_apply(
     price_import: PriceImport,
     *,
@@ -248,43 +289,40 @@ def catalogue_apply(
     unreadable: Sequence[str] | None = (),
     current: int | None = None,
     digest: str | None = None,
+    compared: bool = False,
 ) -> None:
     """Makes the import's rows current in its config's catalogue at ``at`` (the time
-    config_lock returned), inside the caller's transaction, after its rows are stored.
-    A snapshot's ``unreadable`` SKUs keep their value; None: more rows were unreadable
-    than were kept, and the import removes nothing. ``current``: the size of the
+    config_lock returned), inside the caller's transaction, after its rows are stored:
+    the entries it changes or removes are ended and its rows that add or change a SKU
+    become current. ``unreadable`` as for compare(); ``current``: the size of the
     catalogue, when the caller counted it (an empty one is only added to); ``digest``:
     the import's catalogue digest (imports.storage.ItemWriter), with which the same
-    list again writes nothing."""
-    config = price_import.config
-    snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
-    if same_list(config, digest, unreadable):
+    list again writes nothing; ``compared``: compare() was called for it in this
+    transaction."""
+    if same_list(price_import.config, digest, unreadable):
         PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
         return
-    new, keys = _new_rows(price_import.pk, repeated_skus)
     # As the ORM stores a time (SQLite: text without the offset), so that the ORM's
     # comparisons with it hold.
     moment = connection.ops.adapt_datetimefield_value(at)
-    kept, kept_params = kept_skus(unreadable or ())
     with connection.cursor() as cursor:
-        if postgresql():
-            # The rows were COPYed in this transaction and the catalogue may have been
-            # empty at the last ANALYZE: without statistics the planner took a nested
-            # loop of 100k x 100k rows (minutes); hashed, a million take about a second.
-            cursor.execute("SET LOCAL enable_nestloop = off")
-        if current != 0:  # an empty catalogue has nothing to end
-            cursor.execute(
-                sql.CATALOGUE_END_CHANGED.format(new=new),
-                [moment, price_import.pk, *keys, config.pk],
-            )
-        if snapshot and current != 0:
-            cursor.execute(
-                sql.CATALOGUE_END_REMOVED.format(new=new, kept=kept),
-                [moment, price_import.pk, config.pk, *keys, *kept_params],
-            )
-        cursor.execute(sql.CATALOGUE_ADD.format(new=new), [moment, *keys, *keys, config.pk])
-        if postgresql():
-            cursor.execute("RESET enable_nestloop")  # the rest of the transaction: as usual
+        if current == 0:  # nothing to end or compare with
+            new, keys = _new_rows(price_import.pk, repeated_skus)
+            cursor.execute(sql.CATALOGUE_ADD_ALL.format(new=new), [moment, *keys, *keys])
+        else:
+            if not compared:
+                compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
+            if postgresql():
+                # A few rows, found by key: with statistics from before the COPY the
+                # planner hashed them and read the whole items table (every import's).
+                cursor.execute("SET LOCAL enable_hashjoin = off")
+                cursor.execute("SET LOCAL enable_mergejoin = off")
+            # Ended first: the rows replacing them may then be current (one per SKU).
+            cursor.execute(sql.CATALOGUE_END, [moment, price_import.pk])
+            cursor.execute(sql.CATALOGUE_ADD, [moment])
+            if postgresql():
+                cursor.execute("RESET enable_hashjoin")
+                cursor.execute("RESET enable_mergejoin")
     PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
 
 

@@ -19,88 +19,31 @@ COPY_ITEM_COLUMNS = (
 # Streams an import's rows into the items table (COPY text format).
 COPY_ITEMS = f"COPY {ITEMS} ({COPY_ITEM_COLUMNS}) FROM STDIN"
 
-# An import's (sku, price) rows as stored: for an import no SKU of which repeats.
-ITEMS_AS_STORED = f"SELECT sku, price FROM {ITEMS} WHERE {_OF_IMPORT}"
-
-# An import's last row per SKU (PostgreSQL): "C" collation, because byte order is all
-# DISTINCT ON needs and it sorts several times faster than a linguistic collation.
-ITEMS_LAST_PER_SKU_PG = (
-    f'SELECT DISTINCT ON (sku COLLATE "C") sku, price FROM {ITEMS} '
-    f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
-)
-
-# An import's last row per SKU (any database).
-ITEMS_LAST_PER_SKU = (
-    f"SELECT sku, price FROM {ITEMS} WHERE id IN "
-    f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
-)
-
-# The diff of an import's items (n) against its config's catalogue (o), each a query of
-# (sku, price), and k the SKUs of the import's unreadable rows: d holds one row per
-# difference ("added"; "removed" unless delta mode, or "unreadable" when the SKU is one
-# of k; "changed") and e adds a "jump" row for each change of more than the config's
-# share. The result is the count of each kind (sku NULL) followed by the first
-# ``sample`` SKUs of each kind with their old and new prices. Parameters: those of n, o
-# and k, whether a missing SKU counts as removed, the jump share in percent.
-DIFF = """
-    WITH n AS ({new}), o AS ({old}), k AS ({kept}),
-    d AS (
-        SELECT CASE WHEN o.sku IS NULL THEN 'added'
-                    WHEN n.sku IS NULL AND o.sku IN (SELECT * FROM k) THEN 'unreadable'
-                    WHEN n.sku IS NULL THEN 'removed'
-                    ELSE 'changed' END AS kind,
-               COALESCE(n.sku, o.sku) AS sku, o.price AS old, n.price AS new
-        FROM n FULL JOIN o ON o.sku = n.sku
-        WHERE o.sku IS NULL OR (n.sku IS NULL AND %s)
-           OR (n.sku IS NOT NULL AND o.sku IS NOT NULL
-               AND (n.price <> o.price OR (n.price IS NULL) <> (o.price IS NULL)))
-    ),
-    e AS (
-        SELECT kind, sku, old, new FROM d
-        UNION ALL
-        SELECT 'jump', sku, old, new FROM d
-        WHERE kind = 'changed' AND (old = 0 OR ABS(new - old) * 100 > ABS(old) * %s)
-    )
-    SELECT kind, COUNT(*), NULL, NULL, NULL FROM e GROUP BY kind
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
-                             WHERE kind = 'added' LIMIT {sample}) a
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
-                             WHERE kind = 'removed' LIMIT {sample}) r
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
-                             WHERE kind = 'changed' LIMIT {sample}) c
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
-                             WHERE kind = 'jump' LIMIT {sample}) j
-    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
-                             WHERE kind = 'unreadable' LIMIT {sample}) u
-"""
-
 # A config's current entries (pricefeed.catalogue: items that became current and were
 # not ended since), the condition of the items table's current-entry index.
 _CURRENT = "config_id = %s AND valid_from IS NOT NULL AND valid_to IS NULL"
 
-# A config's current catalogue as (sku, price), the o of DIFF. Parameter: the config.
-CATALOGUE_PRICES = f"SELECT sku, price FROM {ITEMS} WHERE {_CURRENT}"
 
-# For the diff's transaction (PostgreSQL): two imports of a million rows hash in ~100 MB,
+# For COMPARE (PostgreSQL): two imports of a million rows hash in ~100 MB,
 # and at the default 4 MB the join and sorts spill to disk in batches.
 DIFF_WORK_MEM = "SET LOCAL work_mem = '256MB'"
 
-# For the diff's transaction (PostgreSQL): the rows COPYed in it have no statistics yet,
+# For COMPARE (PostgreSQL): the rows COPYed in it have no statistics yet,
 # and the planner then picked a merge join that sorts both imports by SKU in the
 # database's collation (2.7 s for 1M x 1M against 1.7 s hashed).
 DIFF_NO_MERGE_JOIN = "SET LOCAL enable_mergejoin = off"
 
 # -- exports (pricefeed.exports) ----------------------------------------------------------
 
-# The columns the diff export reads of an import's items: those of DIFF's n, and what
-# a person reading the list needs besides.
+# The columns the diff export reads of an import's items: those COMPARE's n compares,
+# and what a person reading the list needs besides.
 _EXPORT_COLUMNS = "id, sku, name, price, currency"
 
-# An import's items as stored, for the diff export: see ITEMS_AS_STORED.
+# An import's items as stored, for the diff export: see ENTRY_ROWS_AS_STORED.
 EXPORT_ITEMS_AS_STORED = f"SELECT {_EXPORT_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
 
 # An import's last item per SKU (PostgreSQL), for the diff export: see
-# ITEMS_LAST_PER_SKU_PG.
+# ENTRY_ROWS_LAST_PER_SKU_PG.
 EXPORT_ITEMS_LAST_PER_SKU_PG = (
     f'SELECT DISTINCT ON (sku COLLATE "C") {_EXPORT_COLUMNS} FROM {ITEMS} '
     f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
@@ -112,7 +55,7 @@ EXPORT_ITEMS_LAST_PER_SKU = (
     f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
 )
 
-# A config's catalogue as it stood at a moment, for the diff export: the o of DIFF,
+# A config's catalogue as it stood at a moment, for the diff export: the o of COMPARE,
 # as it was when an import was compared with it. Parameters: the config, the moment
 # twice.
 EXPORT_CATALOGUE_AS_OF = (
@@ -175,39 +118,86 @@ CLOCK = "SELECT clock_timestamp()"
 # Whether the config has a current entry. Parameter: the config.
 CATALOGUE_ANY = f"SELECT EXISTS (SELECT 1 FROM {ITEMS} WHERE {_CURRENT})"
 
-# The current entries of SKUs the import lists with another value: ended (a join, so
-# that PostgreSQL hashes one side: an EXISTS inside an OR was a nested loop, 100k x 100k).
-# Parameters: the moment, the import, the key range, the config.
-CATALOGUE_END_CHANGED = f"""
-    UPDATE {ITEMS} SET valid_to = %s, ended_by_id = %s
-    FROM ({{new}}) AS n
-    WHERE {ITEMS}.config_id = %s AND {ITEMS}.valid_from IS NOT NULL
-      AND {ITEMS}.valid_to IS NULL AND n.sku = {ITEMS}.sku
-      AND (n.price IS DISTINCT FROM {ITEMS}.price
-           OR n.name IS DISTINCT FROM {ITEMS}.name
-           OR n.currency IS DISTINCT FROM {ITEMS}.currency
-           OR n.quantity IS DISTINCT FROM {ITEMS}.quantity)
+# Every difference between an import's rows (n: its last row per SKU, as ENTRY_ROWS_*)
+# and its config's current catalogue (o), in a temporary table, one row each: the SKU,
+# the item ids on either side, the old and new price, and its kind: "added"; "removed"
+# (a snapshot's: only when a missing SKU counts as removed), or "unreadable" when the
+# SKU is one of k, the SKUs of the import's unreadable rows; "changed" (the price);
+# "amended" (the same price, another name, currency or quantity). One hash full join
+# of the two; the diff's counts, the entries to end and the rows to make current are
+# then read from the few rows it keeps. Parameters: those of n, o and k, whether a
+# missing SKU counts as removed.
+COMPARED = "pricefeed_compared"
+COMPARE = f"""
+    CREATE TEMPORARY TABLE {COMPARED} {{on_commit}} AS
+    WITH n AS ({{new}}), o AS ({{old}}), k AS ({{kept}})
+    SELECT n.id AS new_id, o.id AS old_id, COALESCE(n.sku, o.sku) AS sku,
+           o.price AS old, n.price AS new,
+           CASE WHEN o.sku IS NULL THEN 'added'
+                WHEN n.sku IS NULL AND o.sku IN (SELECT * FROM k) THEN 'unreadable'
+                WHEN n.sku IS NULL THEN 'removed'
+                WHEN n.price <> o.price OR (n.price IS NULL) <> (o.price IS NULL)
+                    THEN 'changed'
+                ELSE 'amended' END AS kind
+    FROM n FULL JOIN o ON o.sku = n.sku
+    WHERE o.sku IS NULL OR (n.sku IS NULL AND %s)
+       OR (n.sku IS NOT NULL AND o.sku IS NOT NULL
+           AND (n.price IS DISTINCT FROM o.price OR n.name IS DISTINCT FROM o.name
+                OR n.currency IS DISTINCT FROM o.currency
+                OR n.quantity IS DISTINCT FROM o.quantity))
+"""
+COMPARE_ON_COMMIT_PG = "ON COMMIT DROP"
+COMPARED_DROP = f"DROP TABLE IF EXISTS {COMPARED}"
+
+# A config's current entries with the columns COMPARE reads, its o. Parameter: the
+# config.
+CATALOGUE_CURRENT = f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE {_CURRENT}"
+
+# The diff's figures from COMPARE's table: the count of each kind, and a "jump" for
+# each change of more than the config's share, followed by the first ``sample`` SKUs of
+# each kind (by SKU) with their old and new prices. Parameter: the jump share in
+# percent.
+DIFF = f"""
+    WITH d AS (SELECT kind, sku, old, new FROM {COMPARED} WHERE kind <> 'amended'),
+    e AS (
+        SELECT kind, sku, old, new FROM d
+        UNION ALL
+        SELECT 'jump', sku, old, new FROM d
+        WHERE kind = 'changed' AND (old = 0 OR ABS(new - old) * 100 > ABS(old) * %s)
+    )
+    SELECT kind, COUNT(*), NULL, NULL, NULL FROM e GROUP BY kind
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'added' ORDER BY sku LIMIT {{sample}}) a
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'removed' ORDER BY sku LIMIT {{sample}}) r
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'changed' ORDER BY sku LIMIT {{sample}}) c
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'jump' ORDER BY sku LIMIT {{sample}}) j
+    UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
+                             WHERE kind = 'unreadable' ORDER BY sku LIMIT {{sample}}) u
 """
 
-# A snapshot's: the current entries of SKUs it does not list, unless the SKU is one of
-# its unreadable rows (an anti-join). Parameters: the moment, the import, the config,
-# the key range, those of kept.
-CATALOGUE_END_REMOVED = f"""
+# The current entries the import changes or removes (COMPARE's): ended. Parameters:
+# the moment, the import.
+CATALOGUE_END = f"""
     UPDATE {ITEMS} SET valid_to = %s, ended_by_id = %s
-    WHERE {_CURRENT}
-      AND NOT EXISTS (SELECT 1 FROM ({{new}}) AS n WHERE n.sku = {ITEMS}.sku)
-      AND NOT EXISTS (SELECT 1 FROM ({{kept}}) AS k WHERE k.sku = {ITEMS}.sku)
+    WHERE id IN (SELECT old_id FROM {COMPARED}
+                 WHERE old_id IS NOT NULL AND kind <> 'unreadable')
 """
 
-# The import's row of each SKU with no current entry (added, or just ended): made
-# current (within the import's key range: the items table holds every import's rows).
-# Parameters: the moment, the key range twice, the config.
+# The import's rows that add or change a SKU (COMPARE's): made current, after the
+# entries they replace are ended. Parameter: the moment.
 CATALOGUE_ADD = f"""
     UPDATE {ITEMS} SET valid_from = %s
-    WHERE {_OF_IMPORT} AND id IN (SELECT n.id FROM ({{new}}) AS n
-                 WHERE NOT EXISTS (SELECT 1 FROM {ITEMS} c
-                                   WHERE c.config_id = %s AND c.sku = n.sku
-                                     AND c.valid_from IS NOT NULL AND c.valid_to IS NULL))
+    WHERE id IN (SELECT new_id FROM {COMPARED} WHERE new_id IS NOT NULL)
+"""
+
+# Into an empty catalogue: every row of the import that counts (ENTRY_ROWS_*) made
+# current. Parameters: the moment, the key range twice.
+CATALOGUE_ADD_ALL = f"""
+    UPDATE {ITEMS} SET valid_from = %s
+    WHERE {_OF_IMPORT} AND id IN (SELECT n.id FROM ({{new}}) AS n)
 """
 
 # A first list stored current (ItemWriter): the SKUs it listed more than once are

@@ -5,13 +5,11 @@ database in one join."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from django.db import connection
 
-from core.db import postgresql
 from pricefeed import catalogue, sql
-from pricefeed.models import PriceImport, PriceListConfig, item_key
+from pricefeed.models import PriceImport, PriceListConfig
 
 Status = PriceImport.Status
 DIFF_SAMPLE = 50
@@ -25,6 +23,7 @@ def diff(
     rows_digest: str | None = None,
     unreadable: list[str] | None = None,
     empty: bool = False,
+    compared: bool = False,
 ) -> dict:
     """Added, removed and re-priced SKUs against the config's current catalogue
     (pricefeed.catalogue), and the re-priced ones that jumped by more than the config's
@@ -33,14 +32,14 @@ def diff(
     value stays current). ``unreadable`` None: more unreadable rows than were kept, so
     nothing counts as removed.
 
-    Computed in the database after the rows are stored, in one hash full join: pulling a
-    million rows into Python took ~5 s. Within one file the last row of a repeated SKU
-    counts, as in the file; an import known to have no repeated SKU (``repeated_skus``
-    False) is joined as it is, without sorting it first. When the current catalogue is
-    exactly a SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their
-    SKUs and prices are the same and nothing is read: a supplier often sends the same
-    list again. ``empty``: the catalogue was empty (the rows were stored current), so
-    every row is added.
+    Read from catalogue.compare()'s table of differences (``compared``: it was filled
+    for this import in this transaction), made by the database in one hash join:
+    pulling a million rows into Python took ~5 s. Within one file the last row of a
+    repeated SKU counts, as in the file. When the current catalogue is exactly a
+    SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their SKUs and
+    prices are the same and nothing is read: a supplier often sends the same list
+    again. ``empty``: the catalogue was empty (the rows were stored current), so every
+    row is added.
     """
     config = price_import.config
     previous = catalogue.current_import(config.pk)
@@ -60,14 +59,17 @@ def diff(
         and previous.status == Status.SUCCEEDED
         and (previous.parse_info or {}).get("rows_digest") == rows_digest
     ):
-        _count(
-            price_import,
-            counts,
-            samples,
-            snapshot and unreadable is not None,
-            repeated_skus,
-            unreadable or [],
-        )
+        if not compared:
+            catalogue.compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql.DIFF.format(sample=DIFF_SAMPLE), [price_import.config.price_jump_percent]
+            )
+            for kind, count, sku, old, new_price in cursor.fetchall():
+                if sku is None:
+                    counts[kind] = count
+                else:
+                    samples[kind].append((sku, old, new_price))
     return {
         "previous_import": previous.pk,
         "added": counts["added"],
@@ -82,41 +84,6 @@ def diff(
         "changed_sample": _changes(samples["changed"]),
         "jumps_sample": _changes(samples["jump"]),
     }
-
-
-def _count(
-    price_import: PriceImport,
-    counts: dict[str, int],
-    samples: dict[str, list],
-    removing: bool,
-    repeated_skus: bool,
-    unreadable: list[str],
-) -> None:
-    on_postgresql = postgresql()
-    if not repeated_skus:
-        new = sql.ITEMS_AS_STORED
-    else:
-        new = sql.ITEMS_LAST_PER_SKU_PG if on_postgresql else sql.ITEMS_LAST_PER_SKU
-    kept, kept_params = catalogue.kept_skus(unreadable)
-    query = sql.DIFF.format(new=new, old=sql.CATALOGUE_PRICES, kept=kept, sample=DIFF_SAMPLE)
-    keys = [item_key(price_import.pk, 0), item_key(price_import.pk + 1, 0)]
-    params: list[Any] = [
-        *keys,
-        price_import.config_id,
-        *kept_params,
-        removing,
-        price_import.config.price_jump_percent,
-    ]
-    with connection.cursor() as cursor:
-        if on_postgresql:
-            cursor.execute(sql.DIFF_WORK_MEM)
-            cursor.execute(sql.DIFF_NO_MERGE_JOIN)
-        cursor.execute(query, params)
-        for kind, count, sku, old, new_price in cursor.fetchall():
-            if sku is None:
-                counts[kind] = count
-            else:
-                samples[kind].append((sku, old, new_price))
 
 
 def _changes(rows: list) -> list[dict]:

@@ -296,15 +296,21 @@ def _finish(
         at = catalogue.config_lock(price_import.config_id)
         unreadable = _unreadable_skus(parsed) if status == Status.PARTIAL else []
         info["unreadable_skus"] = unreadable
+        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable)
+        current = None if same else catalogue.current_size(price_import.config_id)
+        # One join finds every difference; the diff and the catalogue read its result.
+        compared = bool(current)
+        if compared:
+            catalogue.compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
         changes = diff(
             price_import,
             parsed.rows_ok,
             repeated_skus=repeated_skus,
             rows_digest=rows_digest,
             unreadable=unreadable,
+            empty=current == 0,
+            compared=compared,
         )
-        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable)
-        current = None if same else catalogue.current_size(price_import.config_id)
         held = (
             ""
             if current is None
@@ -325,6 +331,7 @@ def _finish(
                 unreadable=unreadable,
                 current=current,
                 digest=catalogue_digest,
+                compared=compared,
             )
     IMPORT_WORK.finish(
         pk=price_import.pk,

@@ -138,6 +138,9 @@ class RowContext:
         self.qcache: dict[str, Decimal | None] = {}
         self.qtexts: dict[str, str | None] = {}  # the same as text, for RowBlocks
         self.ccache: dict[str, str | None] = {}
+        # Workbooks: quantity cells already read, as Decimal or, for a block sink, as
+        # text (a stock figure repeats across the whole file, not only in one chunk).
+        self.typed_qcache: dict[object, Decimal | str | None] = {}
         self.sink = sink
         # The text column path hands such a sink RowBlocks instead of row tuples.
         self.blocks = callable(getattr(sink, "take_block", None))
@@ -723,19 +726,14 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
             return False  # quantity text is read by the number reader, row by row
     if ctx.total + n > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
-    if blocks:
-        # For COPY: repr is the shortest text that reads back as the same number, the
-        # row loop's value, though spelt "12345.0" or "1e-05"; a third of the time.
-        texts = list(map(repr, prices))
-    else:
-        # The row loop's price: Decimal(int(p)) for whole numbers, else Decimal(repr(p)).
-        texts = [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
+    # repr is the shortest text that reads back as the same number, the row loop's
+    # value, though spelt "12345.0" or "1e-05": a block sink takes it as it is (COPY
+    # reads it), row tuples get the row loop's spelling.
+    texts = list(map(repr, prices))
+    if not blocks:
+        texts = _whole_numbers_bare(texts, prices)
     if has_qty:
-        lookup: dict = {}
-        for q in set(quantities):
-            qty = None if type(q) is str else _typed_quantity(q)
-            lookup[q] = qty if not blocks or qty is None else str(qty)
-        qtys: list | None = list(map(lookup.__getitem__, quantities))
+        qtys: list | None = _typed_quantities(quantities, ctx)
     else:
         qtys = None
     curs: list[str | None] | None = None
@@ -757,6 +755,40 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         return False
     ctx.take_columns(rn + 1, skus, name_list, texts=texts, currencies=curs, quantities=qtys)
     return True
+
+
+def _whole_numbers_bare(texts: list[str], prices: Sequence[float | int]) -> list[str]:
+    """The row loop's price texts from ``texts`` (the reprs of ``prices``, all finite and
+    below FLOAT_LIMIT): Decimal(int(p)) for whole numbers, so "12345.0" becomes "12345".
+    Below 1e16 a float's repr ends in ".0" exactly when it is whole: the suffix is cut
+    from the joined texts in one pass. A zero (perhaps "-0.0", which the row loop
+    reads as 0) takes the loop."""
+    if 0 in prices:
+        return [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
+    whole = ".0" + _SEP
+    joined = _SEP.join(texts) + _SEP
+    if whole not in joined:
+        return texts
+    return joined.replace(whole, _SEP).split(_SEP)[:-1]
+
+
+def _typed_quantities(quantities: Sequence[Any], ctx: RowContext) -> list:
+    """A chunk's quantity cells (numbers, or text that is blank) as the row loop reads
+    them: Decimal or None, or their text for a block sink. Each distinct cell is read
+    once per file: RowContext keeps what was read, up to 4096 values."""
+    blocks = ctx.blocks
+    cache = ctx.typed_qcache
+    # Set arithmetic finds the cells not read yet (the cells are floats, ints and str:
+    # no bool, which would equal 1 and 0).
+    missing = set(quantities).difference(cache)
+    lookup = cache
+    if missing:
+        if len(cache) + len(missing) > 4096:
+            lookup = dict(cache)  # read them for this chunk only
+        for q in missing:
+            qty = None if type(q) is str else _typed_quantity(q)
+            lookup[q] = qty if not blocks or qty is None else str(qty)
+    return list(map(lookup.__getitem__, quantities))
 
 
 def _typed_quantity(q: float | int) -> Decimal | None:

@@ -28,6 +28,8 @@ ODD = [
     ["A-6", None, 8, None, None],
     ["A-7", "Огромная цена", 1e15, 1, "RUB"],  # out of numeric(18,4)'s range
     ["A-8", "Огромный остаток", 5, 10**15, "RUB"],  # a quantity out of range: none
+    ["A-9", "Минус ноль", -0.0, -0.0, "RUB"],  # read as 0, in a chunk of its own or not
+    ["A-10", "Целая", 250.0, 2.0, "RUB"],  # "250", and a quantity read before
 ]
 
 

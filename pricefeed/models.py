@@ -408,22 +408,23 @@ class PriceItem(models.Model):
     class Meta:
         verbose_name = _("price item")
         verbose_name_plural = _("price items")
-        # Partial: an item that never became current costs its COPY nothing here.
+        # One index for the catalogue, partial (an item that never became current costs
+        # its COPY nothing here): NULLS NOT DISTINCT makes two current entries of a SKU
+        # (valid_to empty) a conflict, while its past values differ in valid_to. It
+        # also reads the catalogue, a SKU's history and the catalogue as of a moment in
+        # SKU order: a first list's COPY keeps one index, not two (a second one cost a
+        # million-row COPY ~0.5-0.9 s more; bench/parse.py). PostgreSQL 15+; SQLite
+        # (the demo's) cannot make it (config.settings silences models.W047), and one
+        # writer at a time keeps the rule there, as under the config lock here.
         constraints = [
             models.UniqueConstraint(
-                fields=["config", "sku"],
-                condition=models.Q(valid_from__isnull=False, valid_to__isnull=True),
+                fields=["config", "sku", "valid_to"],
+                condition=models.Q(valid_from__isnull=False),
+                nulls_distinct=False,
                 name="one_current_entry_per_sku",
             ),
         ]
         indexes = [
-            # Every entry, by SKU: a SKU's history, and the catalogue as of a moment in
-            # SKU order (a page of it reads a page of this index).
-            models.Index(
-                fields=["config", "sku", "valid_from"],
-                condition=models.Q(valid_from__isnull=False),
-                name="catalogue_history",
-            ),
             # Past values only: written when an entry ends, never by a COPY. What left
             # the catalogue since a moment.
             models.Index(

@@ -87,17 +87,10 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="priceitem",
             constraint=models.UniqueConstraint(
-                condition=models.Q(valid_from__isnull=False, valid_to__isnull=True),
-                fields=("config", "sku"),
-                name="one_current_entry_per_sku",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="priceitem",
-            index=models.Index(
                 condition=models.Q(valid_from__isnull=False),
-                fields=["config", "sku", "valid_from"],
-                name="catalogue_history",
+                fields=("config", "sku", "valid_to"),
+                name="one_current_entry_per_sku",
+                nulls_distinct=False,
             ),
         ),
         migrations.AddIndex(

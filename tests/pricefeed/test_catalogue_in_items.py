@@ -170,3 +170,16 @@ def test_the_copy_text_of_a_second_list_is_not_escaped_for_its_own_nulls(monkeyp
         ["A", "Болт", "1.5", "RUB", "\\N", "7", "\\N"],
         ["B", "Гайка", "2", "RUB", "4", "7", "\\N"],
     ]
+
+
+def test_the_database_refuses_two_current_entries_of_a_sku(mailbox, config):
+    from django.db import IntegrityError, transaction
+
+    first = send(mailbox, price_list_csv([("A", "Болт", Decimal(10), 1)]))
+    second = send(mailbox, price_list_csv([("A", "Болт", Decimal(11), 1)]))
+    (ended,) = PriceItem.objects.of_import(first.pk)
+    assert ended.valid_to is not None  # a past value: any number of them
+    with pytest.raises(IntegrityError), transaction.atomic():
+        # Made current again beside the second import's row: one current entry per SKU.
+        PriceItem.objects.filter(pk=ended.pk).update(valid_to=None)
+    assert len(current(config)) == 1 and second.accepted_at is not None

@@ -3,7 +3,7 @@
 claims (claim, finish, retry, requeue, sweep of claimed rows) · retry (backoff values) ·
 dbtime (time from the database) · db (PostgreSQL or the fallback) · pgnotify
 (LISTEN/NOTIFY) · sweeps (periodic sweeps apps register) · alerts · crypto (secrets at
-rest) · copyfeed (COPY from a thread) · faults (crash points for tests) · logs (log
+rest) · faults (crash points for tests) · logs (log
 formats) · workers (who is working) · sql (NOTIFY, LISTEN) · adminutils (admin helpers) ·
 exceptions.
 """

@@ -265,7 +265,7 @@ def test_a_price_too_large_to_store_is_a_row_error_not_a_failed_copy(
 def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_fails_the_import_at_once(
     mailbox, config, column_chunks, monkeypatch
 ):
-    # Rows go to the server from the feeder thread: an error there must still reach the
+    # Rows go to the server while the file is read: an error there must still reach the
     # import and roll its rows back. A value the server refuses is refused again on every
     # attempt: a permanent error (a DataError), not one for the retry machinery.
     real = storage._block_copy_text

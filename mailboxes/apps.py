@@ -8,13 +8,15 @@ class MailboxesConfig(AppConfig):
     verbose_name = _("Mailboxes and inbound mail")
 
     def ready(self) -> None:
-        from core import crypto, sweeps, workers
+        from core import crypto, sweeps, taskresults, workers
 
         # texts registers the templates of the texts shown translated (core.texts).
         from . import processing, signals, texts  # noqa: F401
 
         signals.connect()
         sweeps.register("messages", processing.messages_sweep)
+        # django-q2's successful results, pruned here rather than by its monitor.
+        sweeps.register("task results", taskresults.successes_prune)
         # Messages are processed by django-q2 workers: a dead one's claims are reaped.
         workers.watch("messages", processing.MESSAGE_WORK)
         checks.register(imap_allowed_networks, checks.Tags.security)

@@ -37,9 +37,21 @@ POLL_WITHOUT_IDLE = 30.0
 # is logged (once per connection): by chance it happens to a server that pushes too,
 # when mail lands in the moment before a check.
 SILENT_IDLE_HINT = 3
-# At the in-flight limit: how often to look again, and to keep the connection alive.
+# At the in-flight limit: how often to look again (soon at first, so that a backlog
+# the workers are draining is fetched as they finish, then less often while nothing
+# finishes), and to keep the connection alive.
+ADMISSION_RECHECK_FIRST = 0.05
 ADMISSION_RECHECK = 0.5
 KEEPALIVE = 120.0
+
+
+def admission_recheck(previous: float | None) -> float:
+    """How long a paused listener waits before it asks admission control again: soon
+    after the pause (``previous`` None), then twice as long each time up to
+    ADMISSION_RECHECK."""
+    if previous is None:
+        return ADMISSION_RECHECK_FIRST
+    return min(previous * 2, ADMISSION_RECHECK)
 
 
 def idle_timeout(refresh: float, check: float, since_select: float) -> float:
@@ -344,8 +356,10 @@ class MailboxListener(threading.Thread):
             extra={"action": "admission_paused"},
         )
         last_noop = time.monotonic()
+        recheck = None
         while not self.stopping.is_set():
-            self._sleep(ADMISSION_RECHECK)
+            recheck = admission_recheck(recheck)
+            self._sleep(recheck)
             self._check_lease()
             with self.db():
                 granted = self.admission.grant(self.mailbox_id, wanted)

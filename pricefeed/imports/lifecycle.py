@@ -296,7 +296,9 @@ def _finish(
         at = catalogue.config_lock(price_import.config_id)
         unreadable = _unreadable_skus(parsed) if status == Status.PARTIAL else []
         info["unreadable_skus"] = unreadable
-        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable)
+        # What the catalogue is now: read once, for the three questions below.
+        previous = catalogue.current_import(price_import.config_id)
+        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable, previous)
         current = None if same else catalogue.current_size(price_import.config_id)
         # One join finds every difference; the diff and the catalogue read its result.
         compared = bool(current)
@@ -310,6 +312,7 @@ def _finish(
             unreadable=unreadable,
             empty=current == 0,
             compared=compared,
+            previous=previous,
         )
         held = (
             ""
@@ -332,6 +335,7 @@ def _finish(
                 current=current,
                 digest=catalogue_digest,
                 compared=compared,
+                previous=previous,
             )
     IMPORT_WORK.finish(
         pk=price_import.pk,

@@ -9,3 +9,29 @@ NOTIFY = "SELECT pg_notify(%s, %s)"
 # Subscribes a connection to a channel (a quoted identifier: channels are ours, never
 # input).
 LISTEN = 'LISTEN "{channel}"'
+
+# django-q2's database queue (core/taskqueue.py, WakingORM); its table is django_q_ormq.
+# A task and its wake-up in one statement: the NOTIFY is delivered when the enqueuer's
+# transaction commits. Parameters: key, payload, lock (now), channel.
+TASK_ENQUEUE = """
+    WITH task AS (
+        INSERT INTO django_q_ormq (key, payload, lock) VALUES (%s, %s, %s) RETURNING id
+    )
+    SELECT id, pg_notify(%s, '') FROM task
+"""
+
+# Takes up to ``bulk`` due tasks of a queue, oldest first, locked until ``until``: rows
+# another cluster is taking are skipped, and a row is taken only while its lock has
+# expired (checked again on the row as locked). Parameters by name: key, now, bulk, until.
+TASK_TAKE = """
+    UPDATE django_q_ormq SET lock = %(until)s
+    WHERE id IN (
+        SELECT id FROM django_q_ormq WHERE key = %(key)s AND lock < %(now)s
+        ORDER BY id LIMIT %(bulk)s
+        FOR UPDATE SKIP LOCKED
+    ) AND lock < %(now)s
+    RETURNING id, payload
+"""
+
+# A task acknowledged (done, or failed for good). Parameter: id.
+TASK_DELETE = "DELETE FROM django_q_ormq WHERE id = %s"

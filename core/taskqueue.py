@@ -10,12 +10,20 @@ that broker with two changes, on PostgreSQL only:
 - ``dequeue``, finding nothing, waits on a ``LISTEN`` connection of its own for that
   notification, ``poll`` seconds at most, instead of sleeping.
 
-Nothing else changes: tasks are taken with django-q2's own conditional UPDATE of their
-lock (so of several clusters woken together one takes each task), a task not
-acknowledged in time comes back after ``retry`` seconds, and the worker count still caps
-the concurrency. A notification that is lost (the LISTEN connection down, or sent while
-this process was busy) only means the task waits for the poll, as before: the
-notification is a hint, the table is the truth. On another database (SQLite) it is
+Each of those is one statement (one round trip): the enqueue inserts the task and
+sends the NOTIFY together; a dequeue takes the due tasks with one ``UPDATE … WHERE id IN
+(SELECT … FOR UPDATE SKIP LOCKED) RETURNING``, where django-q2 reads them and then
+updates each one's lock on its own condition; an acknowledgement is one DELETE, where
+django-q2 wraps it in a transaction. A busy process checks its connection (Django's
+health check, a ``SELECT 1``) at most every CHECK_EVERY seconds and after an error,
+where django-q2 checks before every statement.
+
+Nothing else changes: a task is taken only while its lock has expired, by one cluster
+(of several woken together, one takes each task), a task not acknowledged in time comes
+back after ``retry`` seconds, and the worker count still caps the concurrency. A
+notification that is lost (the LISTEN connection down, or sent while this process was
+busy) only means the task waits for the poll, as before: the notification is a hint,
+the table is the truth. On another database (SQLite) it is
 django-q2's ORM broker unchanged.
 """
 
@@ -23,9 +31,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from datetime import timedelta
 from typing import Any
 
-from django.db import connections
+from django.db import DatabaseError, connections
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
@@ -35,6 +46,8 @@ from core.db import postgresql
 from core.pgnotify import NotifyListener
 
 CHANNEL_PREFIX = "pricefeed_tasks:"
+# Seconds between two checks of a busy process's connection (see WakingORM._cursor).
+CHECK_EVERY = 1.0
 # PostgreSQL channel names are identifiers: at most 63 bytes.
 CHANNEL_MAX_BYTES = 63
 
@@ -53,6 +66,7 @@ class WakingORM(ORM):
         self._listener: NotifyListener | None = None
         self._listener_pid = 0
         self._never = threading.Event()
+        self._next_check = 0.0
 
     def __setstate__(self, state: Any) -> None:
         # django-q2 hands brokers to its processes by fork, or by pickling (its own
@@ -61,6 +75,7 @@ class WakingORM(ORM):
         self._listener = None
         self._listener_pid = 0
         self._never = threading.Event()
+        self._next_check = 0.0
 
     def _database(self) -> str:
         return str(Conf.ORM or "default")
@@ -68,12 +83,39 @@ class WakingORM(ORM):
     def _waking(self) -> bool:
         return postgresql(connections[self._database()])
 
+    def _cursor(self) -> CursorWrapper:
+        """A cursor on the queue's database. django-q2's broker closes stale connections
+        (``close_old_connections``) before every statement, and with health checks on
+        that costs a ``SELECT 1`` round trip each time, several per task; here a busy
+        process checks at most every CHECK_EVERY seconds, and again after an error."""
+        database = connections[self._database()]
+        if database.get_autocommit() and time.monotonic() >= self._next_check:
+            self.get_connection()  # django-q2's check
+            self._next_check = time.monotonic() + CHECK_EVERY
+        return database.cursor()
+
+    def _execute(self, statement: str, params: Any) -> list[tuple[Any, ...]]:
+        try:
+            with self._cursor() as cursor:
+                cursor.execute(statement, params)
+                return cursor.fetchall() if cursor.description else []
+        except DatabaseError:
+            self._next_check = 0.0  # the next statement checks the connection first
+            raise
+
     def enqueue(self, task: Any) -> Any:
-        pk = super().enqueue(task)
-        if self._waking():
-            with connections[self._database()].cursor() as cursor:
-                cursor.execute(sql.NOTIFY, [channel(self.list_key or Conf.CLUSTER_NAME), ""])
+        if not self._waking():
+            return super().enqueue(task)
+        key = self.list_key or Conf.CLUSTER_NAME
+        ((pk, _),) = self._execute(sql.TASK_ENQUEUE, [key, task, timezone.now(), channel(key)])
         return pk
+
+    def delete(self, task_id: Any) -> None:
+        """Removes a task (its acknowledgement): one statement, no transaction around."""
+        if not self._waking():
+            return super().delete(task_id)
+        self._execute(sql.TASK_DELETE, [task_id])
+        return None
 
     def listener(self) -> NotifyListener:
         """This process's LISTEN connection (made on first use, again after a fork; the
@@ -98,19 +140,20 @@ class WakingORM(ORM):
         return None
 
     def take(self) -> list[tuple[Any, Any]]:
-        """Takes up to ``bulk`` due tasks: django-q2's own query and conditional lock."""
-        taken = []
-        for task in self.get_connection().filter(key=self.list_key, lock__lt=timezone.now())[
-            : Conf.BULK
-        ]:
-            if (
-                self.get_connection()
-                .filter(id=task.id, lock=task.lock)
-                .update(lock=self.timeout(task))
-            ):
-                taken.append((task.pk, task.payload))
-            # else another cluster took it first
-        return taken
+        """Takes up to ``bulk`` due tasks, oldest first, in one statement: the rows
+        another cluster is taking are skipped, and a row is taken only while its lock
+        has expired (re-checked on the row as locked)."""
+        now = timezone.now()
+        taken = self._execute(
+            sql.TASK_TAKE,
+            {
+                "key": self.list_key,
+                "now": now,
+                "bulk": Conf.BULK,
+                "until": now + timedelta(seconds=Conf.RETRY),
+            },
+        )
+        return sorted(taken)
 
     def close(self) -> None:
         if self._listener is not None and self._listener_pid == os.getpid():

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import time
 import uuid
 
 from django.db import models
@@ -7,6 +9,20 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
+
+
+def time_ordered_uuid() -> uuid.UUID:
+    """A UUID whose first 48 bits are the Unix time in milliseconds (the layout of RFC
+    9562's version 7), the other 74 random: as unique as uuid4, but the events published
+    together sit together in the primary key. A claim's UPDATE inserts a new index entry
+    for each of its rows: with random ids those were ~100 leaf pages scattered over the
+    whole index (each one dirtied, and written whole to the WAL after every checkpoint),
+    more pages the more SENT rows; with these ids, the few pages at its end."""
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10))
+    # version 7 (bits 48-51) and the RFC variant (bits 64-65)
+    value = value & ~(0xF << 76) | 0x7 << 76
+    value = value & ~(0x3 << 62) | 0x2 << 62
+    return uuid.UUID(int=value)
 
 
 class EventStatus(models.TextChoices):
@@ -24,7 +40,7 @@ class OutboxEvent(models.Model):
 
     Status = EventStatus
 
-    id = models.UUIDField(_("ID"), primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(_("ID"), primary_key=True, default=time_ordered_uuid, editable=False)
     kind = models.CharField(_("kind"), max_length=100)
     aggregate_type = models.CharField(_("aggregate type"), max_length=100)
     aggregate_id = models.CharField(_("aggregate ID"), max_length=100)

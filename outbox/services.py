@@ -14,7 +14,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    models,
+    transaction,
+)
 from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.db.models.functions import Now
@@ -97,18 +105,20 @@ def new_claim_id(dispatcher: str) -> str:
 
 
 @contextmanager
-def _pg_cursor() -> Iterator[CursorWrapper]:
+def _pg_cursor(*, health_check: bool = True) -> Iterator[CursorWrapper]:
     """A cursor on Django's PostgreSQL connection that binds parameters on the server.
 
     Django's own cursors quote every parameter into the SQL text on the client; for the
     hot statements of the dispatch path (a uuid[] of a whole batch) that quoting cost
     more than the statement. The cursor is still Django's wrapper: execute wrappers,
-    the query log and error translation apply as usual.
+    the query log and error translation apply as usual. ``health_check=False``: see
+    ``_read``.
     """
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     # What connection.cursor() does before it makes its own cursor.
-    connection.close_if_health_check_failed()
+    if health_check:
+        connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
     raw: Any = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
@@ -119,6 +129,27 @@ def _pg_cursor() -> Iterator[CursorWrapper]:
     )
     with wrapped as cursor:
         yield cursor
+
+
+def _read(statement: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Runs a read of the dispatch path, and on a connection found broken runs it once
+    more on a new one. django-q2 resets Django's connection health check before every
+    task, so the task's first statement cost a ``SELECT 1`` round trip first (one of
+    three per batch); a read can simply be tried again instead, which costs nothing
+    while the connection is sound. Inside a transaction it is not tried again."""
+    for attempt in (1, 2):
+        try:
+            with _pg_cursor(health_check=False) as cursor:
+                cursor.execute(statement, params)
+                rows = cursor.fetchall()
+            connection.health_check_done = True  # type: ignore[attr-defined]  # it answered
+            return rows
+        except (OperationalError, InterfaceError):
+            if attempt == 2 or connection.in_atomic_block:
+                raise
+            logger.info("database connection lost; reading again on a new one")
+            connection.close()
+    raise AssertionError("unreachable")
 
 
 def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
@@ -177,9 +208,7 @@ def events_claimed(*, event_ids: Iterable[uuid.UUID], dispatcher: str) -> list[O
     fields handlers read (id, kind, aggregate, payload, attempts); others are deferred."""
     event_ids = list(event_ids)
     if postgresql():
-        with _pg_cursor() as cursor:
-            cursor.execute(sql.CLAIMED, [event_ids, dispatcher])
-            rows = cursor.fetchall()
+        rows = _read(sql.CLAIMED, [event_ids, dispatcher])
         # Instances as the ORM would make them (the handlers' interface), without the
         # ORM's per-row machinery; only the payload needs converting (jsonb text).
         decode: Any = OutboxEvent._meta.get_field("payload").from_db_value

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pickle
 import threading
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import OrmQ
@@ -69,6 +71,35 @@ def test_a_task_waiting_in_the_queue_is_taken_at_once_and_only_once(broker, monk
     monkeypatch.setattr(Conf, "POLL", 0.1)
     assert not broker.dequeue()  # taken: locked until the retry time
     assert OrmQ.objects.filter(key="taskqueue-test").count() == 1
+
+
+def test_a_task_is_taken_oldest_first_only_once_its_lock_expired_and_gone_once_acknowledged(
+    broker, monkeypatch
+):
+    monkeypatch.setattr(Conf, "POLL", 0.05)
+    monkeypatch.setattr(Conf, "BULK", 10)
+    first, second = broker.enqueue("first"), broker.enqueue("second")
+    OrmQ.objects.filter(pk=second).update(lock=timezone.now() + timedelta(hours=1))
+
+    assert broker.dequeue() == [(first, "first")]  # the second is still locked
+    OrmQ.objects.filter(pk=second).update(lock=timezone.now() - timedelta(seconds=1))
+    assert broker.dequeue() == [(second, "second")]
+    assert not broker.dequeue()
+
+    broker.acknowledge(first)
+    assert list(OrmQ.objects.filter(key="taskqueue-test").values_list("pk", flat=True)) == [second]
+
+
+def test_a_busy_broker_checks_its_connection_at_most_every_so_often(broker, monkeypatch):
+    checks = []
+    monkeypatch.setattr(WakingORM, "get_connection", lambda self: checks.append(1))
+    for _ in range(5):
+        broker.enqueue("payload")
+        broker.take()
+    assert len(checks) == 1
+    monkeypatch.setattr(broker, "_next_check", 0.0)  # CHECK_EVERY has passed
+    broker.take()
+    assert len(checks) == 2
 
 
 def test_an_idle_worker_is_woken_by_the_enqueue_not_by_its_poll(broker, monkeypatch):

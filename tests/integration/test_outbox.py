@@ -5,8 +5,10 @@ from __future__ import annotations
 import signal
 
 from django.db import transaction
+from django_q.models import OrmQ, Task
 
 from mailboxes.models import Mailbox
+from outbox.dispatcher import DELIVER_TASK
 from outbox.handlers import NOOP
 from outbox.models import OutboxEvent
 from outbox.services import publish
@@ -39,6 +41,9 @@ def test_two_dispatchers_handle_every_event_exactly_once(manage):
     # Claimed once each: a second claim would have counted a second attempt.
     assert set(OutboxEvent.objects.values_list("attempts", flat=True)) == {1}
     assert not OutboxEvent.objects.filter(sent_at=None).exists()
+    # The outbox rows are the record: django-q2 saves no Success for a delivered batch.
+    wait_until(lambda: not OrmQ.objects.exists(), 30, "every task acknowledged")
+    assert not Task.objects.filter(func=DELIVER_TASK).exists()
 
 
 def test_events_published_while_dispatchers_wait_are_picked_up(manage):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+
 import pytest
 from django.db import transaction
 
 from outbox import handlers, services, sql
-from outbox.models import OutboxEvent
+from outbox.models import OutboxEvent, time_ordered_uuid
 
 Status = OutboxEvent.Status
 
@@ -128,4 +131,34 @@ def test_the_claim_reads_the_partial_index_and_scans_nothing_else(mailbox):
         cursor.execute("EXPLAIN " + sql.CLAIM, [100, "d"])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using outbox_new_due" in plan, plan
+    # The locked rows are found again by ctid, not by a second descent of the key.
+    assert "Tid Scan" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+def test_event_ids_are_time_ordered_uuids():
+    first = time_ordered_uuid()
+    time.sleep(0.002)
+    later = [time_ordered_uuid() for _ in range(1000)]
+    assert {u.version for u in [first, *later]} == {7}
+    assert {u.variant for u in later} == {uuid.RFC_4122}
+    assert len(set(later)) == 1000
+    # The first 48 bits are the milliseconds: a later id sorts after an earlier one.
+    assert all(first < u for u in later)
+    assert abs((first.int >> 80) - time.time() * 1000) < 5000
+    assert OutboxEvent._meta.get_field("id").default is time_ordered_uuid
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit, as a worker runs
+def test_a_worker_reads_its_batch_on_a_new_connection_when_the_old_one_broke(mailbox):
+    """The batch's first read skips Django's health check (its SELECT 1): a connection
+    that broke meanwhile is replaced and the read made again."""
+    from django.db import connection
+
+    events = _publish(mailbox, handlers.NOOP, 2)
+    ids = services.events_claim(dispatcher="d", limit=10)
+    connection.connection.close()  # as a server restart would leave it
+    connection.health_check_done = False  # as django-q2 leaves it before a task
+    claimed = services.events_claimed(event_ids=ids, dispatcher="d")
+    assert [e.id for e in claimed] == [e.id for e in events]
+    assert services.events_mark_sent(event_ids=ids, dispatcher="d") == 2

@@ -20,8 +20,9 @@ it; a rejected one never is.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -222,7 +223,7 @@ def config_lock(config_id: int) -> datetime:
         return cursor.fetchone()[0]
 
 
-def _new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
+def new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
     """An import's last row per SKU (all of its rows when no SKU repeats), with the
     columns of an entry, and its parameters."""
     keys = [item_key(import_id, 0), item_key(import_id + 1, 0)]
@@ -231,6 +232,23 @@ def _new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
     if postgresql():
         return sql.ENTRY_ROWS_LAST_PER_SKU_PG, keys
     return sql.ENTRY_ROWS_LAST_PER_SKU, keys
+
+
+@contextlib.contextmanager
+def planner(**settings: str) -> Iterator[None]:
+    """The planner's ``settings`` (PostgreSQL; elsewhere nothing) for the statements run
+    inside, set for the transaction and reset after them. On an error they are not reset:
+    the transaction is rolled back, and with it the settings."""
+    if not postgresql():
+        yield
+        return
+    with connection.cursor() as cursor:
+        for name, value in settings.items():
+            cursor.execute(f"SET LOCAL {name} = '{value}'")
+    yield
+    with connection.cursor() as cursor:
+        for name in settings:
+            cursor.execute(f"RESET {name}")
 
 
 def kept_skus(skus: Sequence[str]) -> tuple[str, list[Any]]:
@@ -252,7 +270,7 @@ def compare(
     import removes nothing."""
     config = price_import.config
     removing = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
-    new, keys = _new_rows(price_import.pk, repeated_skus)
+    new, keys = new_rows(price_import.pk, repeated_skus)
     kept, kept_params = kept_skus(unreadable or ())
     on_postgresql = postgresql()
     query = sql.COMPARE.format(
@@ -263,22 +281,15 @@ def compare(
     )
     with connection.cursor() as cursor:
         cursor.execute(sql.COMPARED_DROP)
+        # The rows were COPYed in this transaction and the catalogue may have been empty
+        # at the last ANALYZE: without statistics the planner took a nested loop of 100k
+        # x 100k rows (minutes), or a merge join that sorts both sides; hashed, a
+        # million take about a second. Compiling the join's expressions (JIT) cost more
+        # than it saved (~0.3 s). The rest of the transaction plans as usual: the few
+        # rows kept are found by key.
+        with planner(**sql.JOIN_PLANNER, enable_nestloop="off", jit="off"):
+            cursor.execute(query, [*keys, config.pk, *kept_params, removing])
         if on_postgresql:
-            # The rows were COPYed in this transaction and the catalogue may have been
-            # empty at the last ANALYZE: without statistics the planner took a nested
-            # loop of 100k x 100k rows (minutes), or a merge join that sorts both sides;
-            # hashed, a million take about a second.
-            cursor.execute(sql.DIFF_WORK_MEM)
-            cursor.execute(sql.DIFF_NO_MERGE_JOIN)
-            cursor.execute("SET LOCAL enable_nestloop = off")
-            # Compiling the join's expressions cost more than it saved (~0.3 s).
-            cursor.execute("SET LOCAL jit = off")
-        cursor.execute(query, [*keys, config.pk, *kept_params, removing])
-        if on_postgresql:
-            # The rest of the transaction as usual: the few rows kept are found by key.
-            cursor.execute("RESET enable_nestloop")
-            cursor.execute("RESET enable_mergejoin")
-            cursor.execute("RESET jit")
             cursor.execute(f"ANALYZE {sql.COMPARED}")
 
 
@@ -309,22 +320,17 @@ def catalogue_apply(
     moment = connection.ops.adapt_datetimefield_value(at)
     with connection.cursor() as cursor:
         if current == 0:  # nothing to end or compare with
-            new, keys = _new_rows(price_import.pk, repeated_skus)
+            new, keys = new_rows(price_import.pk, repeated_skus)
             cursor.execute(sql.CATALOGUE_ADD_ALL.format(new=new), [moment, *keys, *keys])
         else:
             if not compared:
                 compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
-            if postgresql():
-                # A few rows, found by key: with statistics from before the COPY the
-                # planner hashed them and read the whole items table (every import's).
-                cursor.execute("SET LOCAL enable_hashjoin = off")
-                cursor.execute("SET LOCAL enable_mergejoin = off")
-            # Ended first: the rows replacing them may then be current (one per SKU).
-            cursor.execute(sql.CATALOGUE_END, [moment, price_import.pk])
-            cursor.execute(sql.CATALOGUE_ADD, [moment])
-            if postgresql():
-                cursor.execute("RESET enable_hashjoin")
-                cursor.execute("RESET enable_mergejoin")
+            # A few rows, found by key: with statistics from before the COPY the planner
+            # hashed them and read the whole items table (every import's).
+            with planner(enable_hashjoin="off", enable_mergejoin="off"):
+                # Ended first: the rows replacing them may then be current (one per SKU).
+                cursor.execute(sql.CATALOGUE_END, [moment, price_import.pk])
+                cursor.execute(sql.CATALOGUE_ADD, [moment])
     PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
 
 

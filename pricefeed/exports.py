@@ -20,7 +20,6 @@ import contextlib
 import csv
 import io
 import itertools
-import json
 import queue
 import re
 import tempfile
@@ -45,7 +44,7 @@ from django.utils.translation import gettext, pgettext
 from core.db import postgresql
 
 from . import catalogue, sql
-from .models import PriceImport, PriceItem, PriceListConfig, item_key
+from .models import PriceImport, PriceItem, PriceListConfig
 
 # Rows fetched from the database at a time.
 # The formats an export is asked for in its URL, and the admin links' text for each.
@@ -416,13 +415,9 @@ def _diff_rows(
 ) -> Iterator[tuple]:
     on_postgresql = postgresql()
     info = price_import.parse_info or {}
-    if info.get("repeated_skus") is False:
-        new = sql.EXPORT_ITEMS_AS_STORED
-    elif on_postgresql:
-        new = sql.EXPORT_ITEMS_LAST_PER_SKU_PG
-    else:
-        new = sql.EXPORT_ITEMS_LAST_PER_SKU
-    params: list[Any] = [item_key(price_import.pk, 0), item_key(price_import.pk + 1, 0)]
+    # The import's rows the diff compared: its last row per SKU (all, when none repeats).
+    new, keys = catalogue.new_rows(price_import.pk, info.get("repeated_skus") is not False)
+    params: list[Any] = list(keys)
     # The catalogue the diff was made against: as the previous import made it current.
     current_since = (
         PriceImport.objects.filter(pk=previous_id).values_list("accepted_at", flat=True).first()
@@ -439,19 +434,11 @@ def _diff_rows(
     # A snapshot's unreadable rows keep their SKUs' values (None: too many to tell; the
     # import removes nothing), as in the diff.
     unreadable = info.get("unreadable_skus", [])
-    kept_params: list[Any]
-    if on_postgresql:
-        kept, kept_params = "SELECT unnest(%s::text[])", [list(unreadable or [])]
-    else:
-        kept, kept_params = "SELECT value FROM json_each(%s)", [json.dumps(unreadable or [])]
+    kept, kept_params = catalogue.kept_skus(unreadable or [])
     snapshot = price_import.config.mode == PriceListConfig.Mode.SNAPSHOT
     params += [*kept_params, snapshot and unreadable is not None]
     query = sql.DIFF_ROWS.format(new=new, old=old, kept=kept)
-    with _reading():
-        if on_postgresql:
-            with connection.cursor() as cursor:
-                cursor.execute(sql.DIFF_WORK_MEM)
-                cursor.execute(sql.DIFF_NO_MERGE_JOIN)
+    with _reading(), catalogue.planner(**sql.JOIN_PLANNER):
         with connection.chunked_cursor() as cursor:
             if on_postgresql:
                 _numbers_as_text(cursor)

@@ -24,36 +24,16 @@ COPY_ITEMS = f"COPY {ITEMS} ({COPY_ITEM_COLUMNS}) FROM STDIN"
 _CURRENT = "config_id = %s AND valid_from IS NOT NULL AND valid_to IS NULL"
 
 
-# For COMPARE (PostgreSQL): two imports of a million rows hash in ~100 MB,
-# and at the default 4 MB the join and sorts spill to disk in batches.
-DIFF_WORK_MEM = "SET LOCAL work_mem = '256MB'"
-
-# For COMPARE (PostgreSQL): the rows COPYed in it have no statistics yet,
-# and the planner then picked a merge join that sorts both imports by SKU in the
-# database's collation (2.7 s for 1M x 1M against 1.7 s hashed).
-DIFF_NO_MERGE_JOIN = "SET LOCAL enable_mergejoin = off"
+# The planner's settings for a join of an import's rows with a catalogue (COMPARE, and
+# the diff export's DIFF_ROWS), PostgreSQL, for that statement only (catalogue.planner).
+# work_mem: two sets of a million rows hash in ~100 MB, and at the default 4 MB the join
+# and sorts spill to disk in batches. enable_mergejoin: the rows COPYed in the
+# transaction have no statistics yet, and the planner then picked a merge join that
+# sorts both sides by SKU in the database's collation (2.7 s for 1M x 1M against 1.7 s
+# hashed).
+JOIN_PLANNER = {"work_mem": "256MB", "enable_mergejoin": "off"}
 
 # -- exports (pricefeed.exports) ----------------------------------------------------------
-
-# The columns the diff export reads of an import's items: those COMPARE's n compares,
-# and what a person reading the list needs besides.
-_EXPORT_COLUMNS = "id, sku, name, price, currency"
-
-# An import's items as stored, for the diff export: see ENTRY_ROWS_AS_STORED.
-EXPORT_ITEMS_AS_STORED = f"SELECT {_EXPORT_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
-
-# An import's last item per SKU (PostgreSQL), for the diff export: see
-# ENTRY_ROWS_LAST_PER_SKU_PG.
-EXPORT_ITEMS_LAST_PER_SKU_PG = (
-    f'SELECT DISTINCT ON (sku COLLATE "C") {_EXPORT_COLUMNS} FROM {ITEMS} '
-    f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
-)
-
-# An import's last item per SKU (any database), for the diff export.
-EXPORT_ITEMS_LAST_PER_SKU = (
-    f"SELECT {_EXPORT_COLUMNS} FROM {ITEMS} WHERE id IN "
-    f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
-)
 
 # A config's catalogue as it stood at a moment, for the diff export: the o of COMPARE,
 # as it was when an import was compared with it. Parameters: the config, the moment
@@ -68,9 +48,10 @@ EXPORT_NO_CATALOGUE = (
     f"SELECT sku, name, price, currency FROM {CatalogueEntry._meta.db_table} WHERE 1 = 0"
 )
 
-# Every difference DIFF counts, one row each: kind ("added", "unreadable", "removed",
-# "changed"), sku, name, old price, new price, currency. n is one of the EXPORT_ITEMS_*
-# queries, o EXPORT_CATALOGUE_AS_OF or EXPORT_NO_CATALOGUE, k as in DIFF. Added first,
+# Every difference the diff counts (COMPARE's, but the "amended"), one row each: kind
+# ("added", "unreadable", "removed", "changed"), sku, name, old price, new price,
+# currency. n is one of the ENTRY_ROWS_* queries, o EXPORT_CATALOGUE_AS_OF or
+# EXPORT_NO_CATALOGUE, k catalogue.kept_skus'. Added first,
 # then unreadable, removed and changed; added and changed in the file's row order
 # (the key order), the others by SKU. Parameters: those of n, o and k, whether a
 # missing SKU counts as removed.

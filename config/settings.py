@@ -336,10 +336,15 @@ PRICEFEED_SWEEP_INTERVAL = env.float("PRICEFEED_SWEEP_INTERVAL", default=15.0)
 PRICEFEED_SHUTDOWN_GRACE = env.float("PRICEFEED_SHUTDOWN_GRACE", default=10.0)
 # An instance sheds leases when it holds more than its fair share plus this weight.
 PRICEFEED_REBALANCE_TOLERANCE = env.float("PRICEFEED_REBALANCE_TOLERANCE", default=0.5)
-# Admission control: recorded messages not yet finished by a worker, per instance and
-# per mailbox; at the bound listeners stop fetching (and keep their leases) until it drains.
-PRICEFEED_MAX_IN_FLIGHT = env.int("PRICEFEED_MAX_IN_FLIGHT", default=500)
-PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX = env.int("PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX", default=200)
+# Admission control: recorded messages not yet finished by a worker (mailboxes.admission);
+# at a bound listeners stop fetching (and keep their leases) until the backlog drains.
+# The counts, per instance and per mailbox, bound how long one mailbox's backlog makes
+# the others wait in the queue (2,000 messages: about a minute at two workers' ~40
+# small messages/s); the size, per instance, bounds what waits in the database (25 MiB
+# messages would make 5,000 of them 122 GiB).
+PRICEFEED_MAX_IN_FLIGHT = env.int("PRICEFEED_MAX_IN_FLIGHT", default=5000)
+PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX = env.int("PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX", default=2000)
+PRICEFEED_MAX_IN_FLIGHT_BYTES = env.int("PRICEFEED_MAX_IN_FLIGHT_BYTES", default=2**30)
 # Listener threads using the database at once (each closes its connection after use).
 PRICEFEED_LISTENER_DB_CONNECTIONS = env.int("PRICEFEED_LISTENER_DB_CONNECTIONS", default=4)
 # Where listen_mail writes which mailboxes it listens to (JSON); empty = nowhere.

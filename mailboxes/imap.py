@@ -452,10 +452,11 @@ class ImapSession:
         if not uids:
             return {}
         data = self.client.fetch(uids, ["RFC822.SIZE", "INTERNALDATE"])
+        asked = set(uids)
         return {
             uid: (int(item[b"RFC822.SIZE"]), _aware(item.get(b"INTERNALDATE")))
             for uid, item in data.items()
-            if uid in uids
+            if uid in asked
         }
 
     def bodies(

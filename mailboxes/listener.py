@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -21,7 +22,7 @@ from core.logs import ContextLogger, first_line
 from core.retry import imap_reconnect_backoff
 
 from . import leases, recording, services, texts
-from .admission import Admission, unlimited
+from .admission import Admission, Grant, unlimited
 from .exceptions import LeaseLost, UidValidityChanged
 from .imap import FolderState, ImapSession, batches, describe_error
 from .models import Mailbox
@@ -335,22 +336,34 @@ class MailboxListener(threading.Thread):
         uids = session.uids_after(last_uid)
         count = settings.PRICEFEED_IMAP_FETCH_BATCH
         while uids and not self.stopping.is_set():
-            granted = self._admit(session, min(len(uids), count * 10))
-            if not granted:
+            # INTERNALDATE rides along with the sizes: when the server got each message,
+            # for pricefeed_message_arrival_to_recorded_seconds (core.metrics).
+            window, uids = uids[: count * 10], uids[count * 10 :]
+            arrivals = session.sizes_and_dates(window)
+            # A UID that vanished between SEARCH and FETCH (expunged) is skipped.
+            window = [uid for uid in window if uid in arrivals]
+            if not window:
+                continue
+            grant = self._admit(session, [arrivals[uid][0] for uid in window])
+            if not grant.messages:
                 return last_uid
-            chunk, uids = uids[:granted], uids[granted:]
+            chunk, uids = window[: grant.messages], window[grant.messages :] + uids
             try:
-                last_uid = self._record_chunk(session, uidvalidity, chunk, last_uid)
+                last_uid = self._record_chunk(session, uidvalidity, chunk, last_uid, arrivals)
             finally:
-                self.admission.settle(self.mailbox_id, granted)
+                self.admission.settle(self.mailbox_id, grant)
         return last_uid
 
-    def _admit(self, session: ImapSession, wanted: int) -> int:
-        """Waits (keeping lease and connection) until some messages may be fetched."""
+    def _admit(self, session: ImapSession, sizes: list[int]) -> Grant:
+        """Waits (keeping lease and connection) until some of the messages of ``sizes``
+        may be fetched."""
+        limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
+        # A message over the size limit is recorded by its header alone, and refused.
+        sizes = [size if size <= limit else 0 for size in sizes]
         with self.db():
-            granted = self.admission.grant(self.mailbox_id, wanted)
-        if granted:
-            return granted
+            grant = self.admission.grant(self.mailbox_id, sizes)
+        if grant.messages:
+            return grant
         self.log.info(
             "in-flight limit reached: fetching paused",
             extra={"action": "admission_paused"},
@@ -362,22 +375,24 @@ class MailboxListener(threading.Thread):
             self._sleep(recheck)
             self._check_lease()
             with self.db():
-                granted = self.admission.grant(self.mailbox_id, wanted)
-            if granted:
+                grant = self.admission.grant(self.mailbox_id, sizes)
+            if grant.messages:
                 self.log.info("fetching resumed")
-                return granted
+                return grant
             if time.monotonic() - last_noop > KEEPALIVE:
                 session.noop()  # an authenticated session idle too long gets logged out
                 last_noop = time.monotonic()
-        return 0
+        return grant
 
     def _record_chunk(
-        self, session: ImapSession, uidvalidity: int, chunk: list[int], last_uid: int
+        self,
+        session: ImapSession,
+        uidvalidity: int,
+        chunk: list[int],
+        last_uid: int,
+        arrivals: dict[int, tuple[int, datetime | None]],
     ) -> int:
         limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
-        # INTERNALDATE rides along with the sizes: when the server got each message, for
-        # pricefeed_message_arrival_to_recorded_seconds (core.metrics).
-        arrivals = session.sizes_and_dates(chunk)
         sizes = {uid: size for uid, (size, _date) in arrivals.items()}
         for batch in batches(
             chunk,

@@ -61,6 +61,7 @@ class Supervisor:
         self.admission = Admission(
             instance_limit=settings.PRICEFEED_MAX_IN_FLIGHT,
             mailbox_limit=settings.PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX,
+            size_limit=settings.PRICEFEED_MAX_IN_FLIGHT_BYTES,
             held=lambda: self._held,
         )
         self._held: frozenset[int] = frozenset()

@@ -471,3 +471,63 @@ def test_an_instance_cut_off_from_the_database_stops_before_its_leases_expire(cl
         assert sampler.samples > 50
     finally:
         proxy.close()
+
+
+def test_the_size_of_what_waits_in_flight_is_bounded(transactional_db, manage):
+    """Messages of ~60 kB each under an in-flight size bound of 200 kB: the listener
+    takes in what fits, waits with its lease and connection kept, and goes on as the
+    workers finish; the size in flight never passes the bound."""
+    require_dovecot()
+    server = DovecotServer({"north": "secret"})
+    server.start()
+    try:
+        _mailbox(server, "north")
+        listener = manage("listen_mail", env={"PRICEFEED_MAX_IN_FLIGHT_BYTES": "200000"})
+        listener.wait_for_log(mailbox_line("north", "listening token="))
+        peak = {"size": 0}
+        done = threading.Event()
+
+        def sample() -> None:
+            dsn = database_url().replace("postgres://", "postgresql://")
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                while not done.is_set():
+                    (size,) = conn.execute(
+                        "SELECT coalesce(sum(size), 0) FROM mailboxes_inboundmessage"
+                        " WHERE status IN ('RECEIVED', 'PROCESSING')"
+                    ).fetchone()
+                    peak["size"] = max(peak["size"], size)
+                    done.wait(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        body = bytes(range(256)) * 180  # ~46 kB, ~62 kB as base64 in the message
+        with ImapAppender(server.host, server.port, "north", "secret") as appender:
+            for n in range(30):
+                appender.append(
+                    price_mail(
+                        (("price.xlsx", body),), message_id=f"<big{n}@x>", subject=f"big {n}"
+                    )
+                )
+        listener.wait_for_log("in-flight limit reached: fetching paused", 30)
+        waiting = list(InboundMessage.objects.values_list("size", flat=True))
+        assert 0 < len(waiting) < 30
+        assert sum(waiting) <= 200_000
+        manage("qcluster")
+        wait_until(
+            lambda: (
+                InboundMessage.objects.count() == 30
+                and not InboundMessage.objects.filter(
+                    status__in=["RECEIVED", "PROCESSING"]
+                ).exists()
+            ),
+            120,
+            "30 messages recorded and processed",
+            on_timeout=listener.log,
+        )
+        done.set()
+        sampler.join(5)
+        assert 0 < peak["size"] <= 200_000
+        assert listener.count("fetching resumed") >= 1
+        assert "Traceback" not in listener.log()
+    finally:
+        server.cleanup()

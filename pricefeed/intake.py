@@ -27,7 +27,7 @@ from mailboxes.processing import message_finish, message_run
 from mailboxes.selectors import message_raw
 
 from . import matching, parsing
-from .imports.lifecycle import enqueue_imports, price_imports_create
+from .imports.lifecycle import imports_start, price_imports_create
 from .imports.source import ARCHIVES
 from .limits import parse_limits
 from .models import PriceListConfig
@@ -114,14 +114,20 @@ def _too_many_files(limit: int) -> str:
 
 
 def message_process(*, message_id: int, worker: str) -> str | None:
-    """Claims a message, matches it against its mailbox's configs and records the outcome.
+    """Claims a message, matches it against its mailbox's configs and records the outcome;
+    then starts its imports (``lifecycle.imports_start``: small files are imported here).
 
     Idempotent: a message that is not RECEIVED/RETRYABLE (or not yet due) is left alone.
     Returns the final status, or None when there was nothing to do.
     """
-    return message_run(
-        message_id=message_id, worker=worker, work=lambda: _process(message_id, worker)
+    started: list[int] = []
+    status = message_run(
+        message_id=message_id, worker=worker, work=lambda: _process(message_id, worker, started)
     )
+    # Once the message is finished: its imports are rows of their own, run and retried
+    # on their own.
+    imports_start(started, worker=worker)
+    return status
 
 
 def _reject(*, message_id: int, worker: str, reason: str, report: dict) -> str:
@@ -159,7 +165,8 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
         raise MessageRefused(OUT_OF_MEMORY) from None
 
 
-def _process(message_id: int, worker: str) -> str:
+def _process(message_id: int, worker: str, started: list[int]) -> str:
+    """Reads the message and finishes it; the new imports' ids go to ``started``."""
     mailbox_id = InboundMessage.objects.values_list("mailbox_id", flat=True).get(pk=message_id)
     raw = message_raw(message_id)
     try:
@@ -219,7 +226,6 @@ def _process(message_id: int, worker: str) -> str:
             message_id=message_id,
             items=[(config_id, by_key[key.split("/", 1)[0]], key) for config_id, key in matched],
         )
-        transaction.on_commit(lambda: enqueue_imports(pending))
     logger.info(
         "message processed message_id=%s status=%s imports=%s",
         message_id,
@@ -227,4 +233,5 @@ def _process(message_id: int, worker: str) -> str:
         len(matched),
         extra={"action": "message_processed", "message_id": message_id},
     )
+    started.extend(pending)
     return status

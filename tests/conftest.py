@@ -12,7 +12,6 @@ from django.utils import translation
 
 from mailboxes import processing
 from mailboxes.models import InboundMessage, Mailbox
-from pricefeed import intake
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceListConfig
 
@@ -44,8 +43,14 @@ def no_queue(monkeypatch):
     queued = {"messages": [], "imports": []}
     monkeypatch.setattr(processing, "enqueue_processing", queued["messages"].extend)
     monkeypatch.setattr(lifecycle, "enqueue_imports", queued["imports"].extend)
-    monkeypatch.setattr(intake, "enqueue_imports", queued["imports"].extend)
     return queued
+
+
+@pytest.fixture
+def imports_wait(monkeypatch):
+    """A message's imports wait PENDING for their own task, as larger files' do, instead
+    of small files being imported by the task that read the message."""
+    monkeypatch.setattr(lifecycle, "INLINE_IMPORT_BYTES", 0)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pricefeed.imports.lifecycle import IMPORT_WORK
 from pricefeed.models import PriceImport
 from tests.factories import receive
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_queue")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_queue", "imports_wait")]
 
 Status = PriceImport.Status
 

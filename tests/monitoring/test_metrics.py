@@ -110,6 +110,7 @@ def test_head_answers_no_body_and_post_is_405(token):
     assert post.status_code == 405
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_gauges_follow_a_message_through_matching_and_its_import(token):
     mailbox = factories.create_mailbox()
     factories.create_config(mailbox)

@@ -504,13 +504,12 @@ def on_sqlite() -> None:
     from django.db import connection
 
     from mailboxes import processing
-    from pricefeed import intake
     from pricefeed.imports import lifecycle
 
     assert connection.vendor == "sqlite"
     call_command("migrate", verbosity=0)
     # Work is run by calling the services; nothing goes to django-q2 (as no_queue).
-    processing.enqueue_processing = lifecycle.enqueue_imports = intake.enqueue_imports = list
+    processing.enqueue_processing = lifecycle.enqueue_imports = list
     translation.activate("en")
     mailboxes = [create_mailbox(name=f"m{i}") for i in range(3)]
     configs = [create_config(mailbox) for mailbox in mailboxes]

@@ -19,7 +19,7 @@ from tests.factories import receive, run_all
 
 Status = PriceImport.Status
 
-pytestmark = pytest.mark.usefixtures("no_queue")
+pytestmark = pytest.mark.usefixtures("no_queue", "imports_wait")
 
 
 class FakeClock:

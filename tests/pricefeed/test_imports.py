@@ -144,6 +144,7 @@ def test_text_with_tabs_and_backslashes_is_stored_exactly(mailbox, config):
     assert (item.sku, item.name) == ("A\\1", "Болт\tМ8 \\ оцинк.")
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_transient_error_retries_later_and_fails_with_one_alert_past_the_limit(
     mailbox, config, monkeypatch, settings, mailoutbox, django_capture_on_commit_callbacks
 ):
@@ -174,6 +175,7 @@ def test_transient_error_retries_later_and_fails_with_one_alert_past_the_limit(
     assert not PriceItem.objects.exists()
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_sweep_retries_an_expired_claim_and_requeues_a_forgotten_import_once(
     mailbox, config, no_queue, settings
 ):
@@ -200,6 +202,7 @@ def test_sweep_retries_an_expired_claim_and_requeues_a_forgotten_import_once(
     assert lifecycle.price_imports_sweep().requeued == 0
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_an_import_whose_message_body_is_gone_fails_with_the_reason(mailbox, config):
     message = receive(mailbox, [("p.csv", price_list_csv(ROWS))])
     InboundMessage.objects.filter(pk=message.pk).update(raw=None)

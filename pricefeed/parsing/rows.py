@@ -269,9 +269,20 @@ _DECIMAL_TEXTS = re.compile(
 # Prices the row loop's fast path takes (ASCII, a digit or "-" and a digit first, a
 # digit last), joined by _SEP: a whole column is checked by one match.
 _PLAIN_PRICES = re.compile(r"-?[0-9](?:[^\x00]*[0-9])?(?:\x00-?[0-9](?:[^\x00]*[0-9])?)*")
-# A price in such a column (spaces dropped, a point for the separator) that is zero or
-# below: a minus sign anywhere, or a text of zeros alone.
-_NOT_POSITIVE = re.compile(r"-|(?:^|\x00)0*(?:\.0*)?(?:\x00|$)")
+# Deletes zeros and points: a price in such a column (spaces dropped, a point for the
+# separator) made of them alone is zero (or not a number: the row loop tells).
+_ZEROS = str.maketrans("", "", "0.")
+
+
+def _not_positive(joined: str) -> bool:
+    """Whether a price of ``joined`` (_SEP between them) may be zero or below: a minus
+    sign anywhere, or a price of zeros and points alone, which leaves an empty text
+    between separators once they are deleted (translate at C speed: a regex that looked
+    for either took ~0.2 s per million prices)."""
+    if "-" in joined:
+        return True
+    left = joined.translate(_ZEROS)
+    return not left or left[0] == _SEP or left[-1] == _SEP or _SEP + _SEP in left
 
 
 def read_text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
@@ -376,7 +387,7 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
     joined = original.replace(" ", "")
     if sep == ",":
         joined = joined.replace(",", ".")
-    if ctx.positive and _NOT_POSITIVE.search(joined):
+    if ctx.positive and _not_positive(joined):
         return False  # the row loop tells which rows
     blocks = ctx.blocks
     values: list[Decimal] | None = None

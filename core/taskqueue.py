@@ -14,9 +14,11 @@ Each of those is one statement (one round trip): the enqueue inserts the task an
 sends the NOTIFY together; a dequeue takes the due tasks with one ``UPDATE … WHERE id IN
 (SELECT … FOR UPDATE SKIP LOCKED) RETURNING``, where django-q2 reads them and then
 updates each one's lock on its own condition; an acknowledgement is one DELETE, where
-django-q2 wraps it in a transaction. A busy process checks its connection (Django's
-health check, a ``SELECT 1``) at most every CHECK_EVERY seconds and after an error,
-where django-q2 checks before every statement.
+django-q2 wraps it in a transaction. A take and an acknowledgement commit without
+waiting for the WAL flush (lost with a server crash, they are only repeated: core/sql.py,
+ASYNC_COMMIT); an enqueue waits for it, as its caller's transaction does. A busy process
+checks its connection (Django's health check, a ``SELECT 1``) at most every CHECK_EVERY
+seconds and after an error, where django-q2 checks before every statement.
 
 Nothing else changes: a task is taken only while its lock has expired, by one cluster
 (of several woken together, one takes each task), a task not acknowledged in time comes
@@ -110,11 +112,17 @@ class WakingORM(ORM):
         ((pk, _),) = self._execute(sql.TASK_ENQUEUE, [key, task, timezone.now(), channel(key)])
         return pk
 
+    def _bookkeeping(self, statement: str) -> str:
+        """A take or an acknowledgement committing without waiting for the flush, in
+        autocommit only (core/sql.py, ASYNC_COMMIT)."""
+        in_transaction = connections[self._database()].in_atomic_block
+        return statement.format(async_commit="" if in_transaction else sql.ASYNC_COMMIT)
+
     def delete(self, task_id: Any) -> None:
         """Removes a task (its acknowledgement): one statement, no transaction around."""
         if not self._waking():
             return super().delete(task_id)
-        self._execute(sql.TASK_DELETE, [task_id])
+        self._execute(self._bookkeeping(sql.TASK_DELETE), [task_id])
         return None
 
     def listener(self) -> NotifyListener:
@@ -145,7 +153,7 @@ class WakingORM(ORM):
         has expired (re-checked on the row as locked)."""
         now = timezone.now()
         taken = self._execute(
-            sql.TASK_TAKE,
+            self._bookkeeping(sql.TASK_TAKE),
             {
                 "key": self.list_key,
                 "now": now,

@@ -13,14 +13,16 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection
+from django.db.backends.signals import connection_created
 
 from core.faults import crash_point
 from core.pgnotify import NotifyListener
 
-from . import services
+from . import services, sql
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +31,14 @@ DELIVER_TASK = "outbox.tasks.deliver"
 # Claim loops while full batches keep coming: the first one also sweeps and waits for
 # NOTIFY; the others join it on a backlog and rest when it is gone.
 LANES = 2
+
+
+def _commit_without_flush(sender: object, connection: Any, **kwargs: Any) -> None:
+    """Every connection the dispatch loops open commits without waiting for the WAL
+    flush (outbox/sql.py, COMMIT_WITHOUT_FLUSH)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(sql.COMMIT_WITHOUT_FLUSH)
 
 
 @dataclass
@@ -62,6 +72,11 @@ class Dispatcher:
         batch = settings.PRICEFEED_OUTBOX_BATCH
         poll = settings.PRICEFEED_OUTBOX_POLL_INTERVAL
         next_sweep = 0.0
+        # Connections made from now on (each loop has its own); the one already open
+        # is set at once.
+        connection_created.connect(_commit_without_flush)
+        if connection.connection is not None:
+            _commit_without_flush(None, connection)
         # One broker per loop (async_task would make one per task): it keeps the time of
         # its last connection check (core.taskqueue).
         broker = get_broker()
@@ -93,6 +108,7 @@ class Dispatcher:
             for helper in helpers:
                 helper.join(poll + 5)
             listener.close()
+            connection_created.disconnect(_commit_without_flush)
             logger.info("dispatch_outbox stopped dispatcher=%s", self.dispatcher_id)
 
     def _helper(self) -> None:

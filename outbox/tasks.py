@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-
 from . import services
 
 
 def deliver(event_ids: list[str], dispatcher: str) -> dict[str, int]:
-    return services.events_deliver(
-        event_ids=[uuid.UUID(i) for i in event_ids], dispatcher=dispatcher
-    )
+    # The ids go to the database as they came (text cast to uuid there): turning 500
+    # strings into UUID objects first only cost the worker time.
+    return services.events_deliver(event_ids=event_ids, dispatcher=dispatcher)

@@ -17,6 +17,7 @@ from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+from core import sql
 from core.taskqueue import WakingORM, channel
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -172,3 +173,39 @@ def test_the_channel_is_a_postgresql_identifier():
     long = channel("q" * 200)
     assert len(long.encode()) <= 63
     assert '"' not in channel('a"b')
+
+
+def _queue_statements():
+    """Records the statements on django_q_ormq while the block runs."""
+    statements: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        if "django_q_ormq" in sql:
+            statements.append(" ".join(sql.split()))
+        return execute(sql, params, many, context)
+
+    return statements, connection.execute_wrapper(record)
+
+
+def test_a_take_and_an_acknowledgement_commit_without_waiting_for_the_flush(broker):
+    pk = broker.enqueue("payload")
+    statements, recording = _queue_statements()
+    with recording:
+        assert broker.take() == [(pk, "payload")]
+        broker.acknowledge(pk)
+    assert [s.split()[0] for s in statements] == ["UPDATE", "DELETE"]
+    assert all(sql.ASYNC_COMMIT in s for s in statements)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",)  # the setting was the statements' own
+    assert not OrmQ.objects.filter(key="taskqueue-test").exists()
+
+
+def test_in_a_callers_transaction_the_queue_leaves_its_commit_alone(broker):
+    pk = broker.enqueue("payload")
+    statements, recording = _queue_statements()
+    with recording, transaction.atomic():
+        assert broker.take() == [(pk, "payload")]
+        broker.acknowledge(pk)
+    assert len(statements) == 2 and not any(sql.ASYNC_COMMIT in s for s in statements)
+    assert not OrmQ.objects.filter(key="taskqueue-test").exists()

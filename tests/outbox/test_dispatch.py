@@ -162,3 +162,49 @@ def test_a_worker_reads_its_batch_on_a_new_connection_when_the_old_one_broke(mai
     claimed = services.events_claimed(event_ids=ids, dispatcher="d")
     assert [e.id for e in claimed] == [e.id for e in events]
     assert services.events_mark_sent(event_ids=ids, dispatcher="d") == 2
+
+
+def test_handlers_get_events_whose_other_fields_load_on_first_use(mailbox):
+    (event,) = _publish(mailbox, handlers.NOOP)
+    ids = services.events_claim(dispatcher="d", limit=1)
+    (claimed,) = services.events_claimed(event_ids=[str(i) for i in ids], dispatcher="d")
+    assert claimed.id == event.id and claimed.payload == {"n": 0}
+    assert not claimed._state.adding and claimed._state.db == "default"
+    loaded = {f.attname for f in OutboxEvent._meta.concrete_fields} - claimed.get_deferred_fields()
+    assert loaded == set(sql.HANDLER_FIELDS)
+    assert (claimed.status, claimed.claimed_by) == (Status.PROCESSING, "d")  # read now
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dispatch_loops_connections_commit_without_waiting_for_the_flush():
+    """Their claims and hand-offs are recoverable (outbox/sql.py, COMMIT_WITHOUT_FLUSH);
+    other connections of the process keep waiting for it."""
+    import threading
+
+    from django.db import connection
+
+    from outbox.dispatcher import Dispatcher
+
+    def synchronous_commit() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    seen = []
+
+    def run(dispatch: bool) -> None:
+        try:
+            connection.ensure_connection()
+            if dispatch:
+                stop = threading.Event()
+                stop.set()  # the loop ends at once; its connection is set up before
+                Dispatcher(dispatcher_id="test", stop=stop).run()
+            seen.append(synchronous_commit())
+        finally:
+            connection.close()  # this thread's own
+
+    for dispatch in (True, False):  # a connection made after the loop stopped: as usual
+        thread = threading.Thread(target=run, args=(dispatch,))
+        thread.start()
+        thread.join(30)
+    assert seen == ["off", "on"]

@@ -340,8 +340,8 @@ PRICEFEED_REBALANCE_TOLERANCE = env.float("PRICEFEED_REBALANCE_TOLERANCE", defau
 # at a bound listeners stop fetching (and keep their leases) until the backlog drains.
 # The counts, per instance and per mailbox, bound how long one mailbox's backlog makes
 # the others wait in the queue (2,000 messages: about half a minute at two workers'
-# ~60 small messages/s, bench/ingest.py); the size, per instance, bounds what waits in the database (25 MiB
-# messages would make 5,000 of them 122 GiB).
+# ~60 small messages/s, bench/ingest.py); the size, per instance, bounds what waits in
+# the database (25 MiB messages would make 5,000 of them 122 GiB).
 PRICEFEED_MAX_IN_FLIGHT = env.int("PRICEFEED_MAX_IN_FLIGHT", default=5000)
 PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX = env.int("PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX", default=2000)
 PRICEFEED_MAX_IN_FLIGHT_BYTES = env.int("PRICEFEED_MAX_IN_FLIGHT_BYTES", default=2**30)

@@ -290,7 +290,9 @@ PRICEFEED_PARSE_MAX_ROWS = env.int("PRICEFEED_PARSE_MAX_ROWS", default=2_000_000
 PRICEFEED_PARSE_MAX_CELLS = env.int("PRICEFEED_PARSE_MAX_CELLS", default=32_000_000)
 PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_000)
 # Hostile files: cells read per row, bytes per text line, seconds per file (below
-# PRICEFEED_Q_TIMEOUT, so that an import ends FAILED with the reason, not killed).
+# PRICEFEED_Q_TIMEOUT, so that an import ends FAILED with the reason, not killed; with
+# PRICEFEED_MIME_MAX_CPU_SECONDS: a file of up to 1 MiB is imported by the task that
+# read its message, pricefeed.imports.lifecycle.imports_start).
 PRICEFEED_PARSE_MAX_COLUMNS = env.int("PRICEFEED_PARSE_MAX_COLUMNS", default=1024)
 PRICEFEED_PARSE_MAX_LINE_BYTES = env.int("PRICEFEED_PARSE_MAX_LINE_BYTES", default=2**20)
 PRICEFEED_PARSE_MAX_SECONDS = env.int("PRICEFEED_PARSE_MAX_SECONDS", default=180)

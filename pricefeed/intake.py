@@ -120,7 +120,7 @@ def message_process(*, message_id: int, worker: str) -> str | None:
     Idempotent: a message that is not RECEIVED/RETRYABLE (or not yet due) is left alone.
     Returns the final status, or None when there was nothing to do.
     """
-    started: list[int] = []
+    started: list[tuple[int, int]] = []
     status = message_run(
         message_id=message_id, worker=worker, work=lambda: _process(message_id, worker, started)
     )
@@ -165,8 +165,9 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
         raise MessageRefused(OUT_OF_MEMORY) from None
 
 
-def _process(message_id: int, worker: str, started: list[int]) -> str:
-    """Reads the message and finishes it; the new imports' ids go to ``started``."""
+def _process(message_id: int, worker: str, started: list[tuple[int, int]]) -> str:
+    """Reads the message and finishes it; its pending imports (id, size) go to
+    ``started``."""
     mailbox_id = InboundMessage.objects.values_list("mailbox_id", flat=True).get(pk=message_id)
     raw = message_raw(message_id)
     try:

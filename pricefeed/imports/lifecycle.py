@@ -53,25 +53,29 @@ def enqueue_imports(import_ids: Iterable[int]) -> None:
         async_task(IMPORT_TASK, import_id, task_name=f"run_import {import_id}")
 
 
-def imports_start(import_ids: list[int], *, worker: str) -> None:
-    """Starts the new imports of a message: larger files (and files from archives, whose
-    size is known only once unpacked) go to the queue, where workers import them side by
-    side; then the small ones are imported here, in this task."""
-    if not import_ids:
-        return
-    sizes = dict(PriceImport.objects.filter(pk__in=import_ids).values_list("pk", "size"))
-    small = [pk for pk in import_ids if 0 < sizes.get(pk, 0) <= INLINE_IMPORT_BYTES]
-    enqueue_imports([pk for pk in import_ids if pk not in small])
+def imports_start(pending: list[tuple[int, int]], *, worker: str) -> None:
+    """Starts the new imports of a message, ``pending`` as price_imports_create returns
+    them: larger files (and files from archives, whose size is known only once unpacked:
+    0) go to the queue, where workers import them side by side; then the small ones are
+    imported here, in this task."""
+    queued: list[int] = []
+    small: list[int] = []
+    for pk, size in pending:
+        (small if 0 < size <= INLINE_IMPORT_BYTES else queued).append(pk)
+    enqueue_imports(queued)
     for import_id in small:
         price_import_run(import_id=import_id, worker=worker)
 
 
-def price_imports_create(*, message_id: int, items: list[tuple[int, Attachment, str]]) -> list[int]:
+def price_imports_create(
+    *, message_id: int, items: list[tuple[int, Attachment, str]]
+) -> list[tuple[int, int]]:
     """Creates one PENDING PriceImport per (config, file); existing ones are kept.
 
     ``items`` are (config id, attachment, file key). Called inside the transaction that
     finishes the message, so a message is DONE exactly when its imports exist. Returns
-    the ids of the imports that are still PENDING (new or not yet run).
+    the (id, size) of the imports that are still PENDING (new or not yet run); the size
+    of a file from an archive is 0.
     """
     if not items:
         return []
@@ -92,7 +96,7 @@ def price_imports_create(*, message_id: int, items: list[tuple[int, Attachment, 
     )
     return list(
         PriceImport.objects.filter(message_id=message_id, status=Status.PENDING).values_list(
-            "pk", flat=True
+            "pk", "size"
         )
     )
 

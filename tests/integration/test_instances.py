@@ -359,23 +359,7 @@ def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage)
         listener.wait_for_log(mailbox_line("south", "listening token="))
         listener.wait_for_log(mailbox_line("north", "listening token="))
 
-        peak = {"in_flight": 0, "rss_kb": 0}
-        done = threading.Event()
-
-        def sample() -> None:
-            dsn = database_url().replace("postgres://", "postgresql://")
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                while not done.is_set():
-                    (n,) = conn.execute(
-                        "SELECT count(*) FROM mailboxes_inboundmessage"
-                        " WHERE status IN ('RECEIVED', 'PROCESSING')"
-                    ).fetchone()
-                    peak["in_flight"] = max(peak["in_flight"], n)
-                    peak["rss_kb"] = max(peak["rss_kb"], _rss_kb(listener.pid))
-                    done.wait(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        peak = InFlightPeaks(listener.pid)
         body = b"x" * 2000
         for user in users:
             with ImapAppender(server.host, server.port, user, "secret") as appender:
@@ -403,18 +387,46 @@ def test_burst_of_2000_under_an_in_flight_limit_of_100(transactional_db, manage)
             "2,000 messages recorded and processed",
             on_timeout=listener.log,
         )
-        done.set()
-        sampler.join(5)
+        peak.stop()
 
         ids = list(InboundMessage.objects.values_list("message_id", flat=True))
         assert len(ids) == len(set(ids)) == 2000
         assert Counter(InboundMessage.objects.values_list("status", flat=True)) == {"IGNORED": 2000}
-        assert 0 < peak["in_flight"] <= 100
-        assert peak["rss_kb"] < 200 * 1024, f"listener RSS peaked at {peak['rss_kb']} kB"
+        assert 0 < peak.messages <= 100
+        assert peak.rss_kb < 200 * 1024, f"listener RSS peaked at {peak.rss_kb} kB"
         assert listener.count("fetching resumed") >= 1
         assert "Traceback" not in listener.log()
     finally:
         server.cleanup()
+
+
+class InFlightPeaks(threading.Thread):
+    """Samples every 20 ms, from its start until ``stop``, the most messages in flight
+    (RECEIVED, PROCESSING), their largest size in all, and the largest RSS of ``pid``."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.messages = self.size = self.rss_kb = 0
+        self._done = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        dsn = database_url().replace("postgres://", "postgresql://")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while not self._done.is_set():
+                n, size = conn.execute(
+                    "SELECT count(*), coalesce(sum(size), 0) FROM mailboxes_inboundmessage"
+                    " WHERE status IN ('RECEIVED', 'PROCESSING')"
+                ).fetchone()
+                self.messages = max(self.messages, n)
+                self.size = max(self.size, size)
+                self.rss_kb = max(self.rss_kb, _rss_kb(self.pid))
+                self._done.wait(0.02)
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(5)
 
 
 def _rss_kb(pid: int) -> int:
@@ -484,22 +496,7 @@ def test_the_size_of_what_waits_in_flight_is_bounded(transactional_db, manage):
         _mailbox(server, "north")
         listener = manage("listen_mail", env={"PRICEFEED_MAX_IN_FLIGHT_BYTES": "200000"})
         listener.wait_for_log(mailbox_line("north", "listening token="))
-        peak = {"size": 0}
-        done = threading.Event()
-
-        def sample() -> None:
-            dsn = database_url().replace("postgres://", "postgresql://")
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                while not done.is_set():
-                    (size,) = conn.execute(
-                        "SELECT coalesce(sum(size), 0) FROM mailboxes_inboundmessage"
-                        " WHERE status IN ('RECEIVED', 'PROCESSING')"
-                    ).fetchone()
-                    peak["size"] = max(peak["size"], size)
-                    done.wait(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        peak = InFlightPeaks(listener.pid)
         body = bytes(range(256)) * 180  # ~46 kB, ~62 kB as base64 in the message
         with ImapAppender(server.host, server.port, "north", "secret") as appender:
             for n in range(30):
@@ -524,9 +521,8 @@ def test_the_size_of_what_waits_in_flight_is_bounded(transactional_db, manage):
             "30 messages recorded and processed",
             on_timeout=listener.log,
         )
-        done.set()
-        sampler.join(5)
-        assert 0 < peak["size"] <= 200_000
+        peak.stop()
+        assert 0 < peak.size <= 200_000
         assert listener.count("fetching resumed") >= 1
         assert "Traceback" not in listener.log()
     finally:

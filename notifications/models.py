@@ -128,6 +128,10 @@ class Notification(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
     created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
+    # The outbox event that delivers it (a digest's delivers several): set in the
+    # transaction that publishes the event. How a notification finds its event: by the
+    # event's primary key, so that the outbox keeps no index of its own for it.
+    send_event = models.UUIDField(_("send event"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("notification")
@@ -172,6 +176,10 @@ class OverdueNotification(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
     created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
+    # The outbox event that delivers it (a digest's delivers several): set in the
+    # transaction that publishes the event. How a notification finds its event: by the
+    # event's primary key, so that the outbox keeps no index of its own for it.
+    send_event = models.UUIDField(_("send event"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("overdue-list notification")

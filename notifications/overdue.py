@@ -24,7 +24,6 @@ from django.utils import timezone as dj_timezone
 from core import metrics
 from core.retry import outbox_retry_policy
 from outbox.models import OutboxEvent
-from outbox.services import publish
 from pricefeed.models import OverdueAlert
 
 from . import content, services
@@ -69,18 +68,13 @@ def overdue_fan_out(*, alert_id: int) -> int:
             OverdueNotification.objects.filter(alert=alert, status=Status.PENDING).order_by("pk")
         )
         # A fan-out run again must not give a notification a second send event.
-        queued = set(
-            OutboxEvent.objects.filter(
-                kind=SEND_EVENT,
-                aggregate_type=OverdueNotification._meta.label_lower,
-                aggregate_id__in=[str(n.pk) for n in pending],
-                status__in=[OutboxEvent.Status.NEW, OutboxEvent.Status.PROCESSING],
-            ).values_list("aggregate_id", flat=True)
-        )
+        covered = services.queued(pending)
         published = 0
         for notification in pending:
-            if str(notification.pk) not in queued:
-                publish(SEND_EVENT, notification, {"notification_id": notification.pk})
+            if notification.pk not in covered:
+                services.publish_send(
+                    SEND_EVENT, [notification], {"notification_id": notification.pk}
+                )
                 published += 1
     return published
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from email.utils import formatdate
@@ -46,7 +47,13 @@ from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport, PriceListConfig
 
 from . import content
-from .models import Notification, Subscription, default_language, supported_language
+from .models import (
+    Notification,
+    OverdueNotification,
+    Subscription,
+    default_language,
+    supported_language,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,17 +97,25 @@ def _recipients(
     return {**senders, **named}
 
 
-def _queued(notifications: list[Notification]) -> set[int]:
+def queued(notifications: Sequence[Notification | OverdueNotification]) -> set[int]:
     """Which of ``notifications`` a send event that is still to run (NEW or PROCESSING)
-    already covers. A send event's aggregate is its first notification; a digest's
-    event lists all of its own in the payload."""
+    already covers: their own send events, read by primary key."""
     payloads = OutboxEvent.objects.filter(
-        kind=SEND_EVENT,
-        aggregate_type=Notification._meta.label_lower,
-        aggregate_id__in=[str(n.pk) for n in notifications],
+        pk__in={n.send_event for n in notifications if n.send_event is not None},
         status__in=[OutboxEvent.Status.NEW, OutboxEvent.Status.PROCESSING],
     ).values_list("payload", flat=True)
     return {pk for payload in payloads for pk in notification_ids(payload)}
+
+
+def publish_send(
+    kind: str, notifications: Sequence[Notification | OverdueNotification], payload: dict
+) -> None:
+    """Publishes the send event that delivers ``notifications`` (the first is its
+    aggregate) and records it on each of them, in the caller's transaction."""
+    event = publish(kind, notifications[0], payload)
+    type(notifications[0]).objects.filter(pk__in=[n.pk for n in notifications]).update(
+        send_event=event.pk
+    )
 
 
 def notification_ids(payload: dict) -> list[int]:
@@ -141,12 +156,12 @@ def notifications_fan_out(*, import_id: int) -> int:
         # A fan-out run again (its event retried after this transaction committed) must
         # not give a notification a second send event: two events could be claimed by two
         # workers at once, and both would send before either marked it SENT.
-        queued = _queued(pending)
+        covered = queued(pending)
         published = 0
         for notification in pending:
-            if notification.pk in queued:
+            if notification.pk in covered:
                 continue
-            publish(SEND_EVENT, notification, {"notification_id": notification.pk})
+            publish_send(SEND_EVENT, [notification], {"notification_id": notification.pk})
             published += 1
     return published
 
@@ -183,10 +198,10 @@ def notifications_fan_out_message(*, message_id: int) -> int:
                 status=Notification.Status.PENDING,
             ).order_by("pk")
         )
-        queued = _queued(pending)
+        covered = queued(pending)
         groups: dict[str, list[Notification]] = {}
         for notification in pending:
-            if notification.pk not in queued:
+            if notification.pk not in covered:
                 groups.setdefault(notification.recipient, []).append(notification)
         for group in groups.values():
             payload: dict = (
@@ -194,7 +209,7 @@ def notifications_fan_out_message(*, message_id: int) -> int:
                 if len(group) == 1
                 else {"notification_ids": [n.pk for n in group]}
             )
-            publish(SEND_EVENT, group[0], payload)
+            publish_send(SEND_EVENT, group, payload)
     return len(groups)
 
 

@@ -69,6 +69,10 @@ class OutboxEvent(models.Model):
             ("retry_outboxevent", _("Can retry or requeue outbox events")),
             ("fail_outboxevent", _("Can give up outbox events")),
         ]
+        # No other index: every claim and every result rewrites the row (its status is
+        # in outbox_new_due's condition), and each index of the table takes a new entry
+        # each time. Whoever needs to find its events keeps their ids (a notification
+        # keeps its send event's).
         indexes = [
             # The claim query reads only NEW rows in (next_attempt_at, id) order; however
             # many SENT rows pile up, this index stays the size of the backlog.
@@ -77,7 +81,6 @@ class OutboxEvent(models.Model):
                 condition=Q(status=EventStatus.NEW),
                 name="outbox_new_due",
             ),
-            models.Index(fields=["aggregate_type", "aggregate_id"], name="outbox_aggregate"),
         ]
 
     def __str__(self) -> str:

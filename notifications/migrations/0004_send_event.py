@@ -7,22 +7,40 @@ def link_send_events(apps, schema_editor):
     """Each notification gets the send event that delivers it, as publishing now
     records it: the events are read oldest first, so a later event of a notification
     (published again after the first one failed) wins. A digest's event delivers every
-    notification its payload lists."""
+    notification its payload lists. A few statements per 2,000 events, whatever their
+    number."""
     OutboxEvent = apps.get_model("outbox", "OutboxEvent")
-    kinds = {
+    models = {
         "notification.send": apps.get_model("notifications", "Notification"),
         "notification.overdue.send": apps.get_model("notifications", "OverdueNotification"),
     }
     events = (
-        OutboxEvent.objects.filter(kind__in=kinds)
+        OutboxEvent.objects.filter(kind__in=models)
         .order_by("created_at", "id")
         .values_list("id", "kind", "payload")
     )
-    for event_id, kind, payload in events.iterator(chunk_size=2000):
+    chunk = []
+    for event in events.iterator(chunk_size=2000):
+        chunk.append(event)
+        if len(chunk) == 2000:
+            _link(models, chunk)
+            chunk = []
+    _link(models, chunk)
+
+
+def _link(models, events):
+    links = {kind: {} for kind in models}
+    for event_id, kind, payload in events:
         ids = payload.get("notification_ids") or [payload.get("notification_id")]
-        ids = [int(pk) for pk in ids if pk]
-        if ids:
-            kinds[kind].objects.filter(pk__in=ids).update(send_event=event_id)
+        for pk in ids:
+            if pk:
+                links[kind][int(pk)] = event_id  # a later event wins
+    for kind, model in models.items():
+        model.objects.bulk_update(
+            [model(pk=pk, send_event=event_id) for pk, event_id in links[kind].items()],
+            ["send_event"],
+            batch_size=500,
+        )
 
 
 class Migration(migrations.Migration):

@@ -69,14 +69,10 @@ def overdue_fan_out(*, alert_id: int) -> int:
         )
         # A fan-out run again must not give a notification a second send event.
         covered = services.queued(pending)
-        published = 0
-        for notification in pending:
-            if notification.pk not in covered:
-                services.publish_send(
-                    SEND_EVENT, [notification], {"notification_id": notification.pk}
-                )
-                published += 1
-    return published
+        return services.publish_sends(
+            SEND_EVENT,
+            [([n], {"notification_id": n.pk}) for n in pending if n.pk not in covered],
+        )
 
 
 def _when(moment: datetime | None, zone) -> str:

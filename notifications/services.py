@@ -107,15 +107,21 @@ def queued(notifications: Sequence[Notification | OverdueNotification]) -> set[i
     return {pk for payload in payloads for pk in notification_ids(payload)}
 
 
-def publish_send(
-    kind: str, notifications: Sequence[Notification | OverdueNotification], payload: dict
-) -> None:
-    """Publishes the send event that delivers ``notifications`` (the first is its
-    aggregate) and records it on each of them, in the caller's transaction."""
-    event = publish(kind, notifications[0], payload)
-    type(notifications[0]).objects.filter(pk__in=[n.pk for n in notifications]).update(
-        send_event=event.pk
-    )
+def publish_sends[N: (Notification, OverdueNotification)](
+    kind: str, deliveries: Sequence[tuple[Sequence[N], dict]]
+) -> int:
+    """Publishes one send event per (notifications, payload), the first notification its
+    aggregate, and records on each notification the event that delivers it (one UPDATE
+    for all), in the caller's transaction. Returns how many events were published."""
+    linked: list[N] = []
+    for notifications, payload in deliveries:
+        event = publish(kind, notifications[0], payload)
+        for notification in notifications:
+            notification.send_event = event.pk
+            linked.append(notification)
+    if linked:
+        type(linked[0]).objects.bulk_update(linked, ["send_event"])
+    return len(deliveries)
 
 
 def notification_ids(payload: dict) -> list[int]:
@@ -157,13 +163,10 @@ def notifications_fan_out(*, import_id: int) -> int:
         # not give a notification a second send event: two events could be claimed by two
         # workers at once, and both would send before either marked it SENT.
         covered = queued(pending)
-        published = 0
-        for notification in pending:
-            if notification.pk in covered:
-                continue
-            publish_send(SEND_EVENT, [notification], {"notification_id": notification.pk})
-            published += 1
-    return published
+        return publish_sends(
+            SEND_EVENT,
+            [([n], {"notification_id": n.pk}) for n in pending if n.pk not in covered],
+        )
 
 
 def notifications_fan_out_message(*, message_id: int) -> int:
@@ -203,14 +206,18 @@ def notifications_fan_out_message(*, message_id: int) -> int:
         for notification in pending:
             if notification.pk not in covered:
                 groups.setdefault(notification.recipient, []).append(notification)
-        for group in groups.values():
-            payload: dict = (
-                {"notification_id": group[0].pk}
-                if len(group) == 1
-                else {"notification_ids": [n.pk for n in group]}
-            )
-            publish_send(SEND_EVENT, group, payload)
-    return len(groups)
+        return publish_sends(
+            SEND_EVENT,
+            [
+                (
+                    group,
+                    {"notification_id": group[0].pk}
+                    if len(group) == 1
+                    else {"notification_ids": [n.pk for n in group]},
+                )
+                for group in groups.values()
+            ],
+        )
 
 
 def message_id_for(notification: Notification) -> str:

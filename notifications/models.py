@@ -176,9 +176,7 @@ class OverdueNotification(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
     created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
-    # The outbox event that delivers it (a digest's delivers several): set in the
-    # transaction that publishes the event. How a notification finds its event: by the
-    # event's primary key, so that the outbox keeps no index of its own for it.
+    # The outbox event that delivers it, as for Notification.
     send_event = models.UUIDField(_("send event"), null=True, blank=True, editable=False)
 
     class Meta:

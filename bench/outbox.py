@@ -24,7 +24,8 @@ procrastinate on a tenth of the events); full: 50k, 10k, 1M, 5,000, two rounds.
      reference, at pricefeed's batch. It and pricefeed run alternately (--rounds); the
      best of each is compared;
    * for reference, pricefeed's services in a loop without django-q2 (2 processes:
-     ``events_claim`` → ``events_deliver``), with where their time goes;
+     ``events_claim_batch`` → ``events_deliver_batch``, as dispatch_outbox and the
+     deliver task call them), with where their time goes;
    * procrastinate: its own schema in the bench database, the jobs deferred with
      ``batch_defer`` (untimed), 2 worker processes each running
      ``run_worker_async(concurrency=1, wait=False, listen_notify=False,
@@ -257,14 +258,14 @@ def _role_pricefeed(name: str) -> None:
         while True:
             started = time.perf_counter()
             claim = services.new_claim_id(name)
-            ids = services.events_claim(dispatcher=claim, limit=BATCH)
+            batch = services.events_claim_batch(dispatcher=claim, limit=BATCH)
             claimed = time.perf_counter()
             spent["claim_s"] += claimed - started
-            if not ids:
+            if not batch:
                 break
             batches += 1
-            outcome.update(services.events_deliver(event_ids=ids, dispatcher=claim))
-            outcome["claimed"] += len(ids)
+            outcome.update(services.events_deliver_batch(batch=batch, dispatcher=claim))
+            outcome["claimed"] += len(batch)
             spent["deliver_s"] += time.perf_counter() - claimed
     _result(batches=batches, **spent, **outcome)
 

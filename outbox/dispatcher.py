@@ -26,7 +26,7 @@ from . import services, sql
 
 logger = logging.getLogger(__name__)
 
-DELIVER_TASK = "outbox.tasks.deliver"
+DELIVER_TASK = "outbox.tasks.deliver_batch"
 
 # Claim loops while full batches keep coming: the first one also sweeps and waits for
 # NOTIFY; the others join it on a backlog and rest when it is gone.
@@ -50,20 +50,20 @@ class Dispatcher:
     def _step(self, broker, async_task) -> int:
         """Claims one batch and hands it to django-q2; how many events it claimed."""
         claim = services.new_claim_id(self.dispatcher_id)
-        ids = services.events_claim(dispatcher=claim, limit=settings.PRICEFEED_OUTBOX_BATCH)
-        if ids:
+        batch = services.events_claim_batch(dispatcher=claim, limit=settings.PRICEFEED_OUTBOX_BATCH)
+        if batch:
             crash_point("outbox_after_claim")
             async_task(
                 DELIVER_TASK,
-                [str(i) for i in ids],
+                batch,
                 claim,
-                task_name=f"deliver {len(ids)} event(s)",
+                task_name=f"deliver {len(batch)} event(s)",
                 # The outbox rows are the record of a delivery: django-q2 keeps the
                 # failures only, not a Success row for every batch.
                 save=False,
                 broker=broker,
             )
-        return len(ids)
+        return len(batch)
 
     def run(self) -> None:
         from django_q.brokers import get_broker

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -182,11 +182,28 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     return ids
 
 
+def events_claim_batch(*, dispatcher: str, limit: int) -> list[str]:
+    """Claims as ``events_claim`` does, and returns what ``events_deliver_batch`` finds
+    the batch by: on PostgreSQL the address of each claimed row (sql.CLAIM_ADDRESSES,
+    which says why that is safe and what it saves), elsewhere the ids, as text."""
+    if postgresql():
+        with _pg_cursor() as cursor:
+            cursor.execute(sql.CLAIM_ADDRESSES, [limit, dispatcher])
+            return [row[0] for row in cursor.fetchall()]
+    return [str(pk) for pk in events_claim(dispatcher=dispatcher, limit=limit)]
+
+
 def _uuid_array(ids: Iterable[uuid.UUID | str]) -> str:
     """A batch's ids as one PostgreSQL array literal (cast to uuid[] by the statement):
     psycopg adapts a list element by element, checking each for quoting, ~1 ms a batch
     of 500 in a worker; the cast rejects anything that is not a UUID."""
     return "{" + ",".join(map(str, ids)) + "}"
+
+
+def _tid_array(addresses: Iterable[str]) -> str:
+    """Row addresses ("(page,item)", as ctid::text gives them) as one tid[] literal: each
+    quoted, since it holds a comma; the cast rejects anything that is not an address."""
+    return "{" + ",".join(f'"{address}"' for address in addresses) + "}"
 
 
 def events_mark_sent(*, event_ids: list[uuid.UUID] | list[str], dispatcher: str) -> int:
@@ -216,21 +233,7 @@ def events_claimed(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> 
     fields handlers read (id, kind, aggregate, payload, attempts); others are deferred."""
     event_ids = list(event_ids)
     if postgresql():
-        rows = _read(sql.CLAIMED, [_uuid_array(event_ids), dispatcher])
-        # Instances as the ORM would make them (the handlers' interface); only the
-        # payload needs converting (jsonb text).
-        decode: Any = OutboxEvent._meta.get_field("payload").from_db_value
-        db, conn = connection.alias, connections[connection.alias]
-        if signals.pre_init.has_listeners(OutboxEvent) or signals.post_init.has_listeners(
-            OutboxEvent
-        ):
-            return [
-                OutboxEvent.from_db(
-                    db, sql.HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5])
-                )
-                for row in rows
-            ]
-        return [_loaded_event(db, (*row[:4], decode(row[4], None, conn), row[5])) for row in rows]
+        return _events(_read(sql.CLAIMED, [_uuid_array(event_ids), dispatcher]))
     return list(
         OutboxEvent.objects.filter(
             id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
@@ -238,6 +241,22 @@ def events_claimed(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> 
         .only(*sql.HANDLER_FIELDS)
         .order_by("next_attempt_at", "id")
     )
+
+
+def _events(rows: list[tuple[Any, ...]]) -> list[OutboxEvent]:
+    """Instances as the ORM would make them (the handlers' interface) from rows of
+    HANDLER_FIELDS (columns after those are ignored); only the payload needs converting
+    (jsonb text)."""
+    decode: Any = OutboxEvent._meta.get_field("payload").from_db_value
+    db, conn = connection.alias, connections[connection.alias]
+    if signals.pre_init.has_listeners(OutboxEvent) or signals.post_init.has_listeners(OutboxEvent):
+        return [
+            OutboxEvent.from_db(
+                db, sql.HANDLER_FIELDS, (*row[:4], decode(row[4], None, conn), row[5])
+            )
+            for row in rows
+        ]
+    return [_loaded_event(db, (*row[:4], decode(row[4], None, conn), row[5])) for row in rows]
 
 
 def event_retry_or_fail(
@@ -273,9 +292,41 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> 
     """Runs the handlers for a claimed batch and records the results: the successes of
     each kind in one UPDATE, each failure in its own short transaction. Events no longer
     claimed by ``dispatcher`` are left alone."""
+    events = events_claimed(event_ids=event_ids, dispatcher=dispatcher)
+    return _deliver(
+        events, dispatcher, lambda done: events_mark_sent(event_ids=done, dispatcher=dispatcher)
+    )
+
+
+def events_deliver_batch(*, batch: list[str], dispatcher: str) -> dict[str, int]:
+    """``events_deliver`` for what ``events_claim_batch`` returned: on PostgreSQL the
+    batch is read and its successes marked by the rows' addresses (sql.CLAIMED_AT,
+    MARK_SENT_AT)."""
+    if not postgresql():
+        return events_deliver(event_ids=batch, dispatcher=dispatcher)
+    rows = _read(sql.CLAIMED_AT, [_tid_array(batch), dispatcher])
+    address = {row[0]: row[-1] for row in rows}
+
+    def mark_sent(done: list[uuid.UUID]) -> int:
+        if not done:
+            return 0
+        with _pg_cursor() as cursor:
+            cursor.execute(sql.MARK_SENT_AT, [_tid_array(address[pk] for pk in done), dispatcher])
+            marked = cursor.rowcount
+        if marked < len(done):
+            # Only if something changed a claimed row after all (its address now finds
+            # nothing): those still under the claim are found by id. Never seen; cheap.
+            marked += events_mark_sent(event_ids=done, dispatcher=dispatcher)
+        return marked
+
+    return _deliver(_events(rows), dispatcher, mark_sent)
+
+
+def _deliver(
+    events: list[OutboxEvent], dispatcher: str, mark_sent: Callable[[list[uuid.UUID]], int]
+) -> dict[str, int]:
     from .handlers import handler_for
 
-    events = events_claimed(event_ids=event_ids, dispatcher=dispatcher)
     counts = {"sent": 0, "retry": 0, "failed": 0}
     by_kind: dict[str, list[OutboxEvent]] = {}
     for event in events:
@@ -305,7 +356,7 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> 
                 outcome = event_retry_or_fail(event_id=event.id, dispatcher=dispatcher, error=error)
                 counts["failed" if outcome == Status.FAILED else "retry"] += 1
         # One UPDATE for the batch's successes, still conditional on the claim.
-        counts["sent"] += events_mark_sent(event_ids=done, dispatcher=dispatcher)
+        counts["sent"] += mark_sent(done)
     return counts
 
 

@@ -30,6 +30,7 @@ def _due(column: str) -> str:
 
 DUE = _due("id")
 
+
 # The claim: DUE marked PROCESSING in the same statement. The UPDATE finds the rows it
 # locked again by their physical address (ctid, a Tid Scan: no index is read), which
 # cannot change while the statement holds their locks. Finding them by primary key (an
@@ -38,22 +39,53 @@ DUE = _due("id")
 # due.id`` let the planner pick a hash join over a sequential scan of a small table.
 # Nothing in the statement reads more than ``limit`` rows, whatever the SENT rows.
 # Parameters: limit, claim id.
-CLAIM = f"""
+def _claim(returning: str) -> str:
+    return f"""
     WITH due AS ({_due("ctid")})
     UPDATE {_TABLE} AS event
     SET status = {_PROCESSING}, claimed_by = %s, claimed_at = statement_timestamp(),
         attempts = event.attempts + 1
     WHERE event.ctid = ANY(ARRAY(SELECT ctid FROM due))
-    RETURNING event.id
+    RETURNING {returning}
 """
 
+
+CLAIM = _claim("event.id")
+
+# The same claim, returning where each claimed row now lies (the ctid of the version the
+# claim wrote) for the worker to find the batch by: CLAIMED_AT and MARK_SENT_AT.
+#
+# Why that is safe: a version of a row carrying this claim's id (claim ids are unique,
+# services.new_claim_id) and PROCESSING can only be the one the claim wrote, and a
+# statement sees only the live version at an address. Once anything else has changed
+# the row (the sweep that ends an expired claim clears claimed_by), that version is dead
+# and the address finds nothing, or finds another row's version that does not carry the
+# claim: the event is left alone, as a lookup by id that checks the claim leaves it.
+#
+# Why it is worth it: the id lookups (CLAIMED, MARK_SENT) descended the primary key once
+# per event and then visited every version the key points to (each claim and each
+# result writes a new one, the old still indexed until vacuum); by address each event
+# costs one heap fetch. Measured in bench/outbox.py's real path (50k no-op events, six
+# alternating rounds, with the frozen collector of core.workers): the drain's median
+# went from 1.51 s to 1.15 s, its CPU from 3.3 s to 2.5 s.
+CLAIM_ADDRESSES = _claim("event.ctid::text")
+
+
 # A batch's successes, still conditional on the claim. Parameters: event ids, claim id.
-MARK_SENT = f"""
+def _mark_sent(where: str) -> str:
+    return f"""
     UPDATE {_TABLE}
     SET status = {_SENT}, sent_at = statement_timestamp(), finished_at = statement_timestamp(),
         claimed_by = '', claimed_at = NULL, last_error = ''
-    WHERE id = ANY(%s::uuid[]) AND status = {_PROCESSING} AND claimed_by = %s
+    WHERE {where} AND status = {_PROCESSING} AND claimed_by = %s
 """
+
+
+MARK_SENT = _mark_sent("id = ANY(%s::uuid[])")
+
+# The same by the addresses CLAIMED_AT read (nothing changes a claimed row but its own
+# results). Parameters: addresses (tid[]), claim id.
+MARK_SENT_AT = _mark_sent("ctid = ANY(%s::tid[])")
 
 # What a handler gets of an event: everything it may read, not the bookkeeping columns.
 HANDLER_FIELDS = ("id", "kind", "aggregate_type", "aggregate_id", "payload", "attempts")
@@ -63,6 +95,14 @@ HANDLER_FIELDS = ("id", "kind", "aggregate_type", "aggregate_id", "payload", "at
 CLAIMED = f"""
     SELECT {", ".join(HANDLER_FIELDS)} FROM {_TABLE}
     WHERE id = ANY(%s::uuid[]) AND status = {_PROCESSING} AND claimed_by = %s
+    ORDER BY next_attempt_at, id
+"""
+
+# The same, found by the addresses CLAIM_ADDRESSES returned (a Tid Scan), with each
+# row's address last. Parameters: addresses (tid[]), claim id.
+CLAIMED_AT = f"""
+    SELECT {", ".join(HANDLER_FIELDS)}, ctid::text FROM {_TABLE}
+    WHERE ctid = ANY(%s::tid[]) AND status = {_PROCESSING} AND claimed_by = %s
     ORDER BY next_attempt_at, id
 """
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 
 import pytest
 from django.db import transaction
 
-from outbox import handlers, services, sql
+from outbox import handlers, services, sql, tasks
 from outbox.models import OutboxEvent, time_ordered_uuid
 
 Status = OutboxEvent.Status
@@ -208,3 +209,91 @@ def test_the_dispatch_loops_connections_commit_without_waiting_for_the_flush():
         thread.start()
         thread.join(30)
     assert seen == ["off", "on"]
+
+
+# -- the dispatcher's batches: found by the claimed rows' addresses ----------------------
+
+NOTHING = {"sent": 0, "retry": 0, "failed": 0}
+
+
+@pytest.fixture
+def touching_handler():
+    """A handler that changes its own events' rows (keeping the claim) and succeeds."""
+
+    @handlers.handler("test.touch")
+    def handle(events):
+        OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(last_error="touched")
+        return {event.id: None for event in events}
+
+    yield
+    handlers._handlers.pop("test.touch", None)
+
+
+def test_a_claimed_batch_is_delivered_by_address_and_marked_sent(mailbox):
+    events = _publish(mailbox, handlers.NOOP, 3)
+    batch = services.events_claim_batch(dispatcher="d", limit=10)
+    assert len(batch) == 3
+    assert all(re.fullmatch(r"\(\d+,\d+\)", address) for address in batch), batch
+    assert tasks.deliver_batch(batch, "d") == {"sent": 3, "retry": 0, "failed": 0}
+    rows = OutboxEvent.objects.filter(id__in=[e.id for e in events])
+    assert {(r.status, r.claimed_by, r.attempts) for r in rows} == {(Status.SENT, "", 1)}
+
+
+def test_a_batch_finds_nothing_at_its_addresses_once_its_claim_was_taken_away(mailbox):
+    (event,) = _publish(mailbox, handlers.NOOP)
+    batch = services.events_claim_batch(dispatcher="old", limit=1)
+    # The claim expired (the sweep put the event back) and another dispatcher took it:
+    # the row now lies elsewhere, and nothing at the old address carries the old claim.
+    OutboxEvent.objects.filter(id=event.id).update(status=Status.NEW, claimed_by="")
+    assert services.events_claim(dispatcher="new", limit=1) == [event.id]
+    assert services.events_deliver_batch(batch=batch, dispatcher="old") == NOTHING
+    event.refresh_from_db()
+    assert (event.status, event.claimed_by) == (Status.PROCESSING, "new")
+
+
+def test_an_address_of_a_row_under_another_claim_delivers_nothing(mailbox):
+    _publish(mailbox, handlers.NOOP, 2)
+    mine = services.events_claim_batch(dispatcher="mine", limit=1)
+    theirs = services.events_claim_batch(dispatcher="theirs", limit=1)
+    assert services.events_deliver_batch(batch=theirs, dispatcher="mine") == NOTHING
+    assert services.events_deliver_batch(batch=mine + theirs, dispatcher="mine")["sent"] == 1
+    assert sorted(OutboxEvent.objects.values_list("status", "claimed_by")) == [
+        (Status.PROCESSING, "theirs"),
+        (Status.SENT, ""),
+    ]
+
+
+def test_a_claimed_row_changed_under_its_claim_is_still_marked_sent(mailbox, touching_handler):
+    """Nothing changes a claimed row but its own results; if something did, its address
+    would find nothing when the successes are marked, and the ids find them instead."""
+    _publish(mailbox, "test.touch", 2)
+    batch = services.events_claim_batch(dispatcher="d", limit=10)
+    assert services.events_deliver_batch(batch=batch, dispatcher="d")["sent"] == 2
+    assert set(OutboxEvent.objects.values_list("status", "last_error")) == {(Status.SENT, "")}
+
+
+def test_a_batch_of_ids_queued_by_an_earlier_dispatcher_is_still_delivered(mailbox):
+    _publish(mailbox, handlers.NOOP, 2)
+    ids = services.events_claim(dispatcher="d", limit=10)
+    assert tasks.deliver([str(i) for i in ids], "d")["sent"] == 2
+    assert set(OutboxEvent.objects.values_list("status", flat=True)) == {Status.SENT}
+
+
+def test_a_batch_is_read_and_marked_by_address_without_an_index(mailbox):
+    from django.db import connection
+
+    OutboxEvent.objects.bulk_create(
+        [
+            OutboxEvent(kind=handlers.NOOP, aggregate_type="a", aggregate_id=str(i))
+            for i in range(5000)
+        ],
+        batch_size=2000,
+    )
+    addresses = services._tid_array(f"({page},{item})" for page in range(5) for item in (1, 2))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE outbox_outboxevent")
+        for statement in (sql.CLAIMED_AT, sql.MARK_SENT_AT):
+            cursor.execute("EXPLAIN " + statement, [addresses, "d"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "Tid Scan" in plan, plan
+            assert "Index" not in plan and "Seq Scan" not in plan, plan

@@ -64,6 +64,8 @@ TARGET_P50_S = 0.7
 TARGET_P99_S = 2.0
 TARGET_BURST_RATE = 200.0
 BURST_TIMEOUT = 300.0
+# One message of the latency run, from its APPEND to its record.
+LATENCY_TIMEOUT = 60.0
 # What the bench measures is the listener at the defaults: the caller's environment
 # must not lift them.
 ADMISSION_VARIABLES = (
@@ -117,21 +119,30 @@ def admitted(n: int) -> int:
     return min(n, settings.PRICEFEED_MAX_IN_FLIGHT, settings.PRICEFEED_MAX_IN_FLIGHT_PER_MAILBOX)
 
 
-def watch(prefix: str, n: int, start: float, burst: Burst, wait_imports: bool = True) -> None:
+def watch(
+    prefix: str,
+    n: int,
+    start: float,
+    burst: Burst,
+    alive: Callable[[], None],
+    wait_imports: bool = True,
+) -> None:
     """Polls until ``n`` InboundMessages whose Message-ID starts with ``prefix`` are
     committed, then (``wait_imports``) until all their imports finished; times relative
-    to ``start``."""
+    to ``start``. ``alive`` raises when a process of the rig has exited."""
     from django.db import connection
 
     try:
-        _watch(prefix, n, start, burst, wait_imports)
+        _watch(prefix, n, start, burst, alive, wait_imports)
     finally:
         burst.done = True
         if threading.current_thread() is not threading.main_thread():
             connection.close()
 
 
-def _watch(prefix: str, n: int, start: float, burst: Burst, wait_imports: bool) -> None:
+def _watch(
+    prefix: str, n: int, start: float, burst: Burst, alive: Callable[[], None], wait_imports: bool
+) -> None:
     from django.db import close_old_connections
 
     from mailboxes.models import InboundMessage
@@ -143,6 +154,7 @@ def _watch(prefix: str, n: int, start: float, burst: Burst, wait_imports: bool) 
     )
     deadline = time.perf_counter() + BURST_TIMEOUT
     while time.perf_counter() < deadline:
+        alive()
         close_old_connections()
         burst.recorded = messages.count()
         now = time.perf_counter() - start
@@ -155,6 +167,7 @@ def _watch(prefix: str, n: int, start: float, burst: Burst, wait_imports: bool) 
             break
         time.sleep(0.02)  # polls cost the 2-core machine too: 20 ms is fine here
     while wait_imports and burst.all_recorded is not None and time.perf_counter() < deadline:
+        alive()
         close_old_connections()
         burst.finished = imports.count()
         if burst.finished >= n:
@@ -219,17 +232,32 @@ class Rig:
         from devkit.servers.processes import wait_until
         from pricefeed.models import PriceImport
 
-        wait_until(
-            lambda: (
+        def finished() -> bool:
+            self.check_alive()
+            return (
                 PriceImport.objects.filter(
                     message__message_id__startswith=prefix, finished_at__isnull=False
                 ).count()
                 >= n
-            ),
+            )
+
+        wait_until(
+            finished,
             timeout,
             f"imports of {prefix} finished",
             on_timeout=self.logs,
         )
+
+    def check_alive(self) -> None:
+        """Raises at once, with the process's exit code and the end of its log, when
+        ``listen_mail`` or ``qcluster`` has exited: waiting for a dead process would
+        only end in a timeout that names the wrong cause, or never end."""
+        for process in self.processes:
+            if not process.alive:
+                raise RuntimeError(
+                    f"{process.name} exited (code {process.process.returncode}) during the "
+                    f"bench; the end of its log:\n{process.log()[-3000:]}"
+                )
 
     def logs(self) -> str:
         from django.db.models import Count
@@ -290,6 +318,11 @@ def measure_latency(rig: Rig, n: int, gap: float) -> list[float]:
                 close_old_connections()
                 if InboundMessage.objects.filter(message_id=message_id).exists():
                     break
+                rig.check_alive()
+                if time.perf_counter() - appended > LATENCY_TIMEOUT:
+                    raise RuntimeError(
+                        f"{message_id} not recorded within {LATENCY_TIMEOUT:.0f} s\n{rig.logs()}"
+                    )
                 time.sleep(0.005)
             latencies.append(time.perf_counter() - appended)
     print(
@@ -399,11 +432,15 @@ def measure_live_burst(rig: Rig, n: int, connections: int) -> float:
 
     def started(start: float) -> None:
         # The watcher's clock starts when the appenders all begin.
-        threading.Thread(target=watch, args=(prefix, n, start, burst), daemon=True).start()
+        threading.Thread(
+            target=watch, args=(prefix, n, start, burst, rig.check_alive), daemon=True
+        ).start()
 
     appended = append_parallel(rig, messages, connections, "INBOX", started)
     while burst.done is None:
+        rig.check_alive()
         time.sleep(0.05)
+    rig.check_alive()  # the watcher also stops when a process exits
     rate = report_burst(
         f"burst, live: {n} messages ({len(messages[0])} bytes each) appended from "
         f"{connections} connections in {appended:.2f} s ({n / appended:.0f} msg/s); "
@@ -440,7 +477,7 @@ def measure_backlog_burst(
     client.copy(uids, "INBOX")
     start = time.perf_counter()
     client.logout()
-    watch(prefix, n, start, burst)
+    watch(prefix, n, start, burst, rig.check_alive)
     rate = report_burst(
         title
         or f"burst, backlog: {n} messages copied into INBOX by one UID COPY while the "

@@ -31,8 +31,9 @@ of the same messages finished is printed beside it.
   per-mailbox bound of a fifth of the backlog: what a backlog past the bound records
   at (the workers' pace, beyond the part the bound lets in at once).
 
-Prints one ``BAR <name> met|missed <figure> (target …)`` line per target.
-``--quick``: 50 latency messages and a burst of 300 (about two minutes).
+Prints one ``BAR <name> met|missed <figure> (target …)`` line per target. A process it
+started that exits during the run ends the run at once, naming it, its exit code and
+the end of its log. ``--quick``: 50 latency messages and a burst of 300 (about two minutes).
 """
 
 from __future__ import annotations

@@ -60,7 +60,10 @@ CLAIM = _claim("event.id")
 # statement sees only the live version at an address. Once anything else has changed
 # the row (the sweep that ends an expired claim clears claimed_by), that version is dead
 # and the address finds nothing, or finds another row's version that does not carry the
-# claim: the event is left alone, as a lookup by id that checks the claim leaves it.
+# claim: the event is left alone, as a lookup by id that checks the claim leaves it. A
+# table rewrite (VACUUM FULL, CLUSTER) between the claim and the task moves rows without
+# changing them: the task then finds nothing, and its events wait for the claim timeout
+# and are claimed again. Late, never wrong.
 #
 # Why it is worth it: the id lookups (CLAIMED, MARK_SENT) descended the primary key once
 # per event and then visited every version the key points to (each claim and each

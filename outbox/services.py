@@ -315,7 +315,7 @@ def events_deliver_batch(*, batch: list[str], dispatcher: str) -> dict[str, int]
             marked = cursor.rowcount
         if marked < len(done):
             # Only if something changed a claimed row after all (its address now finds
-            # nothing): those still under the claim are found by id. Never seen; cheap.
+            # nothing; no code does today): those still under the claim, found by id.
             marked += events_mark_sent(event_ids=done, dispatcher=dispatcher)
         return marked
 
@@ -325,6 +325,8 @@ def events_deliver_batch(*, batch: list[str], dispatcher: str) -> dict[str, int]
 def _deliver(
     events: list[OutboxEvent], dispatcher: str, mark_sent: Callable[[list[uuid.UUID]], int]
 ) -> dict[str, int]:
+    """The handlers over claimed ``events``; ``mark_sent`` records a kind's successes
+    (by id or by address) and returns how many it marked."""
     from .handlers import handler_for
 
     counts = {"sent": 0, "retry": 0, "failed": 0}

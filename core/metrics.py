@@ -22,6 +22,7 @@ is a level (backlogs, statuses, leases) is read from the database at scrape time
 
 from __future__ import annotations
 
+import glob
 import hmac
 import os
 import time
@@ -151,12 +152,39 @@ def observe_arrival(internal_date: datetime | None, *, now: float | None = None)
 # -- exposition --------------------------------------------------------------------------
 
 
+class ProcessFilesCollector(MultiProcessCollector):
+    """prometheus_client's collector of every process's metric files in
+    ``PROMETHEUS_MULTIPROC_DIR``, leaving out a file its process is still making.
+
+    A process creates its file empty and only then sizes it (prometheus_client's
+    MmapedDict). A scrape in between failed to read the empty file (``struct.error``)
+    and the whole /metrics answered 500: seen when gunicorn's workers started together.
+    An empty file holds no values yet, so leaving it out loses nothing; the next scrape
+    reads it. A file only ever grows, so one found sized stays readable."""
+
+    def __init__(self, registry: CollectorRegistry | None, path: str | None = None) -> None:
+        self.directory = path or os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+        super().__init__(registry, self.directory)  # checks the directory, registers
+
+    def collect(self):
+        files = glob.glob(os.path.join(self.directory, "*.db"))
+        return self.merge([path for path in files if _sized(path)], accumulate=True)
+
+
+def _sized(path: str) -> bool:
+    """Whether a metric file has its header (the 8 bytes saying how much of it is used)."""
+    try:
+        return os.path.getsize(path) >= 8
+    except FileNotFoundError:  # a process's file removed since the listing
+        return False
+
+
 def events_registry() -> CollectorRegistry:
     """The event metrics to expose: with ``PROMETHEUS_MULTIPROC_DIR`` set, those of every
     process of this host (from their files); else this process's."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry(auto_describe=False)
-        MultiProcessCollector(registry)  # registers itself
+        ProcessFilesCollector(registry)  # registers itself
         return registry
     return EVENTS
 

@@ -27,7 +27,6 @@ from django.http import HttpRequest, HttpResponse
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from core import metrics as core_metrics
@@ -155,7 +154,7 @@ def metrics_registry() -> CollectorRegistry:
     registry.register(StateCollector())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Registers itself; reads the files of every process, this one's included.
-        MultiProcessCollector(registry)
+        core_metrics.ProcessFilesCollector(registry)
     else:
         registry.register(core_metrics.EVENTS)
     return registry

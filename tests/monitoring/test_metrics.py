@@ -11,6 +11,7 @@ import sys
 import pytest
 from django.db import OperationalError
 from django.test import Client
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from core import metrics as core_metrics
@@ -209,3 +210,19 @@ def test_a_failed_import_counts_as_failed_and_stores_no_rows(token):
     assert price_import.status == PriceImport.Status.FAILED
     assert after[failed] - before.get(failed, 0) == 1
     assert after[rows] == before[rows]
+
+
+def test_a_process_file_still_being_made_is_left_out_of_the_scrape(token, tmp_path, monkeypatch):
+    """A process creates its metric file empty and sizes it a moment later; a scrape in
+    between answered 500 (struct.error reading the empty file)."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    code = "from core import metrics; metrics.IMPORT_ROWS_STORED.inc(4)"
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, check=True)
+    (tmp_path / "counter_999999.db").touch()  # as a starting process has just opened it
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+
+    found = series()
+    port_text = generate_latest(core_metrics.events_registry()).decode()
+
+    assert found[("pricefeed_import_rows_stored_total", ())] == 4
+    assert "pricefeed_import_rows_stored_total 4.0" in port_text

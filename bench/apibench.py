@@ -44,7 +44,14 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import django_on, drop_database, fresh_database, production_key  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    bench_database,
+    django_on,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+    production_key,
+)
 
 TARGET_P99_MS = 50.0
 PAGE = 1000
@@ -54,13 +61,7 @@ COPY_CHUNK = 50_000
 WORDS = "Кабель ВВГ-нг медный Розетка Выключатель Лампа светодиодная Автомат Щит Провод".split()
 
 
-def _base_database_url() -> str:
-    return os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-# Named after DATABASE_URL's database, so that people sharing one server do not drop each
-# other's bench database mid-run.
-BENCH_DB = _base_database_url().rsplit("/", 1)[-1].split("?")[0] + "_bench_api"
+BENCH_DB = bench_database("api")
 
 
 # -- filling -----------------------------------------------------------------------------
@@ -318,6 +319,7 @@ def main() -> None:
         args.items, args.pages = 1_000_000, 100
 
     production_key()
+    interrupt_on_termination()
     url = fresh_database(BENCH_DB, "bench/apibench.py")
     try:
         django_on(url)

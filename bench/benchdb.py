@@ -3,7 +3,27 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+
+
+def base_database_url() -> str:
+    """DATABASE_URL, or the local server's postgres database."""
+    return os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def bench_database(bench: str) -> str:
+    """The name of a benchmark's database: DATABASE_URL's database name plus
+    ``_bench_<bench>``, so that people sharing one server (each with a database of their
+    own, as the tests are) do not drop each other's bench database mid-run."""
+    return base_database_url().rsplit("/", 1)[-1].split("?")[0] + "_bench_" + bench
+
+
+def interrupt_on_termination() -> None:
+    """From here on SIGTERM and SIGHUP end the run as Ctrl-C does (KeyboardInterrupt):
+    through the finally blocks that stop what the bench started and drop its database."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.default_int_handler)
 
 
 def fresh_database(name: str, script: str) -> str:
@@ -13,7 +33,7 @@ def fresh_database(name: str, script: str) -> str:
     import environ
     import psycopg
 
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    base = base_database_url()
     if "postgresql" not in environ.Env.db_url_config(base)["ENGINE"]:
         sys.exit(f"{script} needs PostgreSQL: set DATABASE_URL=postgres://...")
     with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
@@ -26,7 +46,7 @@ def drop_database(name: str) -> None:
     """Drops database ``name`` (made by ``fresh_database``) from the same server."""
     import psycopg
 
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    base = base_database_url()
     if base.rsplit("/", 1)[-1] == name:  # django_on pointed DATABASE_URL at it
         base = base.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:

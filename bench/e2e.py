@@ -6,7 +6,7 @@
 Runs the whole pipeline as production does, one message at a time: a private Dovecot,
 ``manage.py listen_mail``, ``qcluster`` (PRICEFEED_Q_WORKERS, 2 by default),
 ``dispatch_outbox`` and an SMTP sink (devkit.servers.smtp), on a database of its own
-(``pricefeed_bench_e2e``, dropped at the end) and, for the Redis broker, a private
+(``<DATABASE_URL's database>_bench_e2e``, dropped at the end) and, for the Redis broker, a private
 ``redis-server``. Each message carries an xlsx price list of ``--rows`` rows, matched by
 one config, with one subscriber. Three brokers, in turn: the peer, django-q2's own
 database queue (``PRICEFEED_Q_WAKE=false``: its workers poll); pricefeed's database
@@ -49,9 +49,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import django_on, drop_database, fresh_database  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    bench_database,
+    django_on,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+)
 
-BENCH_DB = "pricefeed_bench_e2e"
+BENCH_DB = bench_database("e2e")
 TARGET_MS = 300.0
 
 PUSH_FOLDER = "PushDelay"
@@ -336,6 +342,7 @@ def main() -> None:
     if unknown := set(brokers) - set(BROKERS):
         parser.error(f"unknown broker(s): {', '.join(sorted(unknown))}")
 
+    interrupt_on_termination()
     bench_url = fresh_database(BENCH_DB, "bench/e2e.py")
     try:
         django_on(bench_url)

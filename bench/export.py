@@ -43,7 +43,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import django_on, drop_database, fresh_database, production_key  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    bench_database,
+    django_on,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+    production_key,
+)
 
 TARGET_ROWS_PER_S = 200_000
 TARGET_RSS_MB = 150
@@ -57,13 +64,7 @@ FORMULA_LIKE = ("-20% скидка", "+ монтаж", "=Кабель", "@дил
 INSERT_CHUNK = 100_000
 
 
-def _base_database_url() -> str:
-    return os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-# Named after DATABASE_URL's database, so that people sharing one server (each with a
-# database of their own) do not drop each other's bench database mid-run.
-BENCH_DB = _base_database_url().rsplit("/", 1)[-1].split("?")[0] + "_bench_export"
+BENCH_DB = bench_database("export")
 
 
 def price_rows(count: int, seed: int, *, first_row: int = 2):
@@ -282,6 +283,7 @@ def main() -> None:
         args.api_items, args.api_pages = 1_000_000, 100
 
     production_key()  # for this process and the children, which inherit it
+    interrupt_on_termination()
     url = fresh_database(BENCH_DB, "bench/export.py")
     try:
         django_on(url)

@@ -4,7 +4,8 @@
     .venv/bin/python bench/failover.py [--rounds 3] [--mailboxes 100]
 
 Uses DATABASE_URL (PostgreSQL) or the local server on 127.0.0.1:5432, in its own
-database ``pricefeed_failover`` (dropped and created). Prints:
+database ``<DATABASE_URL's database>_bench_failover`` (dropped and created, and dropped
+again at the end, also on an error, Ctrl-C or SIGTERM). Prints:
 
 * SIGKILL of a mailbox's owner -> another instance has taken the lease and connected
   to that mailbox (its ``last_connected_at`` moved past the kill, on database time);
@@ -32,9 +33,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import django_on, fresh_database  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    bench_database,
+    django_on,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+)
 
-BENCH_DB = "pricefeed_failover"
+BENCH_DB = bench_database("failover")
 WEIGHTS = [5, 4, 4, 3, 3, 3, 2, 2, 2, 1, 1, 1]
 
 
@@ -58,8 +65,18 @@ def main() -> None:
         help="sections to run",
     )
     args = parser.parse_args()
-
+    interrupt_on_termination()
     bench_url = fresh_database(BENCH_DB, "bench/failover.py")
+    try:
+        run(bench_url, args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(BENCH_DB)
+
+
+def run(bench_url: str, args: argparse.Namespace) -> None:
     django_on(bench_url)
     from django.conf import settings
     from django.db import connection

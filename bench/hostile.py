@@ -5,10 +5,10 @@ memory targets for mail within the limits.
     .venv/bin/python bench/hostile.py [--only subject-bomb ...] [--skip-large]
 
 Uses DATABASE_URL (PostgreSQL) or the local server on 127.0.0.1:5432; works in a database
-of its own, ``pricefeed_bench_hostile_<pid>``, dropped at the end. Starts a private
-Dovecot (a user and a mailbox per case), a ``manage.py listen_mail`` and a ``manage.py
-qcluster`` (devkit.hostile.Rig), then for each case of devkit.hostile.CASES APPENDs the
-hostile message and right after it an ordinary price list, and prints:
+of its own, ``<DATABASE_URL's database>_bench_hostile_<pid>``, dropped at the end. Starts
+a private Dovecot (a user and a mailbox per case), a ``manage.py listen_mail`` and a
+``manage.py qcluster`` (devkit.hostile.Rig), then for each case of devkit.hostile.CASES
+APPENDs the hostile message and right after it an ordinary price list, and prints:
 
 * the time from the hostile message's APPEND to its terminal state, the state and the
   reason recorded;
@@ -39,9 +39,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import django_on, fresh_database  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    bench_database,
+    django_on,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+)
 
-BENCH_DB = f"pricefeed_bench_hostile_{os.getpid()}"
+BENCH_DB = bench_database(f"hostile_{os.getpid()}")
 MB = 10**6
 MIB = 2**20
 # The acceptance (Rig.run waits as long by default): what the cases are judged by.
@@ -63,14 +69,6 @@ ENV = {
     "PRICEFEED_IMAP_BACKOFF_BASE": "0.2",
     "PRICEFEED_IMAP_BACKOFF_MAX": "1",
 }
-
-
-def drop_database(url: str) -> None:
-    import psycopg
-
-    base = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
 
 
 def seconds(value: float | None) -> str:
@@ -111,6 +109,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    interrupt_on_termination()
     url = fresh_database(BENCH_DB, "bench/hostile.py")
     try:
         django_on(url)
@@ -119,7 +118,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        drop_database(url)
+        drop_database(BENCH_DB)
         print(f"\n(database {BENCH_DB} dropped)")
 
 

@@ -4,7 +4,7 @@
     .venv/bin/python bench/outbox.py [--quick] [--events N] [--mails M] [--big B] [--keep]
 
 Uses DATABASE_URL (PostgreSQL) or the local server on 127.0.0.1:5432; works in its own
-database ``pricefeed_bench_outbox`` (dropped, created, migrated with ``manage.py
+database ``<DATABASE_URL's database>_bench_outbox`` (dropped, created, migrated with ``manage.py
 migrate``, dropped again at the end, also after an error, Ctrl-C or SIGTERM, unless
 --keep). Every peer runs in this one run against the same server. ``--quick`` is a pass
 of about two minutes (20k events, 2k mails, 100k SENT rows, 2,000 claims, one round,
@@ -89,9 +89,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import production_key  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    base_database_url,
+    bench_database,
+    interrupt_on_termination,
+    production_key,
+)
 
-BENCH_DB = "pricefeed_bench_outbox"
+BENCH_DB = bench_database("outbox")
 RAW_TABLE = "bench_raw_outbox"
 BATCH = 100
 WORKERS = 2
@@ -106,7 +111,7 @@ PROCRASTINATE_TASK = "bench_noop"
 def _database_urls() -> tuple[str, str]:
     import environ
 
-    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    base = base_database_url()
     config = environ.Env.db_url_config(base)
     if "postgresql" not in config["ENGINE"]:
         sys.exit("bench/outbox.py needs PostgreSQL: set DATABASE_URL=postgres://...")
@@ -1363,10 +1368,7 @@ def main() -> None:
     ):
         if getattr(args, key) is None:
             setattr(args, key, quick if args.quick else full)
-    # SIGTERM (and SIGHUP) end the run as Ctrl-C does: through the finally below, which
-    # stops every process the bench started and drops its database.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, signal.default_int_handler)
+    interrupt_on_termination()  # the finally below stops every process and drops the database
 
     began = time.perf_counter()
     admin_url, bench_url = _database_urls()

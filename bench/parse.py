@@ -48,7 +48,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -61,7 +60,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.benchdb import drop_database, fresh_database, production_key  # noqa: E402
+from bench.benchdb import (  # noqa: E402
+    base_database_url,
+    bench_database,
+    drop_database,
+    fresh_database,
+    interrupt_on_termination,
+    production_key,
+)
 
 WORDS = (
     "Кабель ВВГ-нг медный Розетка Выключатель Лампа светодиодная Автомат Щит "
@@ -192,17 +198,11 @@ def _backends_cpu_seconds() -> float | None:
     return total / tick
 
 
-def _base_database_url() -> str:
-    return os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-
-
-# Named after DATABASE_URL's database, so that people sharing one server (each with a
-# database of their own) do not drop each other's bench database mid-run.
-BENCH_DB = _base_database_url().rsplit("/", 1)[-1].split("?")[0] + "_bench_parse"
+BENCH_DB = bench_database("parse")
 
 
 def _bench_database_url() -> str:
-    return _base_database_url().rsplit("/", 1)[0] + "/" + BENCH_DB
+    return base_database_url().rsplit("/", 1)[0] + "/" + BENCH_DB
 
 
 def _django_on_bench_database() -> None:
@@ -580,8 +580,7 @@ def main() -> None:
     if args.quick:
         args.rows, args.csv_rows, args.rounds = 20_000, 200_000, 1
     print(f"load average at the start {_load()}", flush=True)
-    # SIGTERM ends the run as Ctrl-C does: through the finally that drops the database.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    interrupt_on_termination()
 
     production_key()  # for the migration and the children, which inherit it
     url = fresh_database(BENCH_DB, "bench/parse.py")

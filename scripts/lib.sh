@@ -88,6 +88,17 @@ ensure_venv() {
     "$VENV/bin/python" "$ROOT/build_locale.py" || { say "compiling the message catalogues failed"; exit 1; }
 }
 
+ensure_bench_peers() {
+    # The peers bench/outbox.py measures pricefeed against (the [bench] extra), for the
+    # test that runs each benchmark's quick pass (tests/integration/test_benches.py).
+    "$VENV/bin/python" -c 'import procrastinate, post_office' 2>/dev/null && return 0
+    say "installing the benchmarks' peers (the [bench] extra) into .venv ..."
+    mkdir -p "$ROOT/var"
+    if ! "$VENV/bin/python" -m pip install -e "$ROOT[bench]" >"$ROOT/var/pip-bench.log" 2>&1; then
+        tail -n 30 "$ROOT/var/pip-bench.log" >&2; say "pip install failed (var/pip-bench.log)"; exit 1
+    fi
+}
+
 ensure_dovecot() {
     # Dovecot for the IMAP integration tests, faketime for the clock-skew test.
     command -v dovecot >/dev/null && command -v doveadm >/dev/null &&

@@ -756,8 +756,8 @@ def report(args: argparse.Namespace, figures: dict) -> None:
         f"{median(c['stored_text_seconds'] for _, c in csv_rounds):.2f} s (stored lines)"
     )
     print(
-        f"machine speed: plain openpyxl {_rate(rows, openpyxl_s)} (median; FIELD-NOTES.md "
-        f"measured 5,000-8,500 rows/s on this kind of machine)"
+        f"machine speed: plain openpyxl {_rate(rows, openpyxl_s)} (median; from 5,000 to "
+        f"17,000 rows/s on this kind of machine so far: compare ratios, not figures)"
     )
     print(f"load average at the end {_load()}")
 

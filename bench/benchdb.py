@@ -19,6 +19,11 @@ def bench_database(bench: str) -> str:
     return base_database_url().rsplit("/", 1)[-1].split("?")[0] + "_bench_" + bench
 
 
+def database_url(name: str) -> str:
+    """The URL of database ``name`` on the server of DATABASE_URL."""
+    return base_database_url().rsplit("/", 1)[0] + "/" + name
+
+
 def interrupt_on_termination() -> None:
     """From here on SIGTERM and SIGHUP end the run as Ctrl-C does (KeyboardInterrupt):
     through the finally blocks that stop what the bench started and drop its database."""
@@ -39,7 +44,7 @@ def fresh_database(name: str, script: str) -> str:
     with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
         c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         c.execute(f"CREATE DATABASE {name}")
-    return base.rsplit("/", 1)[0] + "/" + name
+    return database_url(name)
 
 
 def drop_database(name: str) -> None:
@@ -48,7 +53,7 @@ def drop_database(name: str) -> None:
 
     base = base_database_url()
     if base.rsplit("/", 1)[-1] == name:  # django_on pointed DATABASE_URL at it
-        base = base.rsplit("/", 1)[0] + "/postgres"
+        base = database_url("postgres")
     with psycopg.connect(base.replace("postgres://", "postgresql://"), autocommit=True) as c:
         c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 

@@ -90,8 +90,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
-    base_database_url,
     bench_database,
+    drop_database,
+    fresh_database,
     interrupt_on_termination,
     production_key,
 )
@@ -108,26 +109,9 @@ PROCRASTINATE_TASK = "bench_noop"
 # -- database ------------------------------------------------------------------------
 
 
-def _database_urls() -> tuple[str, str]:
-    import environ
-
-    base = base_database_url()
-    config = environ.Env.db_url_config(base)
-    if "postgresql" not in config["ENGINE"]:
-        sys.exit("bench/outbox.py needs PostgreSQL: set DATABASE_URL=postgres://...")
-    return base, base.rsplit("/", 1)[0] + "/" + BENCH_DB
-
-
 def _pg(url: str) -> str:
     """psycopg wants postgresql://; django-environ accepts both."""
     return re.sub(r"^postgres://", "postgresql://", url)
-
-
-def _admin(admin_url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(_pg(admin_url), autocommit=True) as conn:
-        conn.execute(sql)
 
 
 def _server_version(url: str) -> str:
@@ -1371,9 +1355,7 @@ def main() -> None:
     interrupt_on_termination()  # the finally below stops every process and drops the database
 
     began = time.perf_counter()
-    admin_url, bench_url = _database_urls()
-    _admin(admin_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-    _admin(admin_url, f"CREATE DATABASE {BENCH_DB}")
+    bench_url = fresh_database(BENCH_DB, "bench/outbox.py")
     tmp = Path(tempfile.mkdtemp(prefix="bench-outbox-"))
     summary: list[tuple] = []
     bars: list[tuple] = []
@@ -1422,7 +1404,7 @@ def main() -> None:
 
             connections.close_all()
         if not args.keep:
-            _admin(admin_url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+            drop_database(BENCH_DB)
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             print(f"kept database {BENCH_DB} and {tmp}")

@@ -61,8 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
-    base_database_url,
     bench_database,
+    database_url,
     drop_database,
     fresh_database,
     interrupt_on_termination,
@@ -201,12 +201,8 @@ def _backends_cpu_seconds() -> float | None:
 BENCH_DB = bench_database("parse")
 
 
-def _bench_database_url() -> str:
-    return base_database_url().rsplit("/", 1)[0] + "/" + BENCH_DB
-
-
 def _django_on_bench_database() -> None:
-    os.environ["DATABASE_URL"] = _bench_database_url()
+    os.environ["DATABASE_URL"] = database_url(BENCH_DB)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
@@ -322,7 +318,7 @@ def child_copy(path: str) -> None:
     connection.close()
     ends = storage.Ends(config_id, moment)
     kinds = [("current", first_id, ends.current), ("stored", second_id, ends.stored)]
-    url = _bench_database_url().replace("postgres://", "postgresql://")
+    url = database_url(BENCH_DB).replace("postgres://", "postgresql://")
     for kind, import_id, line_ends in kinds:
         started = time.perf_counter()
         text = b"".join(

@@ -15,8 +15,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
-from django.db.models import F, Func, QuerySet, TextField
+from django.db.models import Func, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -101,7 +100,7 @@ class RowSerializer(serializers.Serializer):
         """The queryset's rows for ``to_representation``, with the fields ``keep`` as
         they are (the cursor's).
 
-        On PostgreSQL decimals and times come as text: decimals as numeric writes them,
+        Decimals and times come as text: decimals as numeric writes them,
         exact ("1234.5000": what DRF's DecimalField writes for 4 places), times in ISO
         8601, converted once per distinct value of a page (``time``). No Decimal
         objects: they are tracked by the garbage collector, and DRF's view, request and
@@ -109,14 +108,10 @@ class RowSerializer(serializers.Serializer):
         the 1,000 row dicts holding them were added to every collection until a full
         one (3,000 objects a request, 160 without them), which made the p99 of a page
         of 1,000 three times its p50. Nor a datetime parsed per row by Django's loader
-        (a quarter of a page's CPU). Elsewhere (SQLite) Decimals and datetimes,
-        formatted here."""
+        (a quarter of a page's CPU)."""
         texts: dict[str, Any]
-        if connection.vendor == "postgresql":
-            texts = {f"{name}_text": Cast(name, TextField()) for name in cls.DECIMALS}
-            texts |= {f"{name}_text": IsoTime(name) for name in cls.TIMES}
-        else:
-            texts = {f"{name}_text": F(name) for name in (*cls.DECIMALS, *cls.TIMES)}
+        texts = {f"{name}_text": Cast(name, TextField()) for name in cls.DECIMALS}
+        texts |= {f"{name}_text": IsoTime(name) for name in cls.TIMES}
         return queryset.values(*cls.ROW_FIELDS, *keep, **texts)
 
     def __init__(self, *args, **kwargs) -> None:

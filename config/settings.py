@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -78,9 +79,6 @@ if _proxy_ssl_header:
 SILENCED_SYSTEM_CHECKS = [
     "security.W005",
     "security.W021",
-    # SQLite cannot make the catalogue's NULLS NOT DISTINCT index (pricefeed.models.
-    # PriceItem): the demo's single writer keeps its rule.
-    "models.W047",
 ]
 
 INSTALLED_APPS = [
@@ -159,32 +157,34 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 # --- Database ---------------------------------------------------------------------
-# PostgreSQL is the production and test database; SQLite is the embedded default for a
-# single instance (the demo). Connections are persistent: django-q2's ORM broker would
-# otherwise open a new connection for every enqueue and dequeue (~26 ms each).
-DATABASES = {
-    "default": env.db_url_config(
-        env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'pricefeed.sqlite3'}"
-    ),
-}
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("PRICEFEED_DB_CONN_MAX_AGE", default=600)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            # Several processes (listener, workers, admin) share the file.
-            "timeout": 30,
-            "transaction_mode": "IMMEDIATE",
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
-    )
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-else:
+# PostgreSQL, the one engine: leases, claims (FOR UPDATE SKIP LOCKED), LISTEN/NOTIFY,
+# COPY and the catalogue's NULLS NOT DISTINCT index are written for it alone. (The demo
+# and the tests start an embedded one when none is given: devkit/servers/postgres.py.)
+# Connections are persistent: django-q2's ORM broker would otherwise open a new
+# connection for every enqueue and dequeue (~26 ms each).
+_POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql", "psql")
+
+
+def _database(url: str) -> dict:
+    """DATABASE_URL's settings; anything but a PostgreSQL URL is refused here, at start."""
+    example = "postgres://user:password@host:5432/database"
+    if not url:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL is not set: pricefeed runs on PostgreSQL ({example}). "
+            "./scripts/demo and ./scripts/test start an embedded PostgreSQL themselves."
+        )
+    # Only the scheme is repeated: the rest may hold a password.
+    scheme = url.partition(":")[0][:20]
+    if scheme not in _POSTGRES_SCHEMES:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL names a {scheme!r} database: pricefeed runs on PostgreSQL only "
+            f"({example})."
+        )
+    config = env.db_url_config(url)
     # A database behind a dead network must fail a connect, and a connection whose peer
     # vanished must be noticed, in seconds: listeners stop before their leases expire
     # anyway, but the supervisor should get on with its retries.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
+    config.setdefault("OPTIONS", {}).update(
         {
             "connect_timeout": env.int("PRICEFEED_DB_CONNECT_TIMEOUT", default=10),
             "keepalives": 1,
@@ -193,6 +193,12 @@ else:
             "keepalives_count": 3,
         }
     )
+    config["CONN_MAX_AGE"] = env.int("PRICEFEED_DB_CONN_MAX_AGE", default=600)
+    config["CONN_HEALTH_CHECKS"] = True
+    return config
+
+
+DATABASES = {"default": _database(env.str("DATABASE_URL", default=""))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

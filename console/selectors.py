@@ -9,7 +9,6 @@ come back for a week), whatever the number of rows counted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,7 +17,6 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Quer
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from core.db import postgresql
 from mailboxes.models import InboundMessage
 from notifications.models import Notification
 from pricefeed.models import PriceImport
@@ -173,23 +171,11 @@ class Latency:
     imports: int
 
 
-def percentile_cont(values: Sequence[float], fraction: float) -> float:
-    """PostgreSQL's ``percentile_cont``: the value at ``fraction`` of the sorted values,
-    interpolated linearly between the two nearest. ``values`` is not empty."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    below, above = math.floor(position), math.ceil(position)
-    return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
-
-
 def arrival_to_finished_by_hour(since: datetime) -> dict[datetime, Latency]:
     """Finished imports made from ``since`` on, per hour they were made (cut in the
     current time zone): the median and 95th percentile of the time from their message's
     ``received_at`` (recorded by ``listen_mail``) to their ``finished_at``.
-
-    On PostgreSQL one GROUP BY with ``percentile_cont``. Elsewhere (SQLite, the demo)
-    the durations come back, one per finished import of the window, and are ranked
-    here: fine for one instance's traffic, which is what SQLite serves.
+    One GROUP BY with ``percentile_cont``.
     """
     finished = PriceImport.objects.filter(
         **{f"{IMPORT_TIME}__gte": since},
@@ -198,33 +184,21 @@ def arrival_to_finished_by_hour(since: datetime) -> dict[datetime, Latency]:
     )
     hour = TruncHour(IMPORT_TIME, tzinfo=timezone.get_current_timezone())
     took = ExpressionWrapper(F("finished_at") - F("message__received_at"), DurationField())
-    if postgresql():
-        rows = (
-            finished.annotate(hour=hour)
-            .order_by()
-            .values("hour")
-            .annotate(
-                p50=PercentileCont(took, 0.5),
-                p95=PercentileCont(took, 0.95),
-                n=Count("pk"),
-            )
+    rows = (
+        finished.annotate(hour=hour)
+        .order_by()
+        .values("hour")
+        .annotate(
+            p50=PercentileCont(took, 0.5),
+            p95=PercentileCont(took, 0.95),
+            n=Count("pk"),
         )
-        return {
-            row["hour"].astimezone(UTC): Latency(
-                p50=_seconds(row["p50"]), p95=_seconds(row["p95"]), imports=row["n"]
-            )
-            for row in rows
-        }
-    durations: dict[datetime, list[float]] = {}
-    for start, duration in finished.annotate(hour=hour, took=took).values_list("hour", "took"):
-        durations.setdefault(start.astimezone(UTC), []).append(duration.total_seconds())
+    )
     return {
-        start: Latency(
-            p50=max(0.0, percentile_cont(values, 0.5)),
-            p95=max(0.0, percentile_cont(values, 0.95)),
-            imports=len(values),
+        row["hour"].astimezone(UTC): Latency(
+            p50=_seconds(row["p50"]), p95=_seconds(row["p95"]), imports=row["n"]
         )
-        for start, values in durations.items()
+        for row in rows
     }
 
 

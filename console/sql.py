@@ -1,4 +1,4 @@
-"""The PostgreSQL-only SQL of the front page (see core.db.postgresql for the fallback)."""
+"""The SQL of the front page that the ORM does not write."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from django.db.models import Aggregate, DurationField
 class PercentileCont(Aggregate):
     """PostgreSQL's ``percentile_cont(fraction) WITHIN GROUP (ORDER BY expression)``
     over durations: the value below which ``fraction`` of the rows lie, interpolated
-    linearly between the two nearest rows (an interval in, an interval out). On other
-    databases ``console.selectors.percentile_cont`` computes the same in Python."""
+    linearly between the two nearest rows (an interval in, an interval out)."""
 
     function = "percentile_cont"
     name = "PercentileCont"

@@ -1,7 +1,7 @@
 """PostgreSQL LISTEN/NOTIFY: wake a sleeping loop at once instead of at its next poll.
 
-Elsewhere (SQLite) nothing is sent and ``NotifyListener.wait`` just sleeps: the callers
-poll anyway, NOTIFY only makes them quicker.
+The callers poll anyway: a notification only makes them quicker, and while the LISTEN
+connection is down ``NotifyListener.wait`` just sleeps.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from core import sql
-from core.db import postgresql
 from core.logs import first_line
 
 logger = logging.getLogger(__name__)
@@ -22,8 +21,6 @@ logger = logging.getLogger(__name__)
 
 def notify_on_commit(channel: str, payload: str = "") -> None:
     """Sends NOTIFY when the current transaction commits (at once in autocommit)."""
-    if not postgresql():
-        return
 
     def send() -> None:
         with connection.cursor() as cursor:
@@ -33,7 +30,7 @@ def notify_on_commit(channel: str, payload: str = "") -> None:
 
 
 class NotifyListener:
-    """A connection of its own, LISTENing on some channels (PostgreSQL only)."""
+    """A connection of its own, LISTENing on some channels."""
 
     # After a failure, connecting again is tried at most this often (seconds).
     RETRY = 5.0
@@ -42,13 +39,12 @@ class NotifyListener:
         self.channels = channels
         self.database = connections[using]
         self.conn: psycopg.Connection | None = None
-        self.enabled = postgresql(self.database)
         self._next_try = 0.0
         self._failing = False
         self._connect()
 
     def _connect(self) -> None:
-        if not self.enabled or self.conn is not None or time.monotonic() < self._next_try:
+        if self.conn is not None or time.monotonic() < self._next_try:
             return
         params = self.database.get_connection_params()
         params.pop("cursor_factory", None)

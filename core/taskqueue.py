@@ -3,7 +3,7 @@
 django-q2's ORM broker looks for tasks, and when it finds none sleeps ``poll`` seconds
 (``Q_CLUSTER["poll"]``) before it looks again: every hop of the pipeline (message →
 import → outbox delivery → sending) waited for that poll, ~0.2 s each. ``WakingORM`` is
-that broker with two changes, on PostgreSQL only:
+that broker with two changes:
 
 - ``enqueue`` also sends ``NOTIFY`` on the queue's channel, in the enqueuer's transaction
   (so a task enqueued inside an atomic block wakes nobody before it is visible);
@@ -25,8 +25,7 @@ Nothing else changes: a task is taken only while its lock has expired, by one cl
 back after ``retry`` seconds, and the worker count still caps the concurrency. A
 notification that is lost (the LISTEN connection down, or sent while this process was
 busy) only means the task waits for the poll, as before: the notification is a hint,
-the table is the truth. On another database (SQLite) it is
-django-q2's ORM broker unchanged.
+the table is the truth.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 
 from core import sql
-from core.db import postgresql
 from core.pgnotify import NotifyListener
 
 CHANNEL_PREFIX = "pricefeed_tasks:"
@@ -61,7 +59,7 @@ def channel(list_key: str) -> str:
 
 
 class WakingORM(ORM):
-    """django-q2's ORM broker, woken by NOTIFY on PostgreSQL (see the module's text)."""
+    """django-q2's ORM broker, woken by NOTIFY (see the module's text)."""
 
     def __init__(self, list_key: str | None = None) -> None:
         super().__init__(list_key=list_key)
@@ -81,9 +79,6 @@ class WakingORM(ORM):
 
     def _database(self) -> str:
         return str(Conf.ORM or "default")
-
-    def _waking(self) -> bool:
-        return postgresql(connections[self._database()])
 
     def _cursor(self) -> CursorWrapper:
         """A cursor on the queue's database. django-q2's broker closes stale connections
@@ -106,8 +101,6 @@ class WakingORM(ORM):
             raise
 
     def enqueue(self, task: Any) -> Any:
-        if not self._waking():
-            return super().enqueue(task)
         key = self.list_key or Conf.CLUSTER_NAME
         ((pk, _),) = self._execute(sql.TASK_ENQUEUE, [key, task, timezone.now(), channel(key)])
         return pk
@@ -120,8 +113,6 @@ class WakingORM(ORM):
 
     def delete(self, task_id: Any) -> None:
         """Removes a task (its acknowledgement): one statement, no transaction around."""
-        if not self._waking():
-            return super().delete(task_id)
         self._execute(self._bookkeeping(sql.TASK_DELETE), [task_id])
         return None
 
@@ -136,8 +127,6 @@ class WakingORM(ORM):
         return self._listener
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
-        if not self._waking():
-            return super().dequeue()  # takes what is due, or sleeps ``poll``
         # LISTEN before looking, so that a task enqueued between the look and the wait
         # ends the wait at once.
         listener = self.listener()

@@ -16,7 +16,6 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import BooleanField, DurationField, ExpressionWrapper, F, Q
 from django.db.models.functions import Now
 
-from core.db import postgresql
 from core.dbtime import db_now_minus, db_now_plus
 from core.pgnotify import notify_on_commit
 
@@ -70,9 +69,8 @@ def lease_acquire(*, mailbox_id: int, owner: str, ttl: float) -> Lease | None:
 
 def _lease_acquire(mailbox_id: int, owner: str, ttl: float) -> Lease | None:
     with transaction.atomic():
-        if postgresql():
-            with connection.cursor() as cursor:
-                cursor.execute(sql.SET_LOCK_TIMEOUT.format(milliseconds=ACQUIRE_LOCK_TIMEOUT_MS))
+        with connection.cursor() as cursor:
+            cursor.execute(sql.SET_LOCK_TIMEOUT.format(milliseconds=ACQUIRE_LOCK_TIMEOUT_MS))
         taken = (
             MailboxLease.objects.filter(mailbox_id=mailbox_id)
             .filter(
@@ -110,9 +108,8 @@ def listener_session_setup(*, connection, ttl: float, **kwargs) -> None:
     mid-write (a stopped process, a paused VM) would otherwise hold its lease row, and
     keep every other instance from taking the mailbox over, for as long as it is frozen;
     a healthy listener never idles that long within a write."""
-    if postgresql(connection):
-        with connection.cursor() as cursor:
-            cursor.execute(sql.SET_IDLE_IN_TRANSACTION_TIMEOUT.format(milliseconds=int(ttl * 1000)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql.SET_IDLE_IN_TRANSACTION_TIMEOUT.format(milliseconds=int(ttl * 1000)))
 
 
 def leases_ensure(*, mailbox_ids: list[int]) -> None:

@@ -18,7 +18,6 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from core import metrics
-from core.db import postgresql
 from core.faults import crash_point
 
 from . import mime, processing, sql, texts
@@ -313,11 +312,9 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
 
 
 def _insert(records: list[InboundMessage]) -> list[InboundMessage]:
-    """Inserts the records; on PostgreSQL their raw bytes follow as binary parameters."""
+    """Inserts the records; their raw bytes follow as binary parameters."""
     if not records:
         return []
-    if not postgresql():
-        return _insert_rows(records)
     raws = {id(record): record.raw for record in records}
     for record in records:
         record.raw = None

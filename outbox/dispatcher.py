@@ -36,9 +36,8 @@ LANES = 2
 def _commit_without_flush(sender: object, connection: Any, **kwargs: Any) -> None:
     """Every connection the dispatch loops open commits without waiting for the WAL
     flush (outbox/sql.py, COMMIT_WITHOUT_FLUSH)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(sql.COMMIT_WITHOUT_FLUSH)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.COMMIT_WITHOUT_FLUSH)
 
 
 @dataclass

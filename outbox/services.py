@@ -24,14 +24,13 @@ from django.db import (
     transaction,
 )
 from django.db.backends.utils import CursorWrapper
-from django.db.models import F, signals
+from django.db.models import signals
 from django.db.models.base import ModelState
 from django.db.models.functions import Now
 from django.utils.translation import gettext_noop
 
 from core import texts
 from core.claims import ClaimedWork
-from core.db import postgresql
 from core.retry import outbox_retry_policy
 
 from . import sql
@@ -93,10 +92,9 @@ def publish(
 
 
 def _wake_dispatchers() -> None:
-    """Tells idle dispatchers there is work (PostgreSQL NOTIFY); elsewhere they poll."""
-    if postgresql():
-        with connection.cursor() as cursor:
-            cursor.execute(sql.WAKE, [CHANNEL])
+    """Tells idle dispatchers there is work (PostgreSQL NOTIFY)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.WAKE, [CHANNEL])
 
 
 def new_claim_id(dispatcher: str) -> str:
@@ -157,40 +155,22 @@ def events_claim(*, dispatcher: str, limit: int) -> list[uuid.UUID]:
     """Claims up to ``limit`` due NEW events, oldest due first, skipping rows another
     dispatcher has locked; they are PROCESSING with ``claimed_by=dispatcher`` (pass a
     ``new_claim_id()``) when this returns."""
-    if postgresql():
-        # One statement: the partial index finds the due NEW rows, SKIP LOCKED steps
-        # over other dispatchers' claims, and the rows are marked in the same pass. One
-        # statement is atomic on its own: outside a transaction it commits at once (its
-        # own transaction, no BEGIN/COMMIT round trips); inside one it joins it.
-        with _pg_cursor() as cursor:
-            cursor.execute(sql.CLAIM, [limit, dispatcher])
-            return [row[0] for row in cursor.fetchall()]
-    with transaction.atomic():
-        ids = list(
-            OutboxEvent.objects.select_for_update(skip_locked=True)
-            .filter(status=Status.NEW, next_attempt_at__lte=Now())
-            .order_by("next_attempt_at", "id")
-            .values_list("id", flat=True)[:limit]
-        )
-        if ids:
-            OutboxEvent.objects.filter(id__in=ids).update(
-                status=Status.PROCESSING,
-                claimed_by=dispatcher,
-                claimed_at=Now(),
-                attempts=F("attempts") + 1,
-            )
-    return ids
+    # One statement: the partial index finds the due NEW rows, SKIP LOCKED steps over
+    # other dispatchers' claims, and the rows are marked in the same pass. One statement
+    # is atomic on its own: outside a transaction it commits at once (its own
+    # transaction, no BEGIN/COMMIT round trips); inside one it joins it.
+    with _pg_cursor() as cursor:
+        cursor.execute(sql.CLAIM, [limit, dispatcher])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def events_claim_batch(*, dispatcher: str, limit: int) -> list[str]:
     """Claims as ``events_claim`` does, and returns what ``events_deliver_batch`` finds
-    the batch by: on PostgreSQL the address of each claimed row (sql.CLAIM_ADDRESSES,
-    which says why that is safe and what it saves), elsewhere the ids, as text."""
-    if postgresql():
-        with _pg_cursor() as cursor:
-            cursor.execute(sql.CLAIM_ADDRESSES, [limit, dispatcher])
-            return [row[0] for row in cursor.fetchall()]
-    return [str(pk) for pk in events_claim(dispatcher=dispatcher, limit=limit)]
+    the batch by: the address of each claimed row (sql.CLAIM_ADDRESSES, which says why
+    that is safe and what it saves)."""
+    with _pg_cursor() as cursor:
+        cursor.execute(sql.CLAIM_ADDRESSES, [limit, dispatcher])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _uuid_array(ids: Iterable[uuid.UUID | str]) -> str:
@@ -211,36 +191,16 @@ def events_mark_sent(*, event_ids: list[uuid.UUID] | list[str], dispatcher: str)
     Returns how many moved; an event whose claim was taken away is left alone."""
     if not event_ids:
         return 0
-    if postgresql():
-        # One array parameter instead of an IN list of len(event_ids) placeholders.
-        with _pg_cursor() as cursor:
-            cursor.execute(sql.MARK_SENT, [_uuid_array(event_ids), dispatcher])
-            return cursor.rowcount
-    return OutboxEvent.objects.filter(
-        id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
-    ).update(
-        status=Status.SENT,
-        sent_at=Now(),
-        finished_at=Now(),
-        claimed_by="",
-        claimed_at=None,
-        last_error="",
-    )
+    # One array parameter instead of an IN list of len(event_ids) placeholders.
+    with _pg_cursor() as cursor:
+        cursor.execute(sql.MARK_SENT, [_uuid_array(event_ids), dispatcher])
+        return cursor.rowcount
 
 
 def events_claimed(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> list[OutboxEvent]:
     """The events of a claim that are still PROCESSING under it, in claim order, with the
     fields handlers read (id, kind, aggregate, payload, attempts); others are deferred."""
-    event_ids = list(event_ids)
-    if postgresql():
-        return _events(_read(sql.CLAIMED, [_uuid_array(event_ids), dispatcher]))
-    return list(
-        OutboxEvent.objects.filter(
-            id__in=event_ids, status=Status.PROCESSING, claimed_by=dispatcher
-        )
-        .only(*sql.HANDLER_FIELDS)
-        .order_by("next_attempt_at", "id")
-    )
+    return _events(_read(sql.CLAIMED, [_uuid_array(event_ids), dispatcher]))
 
 
 def _events(rows: list[tuple[Any, ...]]) -> list[OutboxEvent]:
@@ -299,11 +259,8 @@ def events_deliver(*, event_ids: Iterable[uuid.UUID | str], dispatcher: str) -> 
 
 
 def events_deliver_batch(*, batch: list[str], dispatcher: str) -> dict[str, int]:
-    """``events_deliver`` for what ``events_claim_batch`` returned: on PostgreSQL the
-    batch is read and its successes marked by the rows' addresses (sql.CLAIMED_AT,
-    MARK_SENT_AT)."""
-    if not postgresql():
-        return events_deliver(event_ids=batch, dispatcher=dispatcher)
+    """``events_deliver`` for what ``events_claim_batch`` returned: the batch is read
+    and its successes marked by the rows' addresses (sql.CLAIMED_AT, MARK_SENT_AT)."""
     rows = _read(sql.CLAIMED_AT, [_tid_array(batch), dispatcher])
     address = {row[0]: row[-1] for row in rows}
 

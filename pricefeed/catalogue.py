@@ -21,7 +21,6 @@ it; a rejected one never is.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,8 +32,6 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
-
-from core.db import postgresql
 
 from . import sql
 from .models import CatalogueEntry, PriceImport, PriceListConfig, item_key
@@ -214,9 +211,6 @@ def config_lock(config_id: int) -> datetime:
     """Locks the config's row until the transaction ends (imports of one config take
     turns at its catalogue) and returns the moment after the lock was granted, the time
     its catalogue changes at (database time)."""
-    if not postgresql():
-        # One writer at a time: SQLite locks the database for the write.
-        return timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(sql.CONFIG_LOCK, [config_id])
         cursor.execute(sql.CLOCK)
@@ -229,19 +223,14 @@ def new_rows(import_id: int, repeated_skus: bool) -> tuple[str, list[int]]:
     keys = [item_key(import_id, 0), item_key(import_id + 1, 0)]
     if not repeated_skus:
         return sql.ENTRY_ROWS_AS_STORED, keys
-    if postgresql():
-        return sql.ENTRY_ROWS_LAST_PER_SKU_PG, keys
     return sql.ENTRY_ROWS_LAST_PER_SKU, keys
 
 
 @contextlib.contextmanager
 def planner(**settings: str) -> Iterator[None]:
-    """The planner's ``settings`` (PostgreSQL; elsewhere nothing) for the statements run
-    inside, set for the transaction and reset after them. On an error they are not reset:
+    """The planner's ``settings`` for the statements run inside, set for the
+    transaction and reset after them. On an error they are not reset:
     the transaction is rolled back, and with it the settings."""
-    if not postgresql():
-        yield
-        return
     with connection.cursor() as cursor:
         for name, value in settings.items():
             cursor.execute(f"SET LOCAL {name} = '{value}'")
@@ -254,9 +243,7 @@ def planner(**settings: str) -> Iterator[None]:
 def kept_skus(skus: Sequence[str]) -> tuple[str, list[Any]]:
     """A query of the SKUs a snapshot keeps though it does not list them (a column
     ``sku``), and its parameters."""
-    if postgresql():
-        return "SELECT unnest(%s::text[]) AS sku", [list(skus)]
-    return "SELECT value AS sku FROM json_each(%s)", [json.dumps(list(skus))]
+    return "SELECT unnest(%s::text[]) AS sku", [list(skus)]
 
 
 def compare(
@@ -272,13 +259,7 @@ def compare(
     removing = config.mode == PriceListConfig.Mode.SNAPSHOT and unreadable is not None
     new, keys = new_rows(price_import.pk, repeated_skus)
     kept, kept_params = kept_skus(unreadable or ())
-    on_postgresql = postgresql()
-    query = sql.COMPARE.format(
-        on_commit=sql.COMPARE_ON_COMMIT_PG if on_postgresql else "",
-        new=new,
-        old=sql.CATALOGUE_CURRENT,
-        kept=kept,
-    )
+    query = sql.COMPARE.format(new=new, old=sql.CATALOGUE_CURRENT, kept=kept)
     with connection.cursor() as cursor:
         cursor.execute(sql.COMPARED_DROP)
         # The rows were COPYed in this transaction and the catalogue may have been empty
@@ -289,8 +270,7 @@ def compare(
         # rows kept are found by key.
         with planner(**sql.JOIN_PLANNER, enable_nestloop="off", jit="off"):
             cursor.execute(query, [*keys, config.pk, *kept_params, removing])
-        if on_postgresql:
-            cursor.execute(f"ANALYZE {sql.COMPARED}")
+        cursor.execute(f"ANALYZE {sql.COMPARED}")
 
 
 def catalogue_apply(
@@ -315,8 +295,7 @@ def catalogue_apply(
     if same_list(price_import.config, digest, unreadable, previous):
         PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
         return
-    # As the ORM stores a time (SQLite: text without the offset), so that the ORM's
-    # comparisons with it hold.
+    # As the ORM stores a time, so that the ORM's comparisons with it hold.
     moment = connection.ops.adapt_datetimefield_value(at)
     with connection.cursor() as cursor:
         if current == 0:  # nothing to end or compare with
@@ -335,13 +314,13 @@ def catalogue_apply(
 
 
 def first_list_start(config_id: int) -> datetime | None:
-    """For an import about to store its rows (PostgreSQL): when its config's catalogue
+    """For an import about to store its rows: when its config's catalogue
     is empty, locks the config as config_lock does and returns its moment; the rows are
     then made current as they are stored, and first_list_done finishes the job. None
     when the catalogue is not empty: the rows are compared with it after they are
     stored (catalogue_apply). A first list is never held (hold_reason), so the rows of
     one that is not FAILED are current; a FAILED one's are rolled back."""
-    if not postgresql() or not is_empty(config_id):
+    if not is_empty(config_id):
         return None
     at = config_lock(config_id)
     return at if is_empty(config_id) else None

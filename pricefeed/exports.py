@@ -41,8 +41,6 @@ from django.utils.formats import number_format
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext, pgettext
 
-from core.db import postgresql
-
 from . import catalogue, sql
 from .models import PriceImport, PriceItem, PriceListConfig
 
@@ -413,7 +411,6 @@ def import_diff(price_import: PriceImport) -> Table:
 def _diff_rows(
     price_import: PriceImport, previous_id: int | None, kinds: dict[str, str]
 ) -> Iterator[tuple]:
-    on_postgresql = postgresql()
     info = price_import.parse_info or {}
     # The import's rows the diff compared: its last row per SKU (all, when none repeats).
     new, keys = catalogue.new_rows(price_import.pk, info.get("repeated_skus") is not False)
@@ -428,7 +425,7 @@ def _diff_rows(
         old = sql.EXPORT_NO_CATALOGUE
     else:
         old = sql.EXPORT_CATALOGUE_AS_OF
-        # As the ORM stores a time (SQLite: text without the offset).
+        # As the ORM stores a time.
         moment = connection.ops.adapt_datetimefield_value(current_since)
         params += [price_import.config_id, moment, moment]
     # A snapshot's unreadable rows keep their SKUs' values (None: too many to tell; the
@@ -440,29 +437,18 @@ def _diff_rows(
     query = sql.DIFF_ROWS.format(new=new, old=old, kept=kept)
     with _reading(), catalogue.planner(**sql.JOIN_PLANNER):
         with connection.chunked_cursor() as cursor:
-            if on_postgresql:
-                _numbers_as_text(cursor)
-                cursor.execute(query, params)
-                for chunk in _fetched_ahead(cursor):
-                    for kind, *row in chunk:
-                        yield kinds[kind], *row
-                return
+            _numbers_as_text(cursor)
             cursor.execute(query, params)
-            while chunk := cursor.fetchmany(CHUNK_ROWS):
-                for kind, sku, name, old_price, new_price, currency in chunk:
-                    # SQLite's numerics are floats or ints.
-                    old_price, new_price = _decimal(old_price), _decimal(new_price)
-                    yield kinds[kind], sku, name, old_price, new_price, currency
+            for chunk in _fetched_ahead(cursor):
+                for kind, *row in chunk:
+                    yield kinds[kind], *row
 
 
 def _values(queryset: QuerySet) -> Iterator[tuple]:
-    """The queryset's rows (a values_list), CHUNK_ROWS fetched at a time. On PostgreSQL
-    they are fetched ahead (_fetched_ahead) as the driver reads them, numerics as their
-    text (_numbers_as_text): Django's from_db_value converters are not applied, and no
+    """The queryset's rows (a values_list), CHUNK_ROWS fetched at a time, fetched ahead
+    (_fetched_ahead) as the driver reads them, numerics as their text
+    (_numbers_as_text): Django's from_db_value converters are not applied, and no
     column of a price row needs one."""
-    if not postgresql(connections[queryset.db]):
-        yield from queryset.iterator(chunk_size=CHUNK_ROWS)
-        return
     try:
         query, params = queryset.query.sql_with_params()
     except EmptyResultSet:
@@ -525,16 +511,8 @@ def _fetched_ahead(cursor) -> Iterator[list]:
 
 
 def _reading() -> contextlib.AbstractContextManager:
-    """The transaction an export reads in. On PostgreSQL, one of its own: the cursor is
-    then an ordinary server-side cursor (outside a transaction Django declares it WITH
-    HOLD, and PostgreSQL computes the whole result before the first row), and the
-    diff's SET LOCALs hold. On SQLite none: this project's SQLite transactions begin
-    IMMEDIATE, which would keep every writer waiting until the export ends."""
-    return transaction.atomic() if postgresql() else contextlib.nullcontext()
-
-
-def _decimal(value: object) -> Decimal | None:
-    """A price from a raw query on SQLite (a float or an int)."""
-    if value is None or isinstance(value, Decimal):
-        return value
-    return Decimal(str(value))
+    """The transaction an export reads in, one of its own: the cursor is then an
+    ordinary server-side cursor (outside a transaction Django declares it WITH HOLD, and
+    PostgreSQL computes the whole result before the first row), and the diff's SET
+    LOCALs hold."""
+    return transaction.atomic()

@@ -425,9 +425,7 @@ class PriceItem(models.Model):
         # (valid_to empty) a conflict, while its past values differ in valid_to. It
         # also reads the catalogue, a SKU's history and the catalogue as of a moment in
         # SKU order: a first list's COPY keeps one index, not two (a second one cost a
-        # million-row COPY ~0.5-0.9 s more; bench/parse.py). PostgreSQL 15+; SQLite
-        # (the demo's) cannot make it (config.settings silences models.W047), and one
-        # writer at a time keeps the rule there, as under the config lock here.
+        # million-row COPY ~0.5-0.9 s more; bench/parse.py). PostgreSQL 15+.
         constraints = [
             models.UniqueConstraint(
                 fields=["config", "sku", "valid_to"],

@@ -78,16 +78,12 @@ DIFF_ROWS = """
 _ENTRY_COLUMNS = "id, sku, name, price, currency, quantity"
 
 # An import's rows with the columns the catalogue compares: as stored (no SKU repeats),
-# or its last row per SKU (PostgreSQL, then any database), as ITEMS_* above.
+# or its last row per SKU, as ITEMS_* above.
 # Parameters: the key range of the import.
 ENTRY_ROWS_AS_STORED = f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE {_OF_IMPORT}"
-ENTRY_ROWS_LAST_PER_SKU_PG = (
+ENTRY_ROWS_LAST_PER_SKU = (
     f'SELECT DISTINCT ON (sku COLLATE "C") {_ENTRY_COLUMNS} FROM {ITEMS} '
     f'WHERE {_OF_IMPORT} ORDER BY sku COLLATE "C", id DESC'
-)
-ENTRY_ROWS_LAST_PER_SKU = (
-    f"SELECT {_ENTRY_COLUMNS} FROM {ITEMS} WHERE id IN "
-    f"(SELECT MAX(id) FROM {ITEMS} WHERE {_OF_IMPORT} GROUP BY sku)"
 )
 
 # Imports of one config take turns at its catalogue; the moment after the lock is
@@ -110,7 +106,7 @@ CATALOGUE_ANY = f"SELECT EXISTS (SELECT 1 FROM {ITEMS} WHERE {_CURRENT})"
 # missing SKU counts as removed.
 COMPARED = "pricefeed_compared"
 COMPARE = f"""
-    CREATE TEMPORARY TABLE {COMPARED} {{on_commit}} AS
+    CREATE TEMPORARY TABLE {COMPARED} ON COMMIT DROP AS
     WITH n AS ({{new}}), o AS ({{old}}), k AS ({{kept}})
     SELECT n.id AS new_id, o.id AS old_id, COALESCE(n.sku, o.sku) AS sku,
            o.price AS old, n.price AS new,
@@ -127,7 +123,6 @@ COMPARE = f"""
                 OR n.currency IS DISTINCT FROM o.currency
                 OR n.quantity IS DISTINCT FROM o.quantity))
 """
-COMPARE_ON_COMMIT_PG = "ON COMMIT DROP"
 COMPARED_DROP = f"DROP TABLE IF EXISTS {COMPARED}"
 
 # A config's current entries with the columns COMPARE reads, its o. Parameter: the

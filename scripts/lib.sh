@@ -162,52 +162,26 @@ ensure_chromium() {
     fi
 }
 
-pg_ready() { # host port
-    command -v pg_isready >/dev/null || return 1
-    pg_isready -q -h "$1" -p "$2" -t 3
+pg_ready() { # URL: a PostgreSQL server answers there and lets us in
+    "$VENV/bin/python" - "$1" >/dev/null 2>&1 <<'PY'
+import sys, psycopg
+psycopg.connect(sys.argv[1], connect_timeout=3).close()
+PY
 }
 
-# Sets DATABASE_URL to a reachable PostgreSQL: the given one, the local server on 5432
-# (started if installed and down), or a throwaway cluster in var/pgtest.
-ensure_postgres() {
+# The command that runs pytest: as it is when DATABASE_URL is set or the local server on
+# 5432 answers (DATABASE_URL then points at it), else under an embedded PostgreSQL in
+# var/pgtest, a throwaway cluster started for the run and stopped after it
+# (devkit/servers/postgres.py).
+postgres_runner() {
     if [ -n "${DATABASE_URL:-}" ]; then
         return 0
     fi
     local url="postgres://postgres@127.0.0.1:5432/postgres"
-    if pg_ready 127.0.0.1 5432; then export DATABASE_URL="$url"; return 0; fi
-    if [ "$(id -u)" = 0 ] && command -v pg_ctlcluster >/dev/null; then
-        local version
-        for version in $(ls /etc/postgresql 2>/dev/null); do
-            say "starting PostgreSQL $version ..."
-            pg_ctlcluster --skip-systemctl-redirect "$version" main start 2>/dev/null || true
-        done
-        for _ in $(seq 1 30); do
-            if pg_ready 127.0.0.1 5432; then export DATABASE_URL="$url"; return 0; fi
-            sleep 0.5
-        done
+    if pg_ready "$url"; then
+        export DATABASE_URL="$url"
+        return 0
     fi
-    local initdb
-    initdb="$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1)"
-    if [ -z "$initdb" ]; then initdb="$(command -v initdb || true)"; fi
-    if [ -z "$initdb" ]; then
-        say "No PostgreSQL reachable: set DATABASE_URL=postgres://user@host:port/db, or install"
-        say "PostgreSQL (apt-get install postgresql) so a throwaway cluster can be started."
-        exit 2
-    fi
-    local bin data port run_as=()
-    bin="$(dirname "$initdb")"
-    data="$ROOT/var/pgtest"
-    port=55432
-    if [ "$(id -u)" = 0 ]; then run_as=(runuser -u postgres --); fi
-    if [ ! -f "$data/PG_VERSION" ]; then
-        say "creating a throwaway PostgreSQL cluster in var/pgtest ..."
-        mkdir -p "$data"
-        [ "$(id -u)" = 0 ] && chown postgres "$data"
-        "${run_as[@]}" "$bin/initdb" -D "$data" -U postgres -A trust >/dev/null
-    fi
-    if ! pg_ready 127.0.0.1 "$port"; then
-        "${run_as[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w \
-            -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
-    fi
-    export DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
+    say "no PostgreSQL on 127.0.0.1:5432 and DATABASE_URL unset: using an embedded one in var/pgtest"
+    POSTGRES_RUNNER=("$VENV/bin/python" -m devkit.servers.postgres --throwaway "$ROOT/var/pgtest" --)
 }

@@ -1,4 +1,4 @@
-"""Test setup: PostgreSQL is required (SQLite cannot show lease or claim races).
+"""Test setup: on PostgreSQL, the one engine (config.settings refuses any other).
 
 The fixtures here are the only ``mailbox``, ``config`` and ``make_message``: their data
 comes from tests/factories.py.
@@ -16,15 +16,6 @@ from pricefeed.imports import lifecycle
 from pricefeed.models import PriceListConfig
 
 from . import factories
-
-
-def pytest_configure(config):
-    engine = settings.DATABASES["default"]["ENGINE"]
-    if "postgresql" not in engine:
-        raise pytest.UsageError(
-            "pricefeed's tests run on PostgreSQL: set DATABASE_URL=postgres://user@host/db "
-            "or run ./scripts/test, which provides one."
-        )
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,6 @@ from django.db import migrations
 
 def _lz4(apps, schema_editor):
     connection = schema_editor.connection
-    if connection.vendor != "postgresql":
-        return
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
@@ -23,9 +21,8 @@ def _lz4(apps, schema_editor):
 
 
 def _pglz(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        table = apps.get_model("mailboxes", "InboundMessage")._meta.db_table
-        schema_editor.execute(f"ALTER TABLE {table} ALTER COLUMN raw SET COMPRESSION default")
+    table = apps.get_model("mailboxes", "InboundMessage")._meta.db_table
+    schema_editor.execute(f"ALTER TABLE {table} ALTER COLUMN raw SET COMPRESSION default")
 
 
 class Migration(migrations.Migration):

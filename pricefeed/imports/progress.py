@@ -16,10 +16,6 @@ an import that was taken away or finished; it takes no lock the import's transac
 holds (that transaction writes the import's row only when it finishes, after the last
 progress write), and a lock timeout bounds it anyway. A failed progress write is logged
 and ends the progress writes of that import, never the import.
-
-On SQLite (one instance, the demo) there is none of this: SQLite has one writer at a
-time and the import's transaction is it (BEGIN IMMEDIATE), so the count is written only
-with the outcome.
 """
 
 from __future__ import annotations
@@ -33,7 +29,6 @@ from django.db import DatabaseError, connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field
 
-from core.db import postgresql
 from pricefeed.models import PriceImport
 
 logger = logging.getLogger(__name__)
@@ -148,16 +143,12 @@ def _write_nothing(rows: int) -> None:
 
 class import_progress:
     """``with import_progress(import_id=…, worker=…) as progress:`` a Progress whose
-    writes go to the import's row while it runs (on PostgreSQL; nowhere on SQLite, or
-    with PRICEFEED_IMPORT_PROGRESS_INTERVAL 0); its connection closed on the way out."""
+    writes go to the import's row while it runs (nowhere with
+    PRICEFEED_IMPORT_PROGRESS_INTERVAL 0); its connection closed on the way out."""
 
     def __init__(self, *, import_id: int, worker: str) -> None:
         interval = float(settings.PRICEFEED_IMPORT_PROGRESS_INTERVAL)
-        self.writer = (
-            ProgressWriter(import_id=import_id, worker=worker)
-            if interval > 0 and postgresql()
-            else None
-        )
+        self.writer = ProgressWriter(import_id=import_id, worker=worker) if interval > 0 else None
         self.progress = Progress(
             self.writer or _write_nothing, interval=interval, clock=lambda: _now()
         )

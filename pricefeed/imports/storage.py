@@ -13,9 +13,8 @@ from operator import itemgetter, lt
 
 from django.db import connection
 
-from core.db import postgresql
 from pricefeed import parsing, sql
-from pricefeed.models import PriceItem, item_key
+from pricefeed.models import item_key
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _COPY_CHUNK = 20_000
@@ -297,23 +296,13 @@ def item_writer(
     *,
     current_from: datetime | None = None,
 ) -> Iterator[ItemWriter]:
-    """A sink for parse(): on PostgreSQL each list of rows goes into one open COPY as it
-    comes (the server, a process of its own, stores it while Python reads on); elsewhere
-    rows are collected and inserted in batches when the block ends. Inside the caller's
+    """A sink for parse(): each list of rows goes into one open COPY as it comes (the
+    server, a process of its own, stores it while Python reads on). Inside the caller's
     transaction, which a failed COPY leaves to be rolled back (the connection stays
     usable); the driver's errors come out as Django's (django.db.DataError, ...).
     ``progress`` is told the rows of each list or block handed over (ItemWriter).
-    ``current_from`` (PostgreSQL): the rows are made current in the config's catalogue
+    ``current_from``: the rows are made current in the config's catalogue
     from that moment as they are stored, the first row of each SKU (ItemWriter)."""
-    if not postgresql():
-        collected: list[tuple] = []
-        yield ItemWriter(
-            lambda rows, ends: collected.extend(rows),
-            lambda block, ends: collected.extend(block.rows()),
-            progress,
-        )
-        insert_items(import_id, collected, config_id)
-        return
     ends = Ends(config_id, current_from)
     # The COPY runs on the driver's cursor: its errors are made Django's here (a value
     # the server refuses is a django.db.DataError, a permanent error for the import).
@@ -340,28 +329,9 @@ def item_writer(
 
 
 def insert_items(import_id: int, rows: list[tuple], config_id: int) -> None:
-    """Stores rows, not current, with COPY on PostgreSQL, in batches elsewhere."""
-    if postgresql():
-        ends = Ends(config_id).stored
-        with connection.wrap_database_errors, connection.cursor() as cursor:
-            with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
-                for start in range(0, len(rows), _COPY_CHUNK):
-                    copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK], ends))
-        return
-    PriceItem.objects.bulk_create(
-        (
-            PriceItem(
-                id=item_key(import_id, row_number),
-                price_import_id=import_id,
-                config_id=config_id,
-                row_number=row_number,
-                sku=sku,
-                name=name,
-                price=price,
-                currency=currency,
-                quantity=quantity,
-            )
-            for row_number, sku, name, price, currency, quantity in rows
-        ),
-        batch_size=2000,
-    )
+    """Stores rows, not current, with COPY."""
+    ends = Ends(config_id).stored
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
+            for start in range(0, len(rows), _COPY_CHUNK):
+                copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK], ends))

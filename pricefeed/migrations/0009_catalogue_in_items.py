@@ -22,17 +22,6 @@ def entries_into_items(apps, schema_editor):
         FROM pricefeed_catalogueentry e
         WHERE pricefeed_priceitem.id = e.price_import_id * 4294967296 + e.row_number
     """
-    if schema_editor.connection.vendor != "postgresql":  # SQLite: no UPDATE ... FROM before 3.33
-        moved = """
-            UPDATE pricefeed_priceitem SET
-                (config_id, valid_from, valid_to, ended_by_id) = (
-                    SELECT e.config_id, e.valid_from, e.valid_to, e.ended_by_id
-                    FROM pricefeed_catalogueentry e
-                    WHERE pricefeed_priceitem.id = e.price_import_id * 4294967296 + e.row_number
-                )
-            WHERE id IN (SELECT price_import_id * 4294967296 + row_number
-                         FROM pricefeed_catalogueentry)
-        """
     schema_editor.execute(moved)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import environ
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 SETTINGS = Path(__file__).resolve().parents[2] / "config" / "settings.py"
 
@@ -107,3 +108,28 @@ def test_secret_key_fallbacks_and_static_root_come_from_the_environment(settings
     assert values["SECRET_KEY_FALLBACKS"] == ["old-one", "older-one"]
     assert str(values["STATIC_ROOT"]) == "/srv/static"
     assert settings_from()["STATIC_ROOT"] == tmp_path / "var" / "static"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite:////tmp/pricefeed.sqlite3", "mysql://pricefeed@127.0.0.1/pricefeed", "nonsense"],
+)
+def test_a_database_other_than_postgresql_is_refused_at_start(settings_from, url):
+    with pytest.raises(ImproperlyConfigured, match="runs on PostgreSQL only"):
+        settings_from(DATABASE_URL=url)
+
+
+def test_no_database_url_is_refused_at_start_with_what_to_set(settings_from):
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL is not set"):
+        settings_from(DATABASE_URL="")
+
+
+def test_a_postgresql_url_gives_the_connection_settings(settings_from):
+    database = settings_from(DATABASE_URL="postgres://pf:secret@db.internal:5433/prices")[
+        "DATABASES"
+    ]["default"]
+
+    assert database["ENGINE"] == "django.db.backends.postgresql"
+    assert (database["HOST"], database["PORT"], database["NAME"]) == ("db.internal", 5433, "prices")
+    assert database["OPTIONS"]["connect_timeout"] == 10
+    assert database["CONN_HEALTH_CHECKS"] is True

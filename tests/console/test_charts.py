@@ -1,5 +1,4 @@
-"""The front page's chart geometry and number formats (console.charts, no database),
-and the percentile the SQLite fallback computes (console.selectors.percentile_cont)."""
+"""The front page's chart geometry and number formats (console.charts, no database)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from django.utils import translation
 
 from console import charts
 from console.charts import Series, Slot
-from console.selectors import percentile_cont
 
 SERIES = [Series("ok", "Succeeded"), Series("failed", "Failed")]
 
@@ -98,11 +96,3 @@ def test_lines_break_where_an_hour_has_no_value_and_an_empty_chart_says_so():
 def test_durations_read_in_the_largest_fitting_unit(seconds, shown):
     with translation.override("en"):
         assert charts.format_duration(seconds) == shown
-
-
-def test_percentile_is_interpolated_between_the_nearest_values_as_postgresql_does():
-    values = [40.0, 10.0, 30.0, 20.0]
-    assert percentile_cont(values, 0.5) == 25.0
-    assert percentile_cont(values, 0.95) == pytest.approx(38.5)
-    assert percentile_cont([7.0], 0.95) == 7.0
-    assert percentile_cont(values, 0.0) == 10.0 and percentile_cont(values, 1.0) == 40.0

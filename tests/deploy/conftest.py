@@ -27,7 +27,6 @@ NOT_IN_A_CLONE = shutil.ignore_patterns(
     ".ruff_cache",
     ".mypy_cache",
     ".import_linter_cache",
-    "*.sqlite3",
     ".env",
     # Compiled catalogues (.gitignore): the wheel build must make them itself.
     "*.mo",

@@ -218,7 +218,7 @@ def test_listener_sessions_left_idle_in_a_transaction_are_ended_by_the_server():
     raw = _raw_connection()
     try:
         raw.autocommit = True  # as Django's connections are
-        listener_session_setup(connection=_Vendor(raw), ttl=0.3)
+        listener_session_setup(connection=_AsDjango(raw), ttl=0.3)
         raw.execute("BEGIN")
         raw.execute("SELECT 1")
         time.sleep(1.5)  # idle inside the transaction, as a frozen listener would be
@@ -232,10 +232,8 @@ def test_listener_sessions_left_idle_in_a_transaction_are_ended_by_the_server():
         assert cursor.fetchone()[0] == "10s"
 
 
-class _Vendor:
+class _AsDjango:
     """A psycopg connection seen as listener_session_setup sees a Django one."""
-
-    vendor = "postgresql"
 
     def __init__(self, raw) -> None:
         self.raw = raw

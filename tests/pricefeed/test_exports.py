@@ -1,17 +1,13 @@
 """Exports of an import's rows and of its diff (pricefeed.exports): read back with the
 csv module and openpyxl, text that would start a formula comes back as text, numbers as
 numbers, every change is listed, only people who may view imports get them, and the
-rows are streamed as they are read. The same checks run on SQLite in a process of its
-own (test_exports_work_on_sqlite)."""
+rows are streamed as they are read."""
 
 from __future__ import annotations
 
 import csv
 import inspect
 import io
-import os
-import subprocess
-import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -30,7 +26,7 @@ from pricefeed.imports.diff import DIFF_SAMPLE
 from pricefeed.imports.storage import insert_items
 from pricefeed.models import PriceImport, PriceListConfig
 from tests.access.support import at_least, each_role, logged_in
-from tests.factories import create_config, create_mailbox, create_message, receive, run_all
+from tests.factories import create_config, create_message, receive, run_all
 
 Status = PriceImport.Status
 
@@ -473,50 +469,3 @@ def test_exports_need_view_permission_on_imports(client, role, mailbox, config):
             assert response.status_code == (200 if at_least(role, VIEWER) else 403)
             if response.status_code == 200:
                 assert b"".join(response.streaming_content)  # and the response is closed
-
-
-# -- SQLite ------------------------------------------------------------------------------
-
-
-def test_exports_work_on_sqlite(tmp_path):
-    """The checks above, on a SQLite database (the demo's), migrated, in a process of
-    its own."""
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'exports.sqlite3'}",
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-    }
-    code = (
-        "import django; django.setup(); "
-        "from tests.pricefeed.test_exports import on_sqlite; on_sqlite()"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "sqlite ok"
-
-
-def on_sqlite() -> None:
-    """Runs in the child of test_exports_work_on_sqlite."""
-    from django.core.management import call_command
-    from django.db import connection
-
-    from mailboxes import processing
-    from pricefeed.imports import lifecycle
-
-    assert connection.vendor == "sqlite"
-    call_command("migrate", verbosity=0)
-    # Work is run by calling the services; nothing goes to django-q2 (as no_queue).
-    processing.enqueue_processing = lifecycle.enqueue_imports = list
-    translation.activate("en")
-    mailboxes = [create_mailbox(name=f"m{i}") for i in range(3)]
-    configs = [create_config(mailbox) for mailbox in mailboxes]
-    price_import = make_import(configs[0], ROWS)
-    check_rows_csv(price_import, ";")
-    check_rows_csv(price_import, ",")
-    check_rows_xlsx(price_import)
-    check_diff_export(mailboxes[1])
-    check_diff_counts(mailboxes[2])
-    print("sqlite ok")

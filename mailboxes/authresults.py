@@ -562,16 +562,7 @@ def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str)
     """The verdict on a scanned header block (see sender_verdict); ``trusted`` are the
     authserv-ids as compared (authserv_key), ``names`` how the reason names them."""
     from_domain = domain_of(from_address) if "@" in from_address else ""
-    believed: AuthResults | None = None
-    for raw_field in scan.auth_results:
-        if authserv_key(authserv_id_of(raw_field.value)) in trusted:
-            believed = parse(raw_field.value)
-            if raw_field.cut:
-                believed = AuthResults(
-                    authserv_id=believed.authserv_id,
-                    problem=f"longer than {MAX_FIELD_BYTES} bytes",
-                )
-            break
+    believed = _believed(scan, trusted)
     if believed is None:
         return SenderVerdict(
             authenticated=False,
@@ -591,46 +582,62 @@ def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str)
     dmarc = [r for r in results if r.method == "dmarc"]
     dkim = [r for r in results if r.method == "dkim"]
     spf = [r for r in results if r.method == "spf"]
+    authenticated, reason, aligned_domain = _decide(scan, from_domain, results)
+    return SenderVerdict(
+        authenticated=authenticated,
+        reason=clean(reason + by, 500),
+        authserv_id=authserv_id,
+        from_domain=clean(from_domain, 255),
+        dmarc=clean(_with(dmarc[0].result, "header.from", _dmarc_domain(dmarc[0])), 300)
+        if dmarc
+        else "",
+        dkim=tuple(
+            clean(_with(r.result, "header.d", _dkim_domain(r)), 300) for r in dkim[:MAX_DKIM_KEPT]
+        ),
+        spf=clean(_with(spf[0].result, "smtp.mailfrom", _spf_domain(spf[0])), 300) if spf else "",
+        aligned_domain=clean(aligned_domain, 255),
+    )
 
-    def verdict(authenticated: bool, reason: str, aligned_domain: str = "") -> SenderVerdict:
-        return SenderVerdict(
-            authenticated=authenticated,
-            reason=clean(reason + by, 500),
-            authserv_id=authserv_id,
-            from_domain=clean(from_domain, 255),
-            dmarc=clean(_with(dmarc[0].result, "header.from", _dmarc_domain(dmarc[0])), 300)
-            if dmarc
-            else "",
-            dkim=tuple(
-                clean(_with(r.result, "header.d", _dkim_domain(r)), 300)
-                for r in dkim[:MAX_DKIM_KEPT]
-            ),
-            spf=clean(_with(spf[0].result, "smtp.mailfrom", _spf_domain(spf[0])), 300)
-            if spf
-            else "",
-            aligned_domain=clean(aligned_domain, 255),
-        )
 
+def _believed(scan: HeaderScan, trusted: set[str]) -> AuthResults | None:
+    """The first Authentication-Results field added by a trusted authserv-id, parsed
+    (one cut at MAX_FIELD_BYTES is unreadable); None when there is none."""
+    for raw_field in scan.auth_results:
+        if authserv_key(authserv_id_of(raw_field.value)) not in trusted:
+            continue
+        believed = parse(raw_field.value)
+        if raw_field.cut:
+            return AuthResults(
+                authserv_id=believed.authserv_id, problem=f"longer than {MAX_FIELD_BYTES} bytes"
+            )
+        return believed
+    return None
+
+
+def _decide(
+    scan: HeaderScan, from_domain: str, results: tuple[ResInfo, ...]
+) -> tuple[bool, str, str]:
+    """(authenticated, why, the domain aligned with From) from the trusted results: the
+    From field must be one address; then DMARC about that domain decides, or a passing
+    DKIM signature aligned with it."""
+    dmarc = [r for r in results if r.method == "dmarc"]
     if not from_domain:
-        return verdict(False, "the message has no From address")
+        return False, "the message has no From address", ""
     if scan.from_fields > 1:
-        return verdict(False, f"the message has {scan.from_fields} From fields")
+        return False, f"the message has {scan.from_fields} From fields", ""
     if _from_addresses(scan.from_value) > 1:
-        return verdict(False, "the From field holds more than one address")
+        return False, "the From field holds more than one address", ""
     for r in dmarc:
         checked = _dmarc_domain(r)
         if checked and checked != from_domain:
-            return verdict(
-                False,
-                f"dmarc={r.result} is about header.from={checked}, "
-                f"not the From domain {from_domain}",
-            )
+            why = f"dmarc={r.result} is about header.from={checked}, not the From domain"
+            return False, f"{why} {from_domain}", ""
     if any(r.result == "fail" for r in dmarc):
-        return verdict(False, _summary(results))
+        return False, _summary(results), ""
     if any(r.result == "pass" for r in dmarc):
-        return verdict(True, f"dmarc=pass for {from_domain}", from_domain)
-    for r in dkim:
-        signer = _dkim_domain(r)
-        if r.result == "pass" and aligned(signer, from_domain):
-            return verdict(True, f"dkim=pass header.d={signer}, aligned with {from_domain}", signer)
-    return verdict(False, f"{_summary(results)}; nothing aligned with {from_domain} passed")
+        return True, f"dmarc=pass for {from_domain}", from_domain
+    for r in results:
+        signer = _dkim_domain(r) if r.method == "dkim" else ""
+        if r.method == "dkim" and r.result == "pass" and aligned(signer, from_domain):
+            return True, f"dkim=pass header.d={signer}, aligned with {from_domain}", signer
+    return False, f"{_summary(results)}; nothing aligned with {from_domain} passed", ""

@@ -155,6 +155,11 @@ class NumberReader:
                 return self._separators(t, s), None
             except (DecimalException, ValueError):
                 pass  # "-$5", "1 234 руб": a sign or digits around a unit
+        return self._with_currency(t, s)
+
+    def _with_currency(self, t: str, s: str) -> tuple[Decimal, str]:
+        """A number with a currency before or after it ("$5", "1 234 руб", "-€5"); ``t``
+        is ``s`` cleaned. Raises ValueError for anything else."""
         m = _WITH_UNIT.fullmatch(t)
         if m is None:
             raise ValueError(s)

@@ -265,73 +265,97 @@ def find_header(
     col_offset: int,
     deadline: Deadline | None = None,
 ) -> Header:
-    configured = {f: norm(t) for f, t in options.column_texts().items()}
-    letters = {f: i - col_offset for f, i in options.column_letters().items()}
-    # A letter ("ID", "No") that is also a header text in the row read as the header
-    # names that column: the text wins over the letter (ParseOptions.column_letters).
-    as_text = {f: norm(options.columns[f]) for f in letters}
-    width = max((len(r) for r in texts), default=0)
-    for f, c in letters.items():
-        if c >= width and not any(as_text[f] in map(norm, row) for row in texts):
-            last_letter = index_to_letter(col_offset + width - 1) if width else "A"
-            raise MissingColumns(
-                m.COLUMN_PAST_TABLE
-                % {"column": options.columns[f].strip().upper(), "field": f, "last": last_letter}
-            )
+    """The header among the first SCAN_ROWS rows of ``texts``: the first row (or pair of
+    rows, for a two-line header) that names every configured column, or, with none
+    configured, a SKU or name and a price. Raises MissingColumns or NoHeaderRow, naming
+    the best row seen."""
+    wanted = _Wanted(options, col_offset)
+    _check_letters_in_table(texts, wanted, col_offset)
     best: tuple[int, Header] | None = None
-    limit = min(SCAN_ROWS, len(texts))
-    for i in range(limit):
+    for i in range(min(SCAN_ROWS, len(texts))):
         if deadline is not None:
             deadline.check(m.IN_HEADER_SEARCH % {"row": i + 1})
-        candidates = [(i, texts[i])]
-        # A two-line header ("Цены" over "Опт | Розница") has a top line of several
-        # cells; a one-cell title directly above the header is not part of it.
-        if (
-            i + 1 < len(texts)
-            and _header_like(texts[i + 1])
-            and sum(1 for cell in texts[i] if cell) >= 2
-        ):
-            candidates.append((i + 1, combine(texts[i], texts[i + 1])))
-        for last, cells in candidates:
-            normed = [norm(c) for c in cells]
-            columns: dict[str, int] = {}
-            for f, want in configured.items():
-                if want in normed:
-                    columns[f] = normed.index(want)
-            found_configured = len(columns)
-            by_letter = set()
-            for f, c in letters.items():
-                if as_text[f] in normed:
-                    columns[f] = normed.index(as_text[f])
-                else:
-                    columns[f] = c
-                    by_letter.add(f)
-            synonyms = map_by_synonyms(normed, columns)
-            columns.update(synonyms)
-            header = Header(last, columns, {}, cells, frozenset(by_letter))
-            if configured:
-                ok = found_configured == len(configured)
-            else:
-                named = {f for f in synonyms} | {
-                    f
-                    for f in letters
-                    if 0 <= columns[f] < len(normed) and _texty(normed[columns[f]])
-                }
-                ok = bool(named & {"sku", "name"}) and "price" in named
-            if ok:
+        for last, cells in _header_candidates(texts, i):
+            header, weight, complete = wanted.read(last, cells)
+            if complete:
                 return _finish_header(header, options)
-            weight = found_configured * 10 + len(synonyms)
-            if (found_configured or len(synonyms) >= 2) and (best is None or weight > best[0]):
+            if weight and (best is None or weight > best[0]):
                 best = (weight, header)
-    if all(f in letters for f in REQUIRED_FIELDS):
-        header = Header(-1, dict(letters), {}, [], frozenset(letters))
+    if all(f in wanted.letters for f in REQUIRED_FIELDS):
+        header = Header(-1, dict(wanted.letters), {}, [], frozenset(wanted.letters))
         return _finish_header(header, options)
     if best is not None:
         _raise_missing(best[1], options)
-    if configured:
-        wanted = ", ".join(f"'{t}'" for t in options.column_texts().values())
-        raise NoHeaderRow(m.NO_HEADER_WITH % {"rows": SCAN_ROWS, "wanted": wanted})
+    if wanted.configured:
+        names = ", ".join(f"'{t}'" for t in options.column_texts().values())
+        raise NoHeaderRow(m.NO_HEADER_WITH % {"rows": SCAN_ROWS, "wanted": names})
     raise NoHeaderRow(m.NO_HEADER % {"rows": SCAN_ROWS})
+
+
+class _Wanted:
+    """The columns a config asks for, as find_header compares them with a row: header
+    texts (normalised), and letters (as indexes into the row; a letter that is also a
+    header text in the row, "ID" or "No", names that column instead:
+    ParseOptions.column_letters)."""
+
+    def __init__(self, options: ParseOptions, col_offset: int) -> None:
+        self.configured = {f: norm(t) for f, t in options.column_texts().items()}
+        self.letters = {f: i - col_offset for f, i in options.column_letters().items()}
+        self.as_text = {f: norm(options.columns[f]) for f in self.letters}
+        self.shown = {f: options.columns[f].strip().upper() for f in self.letters}
+
+    def read(self, last: int, cells: list[str]) -> tuple[Header, int, bool]:
+        """``cells`` (the header's text, ending at row ``last``) read as the header: the
+        Header, its weight as the best row so far (0: not a candidate) and whether it
+        names every column needed."""
+        normed = [norm(c) for c in cells]
+        columns = {f: normed.index(want) for f, want in self.configured.items() if want in normed}
+        found_configured = len(columns)
+        by_letter = set()
+        for f, c in self.letters.items():
+            if self.as_text[f] in normed:
+                columns[f] = normed.index(self.as_text[f])
+            else:
+                columns[f] = c
+                by_letter.add(f)
+        synonyms = map_by_synonyms(normed, columns)
+        columns.update(synonyms)
+        header = Header(last, columns, {}, cells, frozenset(by_letter))
+        if self.configured:
+            complete = found_configured == len(self.configured)
+        else:
+            named = set(synonyms) | {
+                f
+                for f in self.letters
+                if 0 <= columns[f] < len(normed) and _texty(normed[columns[f]])
+            }
+            complete = bool(named & {"sku", "name"}) and "price" in named
+        candidate = found_configured or len(synonyms) >= 2
+        weight = found_configured * 10 + len(synonyms) if candidate else 0
+        return header, weight, complete
+
+
+def _check_letters_in_table(texts: list[list[str]], wanted: _Wanted, col_offset: int) -> None:
+    """A configured letter past the table's last column, and not a header text in any
+    row either, is a configuration error, said before any row is read."""
+    width = max((len(r) for r in texts), default=0)
+    for f, c in wanted.letters.items():
+        if c < width or any(wanted.as_text[f] in map(norm, row) for row in texts):
+            continue
+        last_letter = index_to_letter(col_offset + width - 1) if width else "A"
+        raise MissingColumns(
+            m.COLUMN_PAST_TABLE % {"column": wanted.shown[f], "field": f, "last": last_letter}
+        )
+
+
+def _header_candidates(texts: list[list[str]], i: int) -> list[tuple[int, list[str]]]:
+    """Row ``i`` as a header, and with the next row when the two can be one: a two-line
+    header ("Цены" over "Опт | Розница") has a top line of several cells; a one-cell
+    title directly above the header is not part of it."""
+    candidates = [(i, texts[i])]
+    if i + 1 < len(texts) and _header_like(texts[i + 1]) and sum(1 for c in texts[i] if c) >= 2:
+        candidates.append((i + 1, combine(texts[i], texts[i + 1])))
+    return candidates
 
 
 def _header_like(row: list[str]) -> bool:

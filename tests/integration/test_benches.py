@@ -24,7 +24,7 @@ from .support import ROOT, database_url
 pytestmark = pytest.mark.integration
 
 BARS = {
-    "parse": ["xlsx_import_seconds", "xlsx_vs_openpyxl", "xlsx_peak_rss", "csv_import_vs_copy"],
+    "parse": ["xlsx_import_seconds", "xlsx_vs_calamine", "xlsx_peak_rss", "csv_import_vs_copy"],
     "ingest": ["ingest_latency_p50", "ingest_latency_p99", "ingest_burst_rate"],
     "outbox": [
         "outbox_drain_vs_raw",

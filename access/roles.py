@@ -58,7 +58,6 @@ VIEW = frozenset(
         "notifications.view_subscription",
         "notifications.view_notification",
         "pricefeed.view_overduealert",
-        "notifications.view_overduenotification",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",

@@ -142,10 +142,10 @@ def store_imports(rows: int, seed: int) -> tuple[int, int]:
         # import's rows then become (the second's changes, added and removed rows too).
         with transaction.atomic():
             at = catalogue.config_lock(config.pk)
-            PriceImport.objects.filter(pk=price_import.pk).update(
-                diff=diff(price_import, stored, repeated_skus=False, unreadable=[])
-            )
-            catalogue.catalogue_apply(price_import, at=at, repeated_skus=False, unreadable=[])
+            rows = catalogue.StoredRows(repeated_skus=False)
+            decision = catalogue.acceptance(price_import, at=at, rows=rows, unreadable=[])
+            PriceImport.objects.filter(pk=price_import.pk).update(diff=diff(decision, stored))
+            catalogue.catalogue_apply(decision)
         ids.append(price_import.pk)
     from django.db import connection
 

@@ -234,9 +234,9 @@ def _role_pricefeed(name: str) -> None:
     def sql(execute, sql, params, many, context):
         return timed("db", execute)(sql, params, many, context)
 
-    outcome_mail = notification_services.OutcomeMail
-    outcome_mail.__init__ = timed("render", outcome_mail.__init__)
-    outcome_mail.data = timed("build", outcome_mail.data)
+    notification_services.render = timed("render", notification_services.render)
+    prepared = notification_services.PreparedMail
+    prepared.data = timed("build", prepared.data)
     notification_services._send = timed("send", notification_services._send)
     smtplib.SMTP.sendmail = timed("smtp", smtplib.SMTP.sendmail)
 
@@ -834,7 +834,10 @@ def _prepare_notifications(m: int):
     notifications = Notification.objects.bulk_create(
         [
             Notification(
-                price_import=price_import, recipient=f"buyer{i:05d}@buyer.test", kind="PARTIAL"
+                kind="import_outcome",
+                price_import=price_import,
+                recipient=f"buyer{i:05d}@buyer.test",
+                outcome="PARTIAL",
             )
             for i in range(m)
         ],
@@ -873,7 +876,7 @@ def _build_mails() -> tuple[list[dict], float, float]:
     outcomes: dict = {}
     started = time.perf_counter()
     for n in notifications:
-        key = (n.price_import_id, n.kind)
+        key = (n.price_import_id, n.outcome)
         if key not in outcomes:
             outcomes[key] = OutcomeMail(n.price_import)
         outcome = outcomes[key]

@@ -87,7 +87,7 @@ TARGET_CSV_VS_COPY = 0.6
 COPY_WRITE_BYTES = 1 << 20  # the bare COPY writes its text in pieces of this size
 COPY_TEXT_ROWS = 20_000  # rows formatted per _copy_text call, as the import's writer does
 
-# Why the defaults are what they are, in short (docs/flow.md, README's settings table).
+# Why the defaults are what they are, in short (docs/flow.md, docs/configuration.md).
 WHY_FILE_CAP = (
     "a cap on untrusted input: every attachment is read and unpacked in memory, and this "
     "bounds one file of it"

@@ -1,7 +1,9 @@
 """Django settings for pricefeed: the composition root, which may name every app.
 
 Every knob is read from the environment (or a ``.env`` file beside ``manage.py``)
-here and nowhere else; ``.env.example`` lists them all with their defaults.
+here and nowhere else. ``config/registry.py`` names each one with its type, default and
+readers; ``docs/configuration.md`` and ``.env.example`` are generated from it, and a
+test fails when a variable read here is missing there.
 """
 
 from __future__ import annotations
@@ -338,6 +340,9 @@ PRICEFEED_IMAP_BACKOFF_MAX = env.float("PRICEFEED_IMAP_BACKOFF_MAX", default=300
 # TTL + poll interval; a listener stops when its lease has not been renewed for
 # TTL - max(2 x heartbeat, TTL / 4), before anyone else can take it.
 PRICEFEED_LEASE_TTL = env.float("PRICEFEED_LEASE_TTL", default=10.0)
+# How long after its last heartbeat a process still counts as live (the admin, the status
+# command, rebalancing's count of instances); a lease's TTL is the lease's alone.
+PRICEFEED_LIVENESS_WINDOW = env.float("PRICEFEED_LIVENESS_WINDOW", default=10.0)
 PRICEFEED_HEARTBEAT_INTERVAL = env.float("PRICEFEED_HEARTBEAT_INTERVAL", default=2.0)
 PRICEFEED_CONFIG_POLL_INTERVAL = env.float("PRICEFEED_CONFIG_POLL_INTERVAL", default=2.0)
 PRICEFEED_SWEEP_INTERVAL = env.float("PRICEFEED_SWEEP_INTERVAL", default=15.0)

@@ -11,12 +11,13 @@ from .models import ProcessHeartbeat
 
 
 def live_processes() -> QuerySet[ProcessHeartbeat]:
-    """Processes with a heartbeat fresher than a lease's TTL that did not say they stopped."""
+    """Processes that did not say they stopped, with a heartbeat within the liveness window
+    (PRICEFEED_LIVENESS_WINDOW)."""
     return ProcessHeartbeat.objects.filter(process_is_live())
 
 
 def process_is_live() -> Q:
-    return Q(stopped=False, last_seen__gte=db_now_minus(settings.PRICEFEED_LEASE_TTL))
+    return Q(stopped=False, last_seen__gte=db_now_minus(settings.PRICEFEED_LIVENESS_WINDOW))
 
 
 @dataclass(frozen=True)

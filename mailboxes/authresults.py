@@ -17,7 +17,7 @@ a job ID that OpenDKIM or OpenDMARC appends after a slash is ignored).
 That reasoning holds only when the receiving server always writes its field (so the
 topmost one with its id is really its own) and, as RFC 8601 §5 requires, removes or
 renames the incoming fields that claim its authserv-id. Otherwise a message it left
-unchecked would carry the sender's forged field on top. README (Operations, trusted
+unchecked would carry the sender's forged field on top. docs/operations.md (trusted
 senders) says what to set up on the MTA.
 
 A verdict passes on ``dmarc=pass`` for the From domain, or on a ``dkim=pass`` whose

@@ -238,13 +238,13 @@ def heartbeats_prune(*, older_than: float) -> int:
     return deleted
 
 
-def snapshot(*, me: str, ttl: float) -> Snapshot:
+def snapshot(*, me: str, live_within: float) -> Snapshot:
     """What rebalancing decides from, read from the database on database time: live
-    instances, enabled mailboxes with their weights, who holds what, how long the free
-    ones have been free."""
+    instances (a heartbeat within ``live_within`` seconds), enabled mailboxes with their
+    weights, who holds what, how long the free ones have been free."""
     live = set(
         InstanceHeartbeat.objects.filter(
-            last_seen__gt=db_now_minus(ttl), stopping=False
+            last_seen__gt=db_now_minus(live_within), stopping=False
         ).values_list("instance_id", flat=True)
     )
     live.add(me)

@@ -25,7 +25,7 @@ from .exceptions import MessageRefused
 
 @dataclass(frozen=True)
 class MimeBudget:
-    """Caps on one message's MIME structure (see README's configuration table).
+    """Caps on one message's MIME structure (see docs/configuration.md).
 
     ``max_parts``          entities in the message, the message itself included;
     ``max_depth``          nesting of multiparts and attached messages;

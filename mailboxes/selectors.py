@@ -56,7 +56,7 @@ def instance_state(*, stopping: bool, seen_ago: timedelta) -> str:
     its leases can be taken over) or ``live``."""
     if stopping:
         return "stopped"
-    if seen_ago.total_seconds() > settings.PRICEFEED_LEASE_TTL:
+    if seen_ago.total_seconds() > settings.PRICEFEED_LIVENESS_WINDOW:
         return "dead"
     return "live"
 
@@ -159,7 +159,7 @@ def instances_in_state(
     rows: QuerySet[InstanceHeartbeat], state: str
 ) -> QuerySet[InstanceHeartbeat]:
     """The heartbeats of ``rows`` that ``instance_state`` calls ``state``, in SQL."""
-    fresh = db_now_minus(settings.PRICEFEED_LEASE_TTL)
+    fresh = db_now_minus(settings.PRICEFEED_LIVENESS_WINDOW)
     if state == "stopped":
         return rows.filter(stopping=True)
     if state == "dead":
@@ -187,7 +187,7 @@ def leases_in_state(rows: QuerySet[MailboxLease], state: str) -> QuerySet[Mailbo
 def _listened() -> Exists:
     """Whether a live instance holds an unexpired lease on the mailbox (an outer row)."""
     live = InstanceHeartbeat.objects.filter(
-        last_seen__gt=db_now_minus(settings.PRICEFEED_LEASE_TTL), stopping=False
+        last_seen__gt=db_now_minus(settings.PRICEFEED_LIVENESS_WINDOW), stopping=False
     ).values("instance_id")
     return Exists(
         MailboxLease.objects.filter(

@@ -53,6 +53,7 @@ class Supervisor:
     def __post_init__(self) -> None:
         self.log = ContextLogger(logger, {"instance_id": self.instance_id})
         self.ttl = settings.PRICEFEED_LEASE_TTL
+        self.live_within = settings.PRICEFEED_LIVENESS_WINDOW
         self.beat = settings.PRICEFEED_HEARTBEAT_INTERVAL
         self.margin = lease_margin(self.ttl, self.beat)
         self.db = DatabaseSlots(
@@ -153,7 +154,7 @@ class Supervisor:
                 listener.stop()
 
     def _reconcile(self) -> None:
-        snap = leases.snapshot(me=self.instance_id, ttl=self.ttl)
+        snap = leases.snapshot(me=self.instance_id, live_within=self.live_within)
         wanted = dict(snap.weights)
         mailboxes = {m.pk: m for m in Mailbox.objects.filter(pk__in=list(wanted))}
         if self.only is not None:

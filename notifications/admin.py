@@ -23,7 +23,8 @@ from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport
 
 from . import retries, selectors, services, texts
-from .models import Notification, OverdueNotification, Subscription
+from .kinds import kinds
+from .models import Notification, Subscription
 
 
 class OutcomeFilter(admin.SimpleListFilter):
@@ -31,10 +32,24 @@ class OutcomeFilter(admin.SimpleListFilter):
     field stores the status's value, without choices of its own)."""
 
     title = _("outcome")
-    parameter_name = "kind__exact"
+    parameter_name = "outcome__exact"
 
     def lookups(self, request, model_admin):
         return [(status, PriceImport.Status(status).label) for status in FINAL]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(outcome=value) if value else queryset
+
+
+class KindFilter(admin.SimpleListFilter):
+    """The kind of notification (notifications.kinds), named by its label."""
+
+    title = _("kind")
+    parameter_name = "kind__exact"
+
+    def lookups(self, request, model_admin):
+        return [(kind.name, kind.label) for kind in kinds()]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -67,15 +82,15 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         "status",
         "next_attempt",
         "short_error",
-        "of_import",
+        "about",
     ]
-    list_filter = ["status", SinceFilter.on("created_at"), OutcomeFilter]
+    list_filter = ["status", SinceFilter.on("created_at"), KindFilter, OutcomeFilter]
     search_fields = ["recipient", "message_id"]
-    raw_id_fields = ["price_import"]
     actions = ["retry_now", "requeue", "give_up"]
-    exclude = ["kind", "language"]  # shown by their names: "outcome", "mail_language"
+    # Shown by their names: "about", "outcome", "mail_language".
+    exclude = ["kind", "price_import", "alert", "outcome", "language"]
     readonly_fields = [
-        "price_import",
+        "about",
         "recipient",
         "outcome",
         "mail_language",
@@ -90,7 +105,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return selectors.notifications_with_send_event(
-            super().get_queryset(request).select_related("price_import__config")
+            super().get_queryset(request).select_related("price_import__config", "alert__config")
         )
 
     def has_change_permission(self, request, obj=None):
@@ -104,7 +119,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def short_recipient(self, obj: Notification) -> str:
         return truncated(obj.recipient, width="s")
 
-    @admin.display(description=_("outcome"), ordering="kind")
+    @admin.display(description=_("outcome"), ordering="outcome")
     def outcome(self, obj: Notification) -> str:
         return obj.outcome_label()
 
@@ -136,18 +151,23 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         """The stored (English) reason in the reader's language."""
         return translated(obj.last_error) or EMPTY
 
-    @admin.display(description=_("import"), ordering="price_import")
-    def of_import(self, obj: Notification) -> str:
-        url = reverse("admin:pricefeed_priceimport_change", args=[obj.price_import_id])
-        return format_html(
-            '<a href="{}">{}</a>',
-            url,
-            truncated(
+    @admin.display(description=_("about"))
+    def about(self, obj: Notification) -> str:
+        """What the mail is about, linked: its import, or its overdue-list alert (to the
+        config)."""
+        if obj.price_import is not None:
+            url = reverse("admin:pricefeed_priceimport_change", args=[obj.price_import_id])
+            text = (
                 f"#{obj.price_import_id} {obj.price_import.config.name}: "
-                f"{obj.price_import.filename}",
-                width="s",
-            ),
-        )
+                f"{obj.price_import.filename}"
+            )
+        elif obj.alert is not None:
+            # Alerts have no page of their own: the config's says what it expects.
+            url = reverse("admin:pricefeed_pricelistconfig_change", args=[obj.alert.config_id])
+            text = str(obj.alert)
+        else:
+            return EMPTY
+        return format_html('<a href="{}">{}</a>', url, truncated(text, width="s"))
 
     # -- the outbox's actions, on the send events of the selected notifications ------
 
@@ -214,39 +234,3 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
             skipped=len(ids) - moved,
             why=gettext("not waiting to be sent"),
         )
-
-
-@admin.register(OverdueNotification)
-class OverdueNotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
-    """The mails about lists that did not come on time (notifications.overdue)."""
-
-    list_display = ["created", "short_recipient", "alert", "status", "short_error"]
-    list_filter = ["status", SinceFilter.on("created_at")]
-    search_fields = ["recipient", "message_id", "alert__config__name"]
-    list_select_related = ["alert__config"]
-    readonly_fields = [
-        "alert",
-        "recipient",
-        "language",
-        "status",
-        "message_id",
-        "attempts",
-        "last_error",
-        "created_at",
-        "sent_at",
-    ]
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description=pgettext_lazy("notification", "created"), ordering="created_at")
-    def created(self, obj: OverdueNotification) -> str:
-        return when(obj.created_at)
-
-    @admin.display(description=_("recipient"), ordering="recipient")
-    def short_recipient(self, obj: OverdueNotification) -> str:
-        return truncated(obj.recipient, width="s")
-
-    @admin.display(description=_("last error"))
-    def short_error(self, obj: OverdueNotification) -> str:
-        return truncated(obj.last_error, width="m", error=True) if obj.last_error else EMPTY

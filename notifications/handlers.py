@@ -50,5 +50,6 @@ def fan_out_overdue(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException 
     return results
 
 
-handler(services.SEND_EVENT)(services.notifications_send)
-handler(overdue.SEND_EVENT)(overdue.overdue_send)
+# The send events of every kind of notification are handled by the one send path,
+# registered with the kind (kinds.register): the kinds are defined in these modules.
+__all__ = ["fan_out", "fan_out_message", "fan_out_overdue", "overdue", "services"]

@@ -32,11 +32,6 @@ def supported_language(code: str) -> str:
         return settings.LANGUAGES[0][0]
 
 
-# The kind of a subscription's mail about a list that did not come (pricefeed.overdue);
-# the other kinds are import outcomes, named by PriceImport.Status.
-LIST_OVERDUE = "OVERDUE"
-
-
 class Subscription(models.Model):
     """Who hears about which import outcomes, for which configs (none chosen = all)."""
 
@@ -92,33 +87,46 @@ class Subscription(models.Model):
             return gettext("%(email)s + sender") % {"email": self.email}
         return self.email
 
-    def wants(self, status: str) -> bool:
-        wanted: dict[str, bool] = {
-            PriceImport.Status.SUCCEEDED: self.on_succeeded,
-            PriceImport.Status.PARTIAL: self.on_partial,
-            PriceImport.Status.FAILED: self.on_failed,
-            LIST_OVERDUE: self.on_overdue,
-        }
-        return wanted.get(status, False)
+    def wants(self, flag: str) -> bool:
+        """Whether this subscription asks for the mails that ``flag`` (one of its
+        ``on_…`` fields, named by a notification kind) stands for."""
+        return bool(getattr(self, flag, False))
 
 
 class Notification(models.Model):
-    """One e-mail about one import to one recipient: takes effect once, whatever retries."""
+    """One e-mail of one kind (notifications.kinds) about one subject to one recipient:
+    takes effect once, whatever retries.
+
+    The subject is the row the mail is about, in the field its kind names: an import
+    (``price_import``: its outcome, the outcome in ``outcome``) or an overdue-list alert
+    (``alert``). A new kind whose subject is another model adds a field for it here."""
 
     class Status(models.TextChoices):
         PENDING = "PENDING", _("Pending")
         SENT = "SENT", _("Sent")
         FAILED = "FAILED", _("Failed")
 
+    kind = models.CharField(_("kind"), max_length=40)
     price_import = models.ForeignKey(
         "pricefeed.PriceImport",
         on_delete=models.CASCADE,
         related_name="notifications",
         verbose_name=_("price import"),
+        null=True,
+        blank=True,
+    )
+    alert = models.ForeignKey(
+        "pricefeed.OverdueAlert",
+        on_delete=models.CASCADE,
+        related_name="notifications",
+        verbose_name=_("overdue list alert"),
+        null=True,
+        blank=True,
     )
     recipient = models.EmailField(_("recipient"))
-    # The import outcome: SUCCEEDED, PARTIAL, FAILED.
-    kind = models.CharField(_("outcome"), max_length=20)
+    # The import outcome a mail about an import tells (SUCCEEDED, PARTIAL, FAILED); "" for
+    # other kinds.
+    outcome = models.CharField(_("outcome"), max_length=20, blank=True, default="")
     # The language the mail is written in: its subscription's when the notification was
     # made ("" for those made before there were languages: the default one).
     language = models.CharField(_("language"), max_length=15, blank=True, default="")
@@ -138,8 +146,17 @@ class Notification(models.Model):
         verbose_name_plural = _("notifications")
         ordering = ["-created_at"]
         constraints = [
+            # One per kind, subject, recipient and outcome (NULLS NOT DISTINCT: the
+            # subject fields another kind uses are empty).
             models.UniqueConstraint(
-                fields=["price_import", "recipient", "kind"], name="one_notification_each"
+                fields=["kind", "price_import", "alert", "recipient", "outcome"],
+                nulls_distinct=False,
+                name="one_notification_each",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(price_import__isnull=False, alert__isnull=True)
+                | models.Q(price_import__isnull=True, alert__isnull=False),
+                name="notification_has_one_subject",
             ),
         ]
 
@@ -147,47 +164,13 @@ class Notification(models.Model):
         return f"{self.outcome_label()} → {self.recipient} ({self.get_status_display()})"
 
     def outcome_label(self) -> str:
-        """The import outcome as its status is named in the active language (the stored
-        value itself when it is no import status)."""
-        try:
-            return str(PriceImport.Status(self.kind).label)
-        except ValueError:
-            return self.kind
+        """What the mail tells, in the active language: the import outcome as its status
+        is named, or the kind's label."""
+        from .kinds import kind_label
 
-
-class OverdueNotification(models.Model):
-    """One e-mail about one overdue-list alert to one recipient: takes effect once,
-    whatever retries. A model of its own rather than a Notification: there is no import
-    to hang it on, and Notification stays one per (price_import, recipient, kind)."""
-
-    Status = Notification.Status
-
-    alert = models.ForeignKey(
-        "pricefeed.OverdueAlert",
-        on_delete=models.CASCADE,
-        related_name="notifications",
-        verbose_name=_("overdue list alert"),
-    )
-    recipient = models.EmailField(_("recipient"))
-    language = models.CharField(_("language"), max_length=15, blank=True, default="")
-    status = models.CharField(_("status"), max_length=10, choices=Status, default=Status.PENDING)
-    message_id = models.CharField(_("Message-ID"), max_length=255, blank=True)
-    attempts = models.PositiveIntegerField(_("attempts"), default=0)
-    last_error = models.TextField(_("last error"), blank=True)
-    created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
-    sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
-    # The outbox event that delivers it, as for Notification.
-    send_event = models.UUIDField(_("send event"), null=True, blank=True, editable=False)
-
-    class Meta:
-        verbose_name = _("overdue-list notification")
-        verbose_name_plural = _("overdue-list notifications")
-        ordering = ["-created_at"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["alert", "recipient"], name="one_overdue_notification_each"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.alert} → {self.recipient} ({self.get_status_display()})"
+        if self.outcome:
+            try:
+                return str(PriceImport.Status(self.outcome).label)
+            except ValueError:
+                return self.outcome
+        return kind_label(self.kind)

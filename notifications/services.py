@@ -1,15 +1,18 @@
-"""Who hears about an import, and the e-mail itself.
+"""Who hears about what, and the e-mail itself: one pipeline for every kind.
 
-An import outcome event fans out into Notification rows (unique per import, recipient
-and kind) and one send event each, in one transaction. A message with several imports
-announces them once, when its last import finishes: its event fans out into the same
-Notification rows, one per import, recipient and kind, and one send event per
-recipient, whose one mail (a digest) delivers all of them. Sending renders the templates
-once per outcome and language in a batch and delivers through Django's e-mail backend over a few
-connections, each reused across its share of the batch
-(``PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS``, default 4, per worker), with a Message-ID
-derived from the notification id; the batch's sent notifications are marked SENT in one
-UPDATE. A notification already SENT is never sent again, whatever the retries.
+A kind of notification (notifications.kinds: an import's outcome, a list overdue, ...)
+is a spec; this module does the rest the same way for each. An event announcing
+something fans out (``fan_out``) into Notification rows, unique per kind, subject,
+recipient and outcome, and one send event each, in one transaction: or, for a message
+with several imports, one send event per recipient, whose one mail (a digest) delivers
+all of them. Sending (``send``) renders the templates once per subject (or digest) and
+language in a batch and delivers through Django's e-mail backend over a few connections,
+each reused across its share of the batch (``PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS``,
+default 4, per worker), with a Message-ID derived from the notification id (a digest's:
+from its first); the batch's sent notifications are marked SENT in one UPDATE, a
+failure is recorded as its error (``core.texts.error_text``) and, past the outbox's
+last attempt, FAILED. A notification already SENT is never sent again, whatever the
+retries.
 
 A mail is written in its notification's language, which is its subscription's (for
 "reply to sender", the language of the subscription that asked for it): every mail is
@@ -26,16 +29,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from email.utils import formatdate
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import forbid_multi_line_headers
 from django.db import transaction
-from django.db.models import CharField, F, Prefetch, Value
+from django.db.models import CharField, F, Model, Prefetch, Q, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
 from django.utils import translation
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from core import metrics
 from core.faults import crash_point
@@ -47,22 +51,102 @@ from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport, PriceListConfig
 
 from . import content
-from .models import (
-    Notification,
-    OverdueNotification,
-    Subscription,
-    default_language,
-    supported_language,
-)
+from .kinds import Kind, register
+from .models import Notification, Subscription, default_language, supported_language
 
 logger = logging.getLogger(__name__)
 
-SEND_EVENT = "notification.send"
+Status = Notification.Status
+
+# -- the mail about an import's outcome (or a digest of several) --------------------------
 
 
-def recipients_for(price_import: PriceImport) -> dict[str, str]:
-    """Who hears about an import's outcome: each address with the language of its mail."""
-    return _recipients(_subscriptions(), price_import)
+def _import_context(price_import: PriceImport, *, errors: int, changes: int) -> dict:
+    """What the templates say about one import: its file's own name, its config, the
+    reason in the file's terms, the diff summary (with the ``changes`` largest price
+    changes), the first ``errors`` row errors, and the link to it in the admin (""
+    without PRICEFEED_PUBLIC_URL)."""
+    shown = (price_import.errors or [])[:errors]
+    return {
+        "import": price_import,
+        "config": price_import.config,
+        "file": content.file_name(price_import),
+        "reason": content.reason(price_import),
+        "diff": content.diff_summary(price_import.diff, changes=changes),
+        "errors": content.row_errors(shown),
+        "more_errors": max(price_import.rows_failed - len(shown), 0) if shown else 0,
+        "link": content.admin_url(price_import),
+    }
+
+
+def _outcome_counts(imports: Sequence[PriceImport]) -> str:
+    """How many imports ended how ("19 succeeded, 1 failed"), in the active language."""
+    counts: dict[str, int] = {}
+    for price_import in imports:
+        counts[price_import.status] = counts.get(price_import.status, 0) + 1
+    parts = []
+    for status in [*FINAL, *sorted(set(counts) - set(FINAL))]:
+        n = counts.get(status, 0)
+        if not n:
+            continue
+        if status == PriceImport.Status.SUCCEEDED:
+            parts.append(ngettext("%(count)d succeeded", "%(count)d succeeded", n) % {"count": n})
+        elif status == PriceImport.Status.PARTIAL:
+            parts.append(ngettext("%(count)d partial", "%(count)d partial", n) % {"count": n})
+        elif status == PriceImport.Status.FAILED:
+            parts.append(ngettext("%(count)d failed", "%(count)d failed", n) % {"count": n})
+        else:  # rerun since it was announced, say: named as its status says
+            label = PriceImport.Status(status).label
+            parts.append(gettext("%(count)d %(status)s") % {"count": n, "status": label})
+    return ", ".join(parts)
+
+
+def _outcome_mail(imports: Sequence[PriceImport]) -> tuple[str, dict]:
+    """One import: the import, its file's name, its config, the e-mail it came from, the
+    diff summary, the first errors and the link. Several of one message (a digest): the
+    e-mail, the outcome counts and, per import, what the single mail says of it (its
+    first errors and largest changes fewer). Never the recipient: every notification
+    about one outcome in one language shares the mail."""
+    if len(imports) == 1:
+        (price_import,) = imports
+        context = _import_context(price_import, errors=10, changes=content.CHANGES_SHOWN)
+        return "notifications/import_outcome", {**context, "message": price_import.message}
+    return "notifications/message_outcome", {
+        "message": imports[0].message,
+        "total": len(imports),
+        "summary": _outcome_counts(imports),
+        "imports": [_import_context(i, errors=3, changes=3) for i in imports],
+    }
+
+
+def _sender(price_import: PriceImport) -> str:
+    return price_import.message.from_address
+
+
+def _imports() -> Any:
+    # The stored e-mail can be megabytes; the mail needs its headers only.
+    return PriceImport.objects.select_related("config", "message").defer(
+        "message__raw", "message__match_report"
+    )
+
+
+IMPORT_OUTCOME = register(
+    Kind(
+        name="import_outcome",
+        label=gettext_lazy("import outcome"),
+        subject="price_import",
+        subjects=_imports,
+        subscription_flag="on_{outcome}",
+        sender=_sender,
+        mail=_outcome_mail,
+        send_event="notification.send",
+        message_id_prefix="pricefeed.notification",
+    )
+)
+SEND_EVENT = IMPORT_OUTCOME.send_event
+
+
+# -- who hears about what ------------------------------------------------------------------
 
 
 def _subscriptions() -> list[tuple[Subscription, set[int]]]:
@@ -77,27 +161,38 @@ def _subscriptions() -> list[tuple[Subscription, set[int]]]:
 
 
 def _recipients(
-    subscriptions: list[tuple[Subscription, set[int]]], price_import: PriceImport
+    kind: Kind,
+    subscriptions: list[tuple[Subscription, set[int]]],
+    subject: Any,
+    outcome: str,
 ) -> dict[str, str]:
-    """Each recipient with the language of the subscription it comes from. An address
-    named by several: the language of a subscription that names it beats that of one
-    replying to the sender; among equals, the oldest subscription's."""
+    """Each recipient of a mail of ``kind`` about ``subject`` with the language of the
+    subscription it comes from. An address named by several: the language of a
+    subscription that names it beats that of one replying to the sender; among equals,
+    the oldest subscription's."""
+    flag = kind.flag(outcome)
+    sender = kind.sender(subject)
     named: dict[str, str] = {}
     senders: dict[str, str] = {}
     for subscription, configs in subscriptions:
-        if configs and price_import.config_id not in configs:
+        if configs and subject.config_id not in configs:
             continue
-        if not subscription.wants(price_import.status):
+        if not subscription.wants(flag):
             continue
         language = supported_language(subscription.language)
         if subscription.email:
             named.setdefault(subscription.email.lower(), language)
-        if subscription.reply_to_sender and price_import.message.from_address:
-            senders.setdefault(price_import.message.from_address.lower(), language)
+        if subscription.reply_to_sender and sender:
+            senders.setdefault(sender.lower(), language)
     return {**senders, **named}
 
 
-def queued(notifications: Sequence[Notification | OverdueNotification]) -> set[int]:
+def recipients_for(price_import: PriceImport) -> dict[str, str]:
+    """Who hears about an import's outcome: each address with the language of its mail."""
+    return _recipients(IMPORT_OUTCOME, _subscriptions(), price_import, price_import.status)
+
+
+def queued(notifications: Sequence[Notification]) -> set[int]:
     """Which of ``notifications`` a send event that is still to run (NEW or PROCESSING)
     already covers: their own send events, read by primary key."""
     payloads = OutboxEvent.objects.filter(
@@ -107,20 +202,18 @@ def queued(notifications: Sequence[Notification | OverdueNotification]) -> set[i
     return {pk for payload in payloads for pk in notification_ids(payload)}
 
 
-def publish_sends[N: (Notification, OverdueNotification)](
-    kind: str, deliveries: Sequence[tuple[Sequence[N], dict]]
-) -> int:
+def publish_sends(kind: str, deliveries: Sequence[tuple[Sequence[Notification], dict]]) -> int:
     """Publishes one send event per (notifications, payload), the first notification its
     aggregate, and records on each notification the event that delivers it (one UPDATE
     for all), in the caller's transaction. Returns how many events were published."""
-    linked: list[N] = []
+    linked: list[Notification] = []
     for notifications, payload in deliveries:
         event = publish(kind, notifications[0], payload)
         for notification in notifications:
             notification.send_event = event.pk
             linked.append(notification)
     if linked:
-        type(linked[0]).objects.bulk_update(linked, ["send_event"])
+        Notification.objects.bulk_update(linked, ["send_event"])
     return len(deliveries)
 
 
@@ -133,112 +226,100 @@ def notification_ids(payload: dict) -> list[int]:
     return [int(pk)] if pk else []
 
 
-def notifications_fan_out(*, import_id: int) -> int:
-    """Creates the notifications for an import's outcome and a send event for each one
-    not yet sent and not already waiting for one, in one transaction. Returns how many
-    send events were published."""
-    price_import = PriceImport.objects.select_related("message").get(pk=import_id)
-    recipients = recipients_for(price_import)
+def _payload(group: Sequence[Notification]) -> dict:
+    if len(group) == 1:
+        return {"notification_id": group[0].pk}
+    return {"notification_ids": [n.pk for n in group]}
+
+
+def fan_out(kind: Kind, subjects: Sequence[tuple[Model, str]], *, digest: bool = False) -> int:
+    """Creates the notifications of ``kind`` about ``subjects`` (each with its outcome,
+    "" for none) for their recipients, and a send event for each one not yet sent and
+    not already waiting for one, in one transaction; ``digest``: one send event per
+    recipient, its one mail covering all of theirs. Returns how many send events were
+    published. Run again (its event retried after this transaction committed) it
+    publishes nothing twice: two events could be claimed by two workers at once, and
+    both would send before either marked the notification SENT."""
+    if not subjects:
+        return 0
+    subscriptions = _subscriptions()
+    wanted = [
+        Notification(
+            kind=kind.name,
+            recipient=recipient,
+            outcome=outcome,
+            language=language,
+            **{kind.subject: subject},
+        )
+        for subject, outcome in subjects
+        for recipient, language in sorted(
+            _recipients(kind, subscriptions, subject, outcome).items()
+        )
+    ]
+    about = Q()
+    for subject, outcome in subjects:
+        about |= Q(**{kind.subject: subject}, outcome=outcome)
     with transaction.atomic():
-        Notification.objects.bulk_create(
-            [
-                Notification(
-                    price_import=price_import,
-                    recipient=recipient,
-                    kind=price_import.status,
-                    language=recipients[recipient],
-                )
-                for recipient in sorted(recipients)
-            ],
-            ignore_conflicts=True,
-        )
+        Notification.objects.bulk_create(wanted, ignore_conflicts=True)
         pending = list(
-            Notification.objects.filter(
-                price_import=price_import,
-                kind=price_import.status,
-                status=Notification.Status.PENDING,
-            )
+            Notification.objects.filter(about, kind=kind.name, status=Status.PENDING).order_by("pk")
         )
-        # A fan-out run again (its event retried after this transaction committed) must
-        # not give a notification a second send event: two events could be claimed by two
-        # workers at once, and both would send before either marked it SENT.
         covered = queued(pending)
+        groups: dict[object, list[Notification]] = {}
+        for notification in pending:
+            if notification.pk not in covered:
+                key = notification.recipient if digest else notification.pk
+                groups.setdefault(key, []).append(notification)
         return publish_sends(
-            SEND_EVENT,
-            [([n], {"notification_id": n.pk}) for n in pending if n.pk not in covered],
+            kind.send_event, [(group, _payload(group)) for group in groups.values()]
         )
+
+
+def notifications_fan_out(*, import_id: int) -> int:
+    """The notifications of an import's outcome and their send events (fan_out)."""
+    price_import = PriceImport.objects.select_related("message").get(pk=import_id)
+    return fan_out(IMPORT_OUTCOME, [(price_import, price_import.status)])
 
 
 def notifications_fan_out_message(*, message_id: int) -> int:
-    """Creates the notifications for the outcomes of every finished import of a message
-    (one per import, recipient and outcome, as for a single import) and one send event
-    per recipient for those not yet sent nor waiting: one digest mail per recipient
-    covering all of them, or today's single mail when a recipient has only one. In one
-    transaction; returns how many send events were published."""
+    """The notifications of the outcomes of every finished import of a message (one per
+    import, recipient and outcome, as for a single import) and one send event per
+    recipient: one digest mail covering all of them, or the single mail when a recipient
+    has only one (fan_out)."""
     imports = list(
         PriceImport.objects.select_related("message")
         .defer("message__raw", "message__match_report")
         .filter(message_id=message_id, status__in=FINAL)
         .order_by("pk")
     )
-    subscriptions = _subscriptions()
-    wanted = [
-        Notification(
-            price_import=price_import,
-            recipient=recipient,
-            kind=price_import.status,
-            language=language,
-        )
-        for price_import in imports
-        for recipient, language in sorted(_recipients(subscriptions, price_import).items())
-    ]
-    with transaction.atomic():
-        Notification.objects.bulk_create(wanted, ignore_conflicts=True)
-        pending = list(
-            Notification.objects.filter(
-                price_import__message_id=message_id,
-                kind=F("price_import__status"),
-                status=Notification.Status.PENDING,
-            ).order_by("pk")
-        )
-        covered = queued(pending)
-        groups: dict[str, list[Notification]] = {}
-        for notification in pending:
-            if notification.pk not in covered:
-                groups.setdefault(notification.recipient, []).append(notification)
-        return publish_sends(
-            SEND_EVENT,
-            [
-                (
-                    group,
-                    {"notification_id": group[0].pk}
-                    if len(group) == 1
-                    else {"notification_ids": [n.pk for n in group]},
-                )
-                for group in groups.values()
-            ],
-        )
+    return fan_out(IMPORT_OUTCOME, [(i, i.status) for i in imports], digest=True)
 
 
-def message_id_for(notification: Notification) -> str:
-    return _message_id(notification.pk, _message_id_domain())
+# -- the mail -------------------------------------------------------------------------------
 
 
 def _message_id_domain() -> str:
     return settings.DEFAULT_FROM_EMAIL.rpartition("@")[2].strip(">") or "pricefeed.local"
 
 
-# A notification's Message-ID is <pricefeed.notification.{id}@{domain}>: written here
-# once, used by _message_id and by the SQL that records a batch as sent.
-_MESSAGE_ID_PREFIX = "<pricefeed.notification."
+def _message_id_parts(kind: Kind, domain: str) -> tuple[str, str]:
+    """What comes before and after the notification id in a Message-ID of ``kind``:
+    written here once, for message_id and for the SQL that records a batch as sent
+    (_mark_sent)."""
+    return f"<{kind.message_id_prefix}.", f"@{domain}>"
 
 
-def _message_id_suffix(domain: str) -> str:
-    return f"@{domain}>"
+def message_id(kind: Kind, pk: int, domain: str | None = None) -> str:
+    """The Message-ID of the mail that delivers notification ``pk`` of ``kind`` (a
+    digest's is that of its first notification)."""
+    before, after = _message_id_parts(kind, domain or _message_id_domain())
+    return f"{before}{pk}{after}"
 
 
-def _message_id(pk: int, domain: str) -> str:
-    return f"{_MESSAGE_ID_PREFIX}{pk}{_message_id_suffix(domain)}"
+def message_id_for(notification: Notification) -> str:
+    from .kinds import kind_for
+
+    return message_id(kind_for(notification.kind), notification.pk)
 
 
 def mail_language(code: str | None) -> str:
@@ -265,46 +346,32 @@ def _render(name: str, context: dict) -> tuple[str, str, str]:
     )
 
 
-def _import_context(price_import: PriceImport, *, errors: int, changes: int) -> dict:
-    """What the templates say about one import: its file's own name, its config, the
-    reason in the file's terms, the diff summary (with the ``changes`` largest price
-    changes), the first ``errors`` row errors, and the link to it in the admin (""
-    without PRICEFEED_PUBLIC_URL)."""
-    shown = (price_import.errors or [])[:errors]
-    return {
-        "import": price_import,
-        "config": price_import.config,
-        "file": content.file_name(price_import),
-        "reason": content.reason(price_import),
-        "diff": content.diff_summary(price_import.diff, changes=changes),
-        "errors": content.row_errors(shown),
-        "more_errors": max(price_import.rows_failed - len(shown), 0) if shown else 0,
-        "link": content.admin_url(price_import),
-    }
+def render(
+    kind: Kind, subjects: Sequence[Any], language: str | None = None
+) -> tuple[str, str, str]:
+    """(subject, plain text, HTML) of the mail of ``kind`` about ``subjects``, in
+    ``language`` (the default language when None)."""
+    language = mail_language(language)
+    with translation.override(language):
+        template, context = kind.mail(subjects)
+        return _render(template, {**context, "language": language})
 
 
 def render_outcome(price_import: PriceImport, language: str | None = None) -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the mail about an import's outcome, in ``language``
-    (the default language when None).
+    """The mail about an import's outcome (render)."""
+    return render(IMPORT_OUTCOME, [price_import], language)
 
-    The templates see the import, its file's name, its config, the e-mail it came from,
-    the diff summary, the first errors and the link to the import, not the recipient:
-    every notification about one outcome in one language shares them.
-    """
-    language = mail_language(language)
-    with translation.override(language):
-        context = {
-            **_import_context(price_import, errors=10, changes=content.CHANGES_SHOWN),
-            "message": price_import.message,
-            "language": language,
-        }
-        return _render("notifications/import_outcome", context)
+
+def render_digest(imports: list[PriceImport], language: str | None = None) -> tuple[str, str, str]:
+    """The digest about several imports of one message (render)."""
+    return render(IMPORT_OUTCOME, imports, language)
 
 
 def build_email(notification: Notification, connection=None) -> EmailMultiAlternatives:
-    """The mail for one notification, built the plain Django way (the reference that
-    PreparedMail reproduces byte for byte, faster)."""
+    """The mail for one notification about an import, built the plain Django way (the
+    reference that PreparedMail reproduces byte for byte, faster)."""
     language = mail_language(notification.language)
+    assert notification.price_import is not None
     subject, text, html = render_outcome(notification.price_import, language)
     email = EmailMultiAlternatives(
         subject=subject,
@@ -315,49 +382,6 @@ def build_email(notification: Notification, connection=None) -> EmailMultiAltern
     )
     email.attach_alternative(html, "text/html")
     return email
-
-
-def _outcome_counts(imports: list[PriceImport]) -> str:
-    """How many imports ended how ("19 succeeded, 1 failed"), in the active language."""
-    counts: dict[str, int] = {}
-    for price_import in imports:
-        counts[price_import.status] = counts.get(price_import.status, 0) + 1
-    parts = []
-    for status in [*FINAL, *sorted(set(counts) - set(FINAL))]:
-        n = counts.get(status, 0)
-        if not n:
-            continue
-        if status == PriceImport.Status.SUCCEEDED:
-            parts.append(ngettext("%(count)d succeeded", "%(count)d succeeded", n) % {"count": n})
-        elif status == PriceImport.Status.PARTIAL:
-            parts.append(ngettext("%(count)d partial", "%(count)d partial", n) % {"count": n})
-        elif status == PriceImport.Status.FAILED:
-            parts.append(ngettext("%(count)d failed", "%(count)d failed", n) % {"count": n})
-        else:  # rerun since it was announced, say: named as its status says
-            label = PriceImport.Status(status).label
-            parts.append(gettext("%(count)d %(status)s") % {"count": n, "status": label})
-    return ", ".join(parts)
-
-
-def render_digest(imports: list[PriceImport], language: str | None = None) -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the digest about several imports of one message, in
-    ``language`` (the default language when None).
-
-    The templates see the e-mail they came from, the outcome counts and, per import,
-    what the single mail says of it (file name, config, reason, diff summary, its first
-    errors and the link); not the recipient."""
-    language = mail_language(language)
-    with translation.override(language):
-        context = {
-            "message": imports[0].message,
-            "total": len(imports),
-            "summary": _outcome_counts(imports),
-            "imports": [
-                _import_context(price_import, errors=3, changes=3) for price_import in imports
-            ],
-            "language": language,
-        }
-        return _render("notifications/message_outcome", context)
 
 
 class _Serialised(Message):
@@ -512,117 +536,103 @@ def _send(
     return results
 
 
-def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
-    """Sends a batch; per event, None when the mail took effect (or had already).
+def send(kind: Kind, events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """Sends a batch of ``kind``'s send events; per event, None when the mail took
+    effect (or had already).
 
-    An event delivers one notification (the mail about one import's outcome) or a digest:
-    the notifications of one recipient about several imports of one message, in one mail
-    whose Message-ID is that of its first notification, all marked SENT together. Each
-    outcome (and each digest) is rendered once per batch and language; the mails go out over a few
-    reused connections; the single notifications sent are marked SENT in one UPDATE. A
-    crash between the server's acceptance and that UPDATE sends those mails again on
-    retry, with the same Message-ID (at least once, never a different mail).
+    An event delivers one notification or a digest: several of one recipient in one
+    mail, whose Message-ID is that of its first notification, all marked SENT together.
+    Each mail is rendered once per batch and language; the mails go out over a few
+    reused connections; the notifications sent are marked SENT in one UPDATE. A crash
+    between the server's acceptance and that UPDATE sends those mails again on retry,
+    with the same Message-ID (at least once, never a different mail).
     """
     wanted = {event.id: notification_ids(event.payload) for event in events}
+    subject_id = f"{kind.subject}_id"
     notifications = {
         n.pk: n
         for n in Notification.objects.only(
-            "price_import_id", "recipient", "kind", "status", "language"
+            subject_id, "recipient", "outcome", "status", "language"
         ).filter(pk__in={pk for ids in wanted.values() for pk in ids})
     }
-    # A batch is mostly about one import or a few: each is loaded once, not per row.
-    imports = {
-        i.pk: i
-        for i in PriceImport.objects.select_related("config", "message")
-        # The stored e-mail can be megabytes; the notification needs its headers only.
-        .defer("message__raw", "message__match_report")
-        .filter(pk__in={n.price_import_id for n in notifications.values()})
-    }
-    results: dict[uuid.UUID, BaseException | None] = {}
+    # A batch is mostly about one subject or a few: each is loaded once, not per row.
+    subjects = kind.load({getattr(n, subject_id) for n in notifications.values()})
     domain = _message_id_domain()
-    # Each outcome (and each digest) is rendered once per language.
-    outcomes: dict[tuple[int, str, str], OutcomeMail] = {}
-    digests: dict[tuple[str, tuple[tuple[int, str], ...]], PreparedMail] = {}
+    results: dict[uuid.UUID, BaseException | None] = {}
+    mails: dict[tuple, PreparedMail] = {}  # one per subjects, outcomes and language
     to_send: list[tuple[uuid.UUID, EmailMultiAlternatives]] = []
     # The notifications each event's mail delivers (those not yet SENT).
     covered: dict[uuid.UUID, list[Notification]] = {}
-    digest_ids: dict[uuid.UUID, str] = {}  # the Message-ID of each digest
     for event in events:
         ids = wanted[event.id]
         pending = [
             notifications[pk]
             for pk in ids
-            if pk in notifications and notifications[pk].status != Notification.Status.SENT
+            if pk in notifications and notifications[pk].status != Status.SENT
         ]
         if not pending:
             results[event.id] = None  # gone, or already took effect: nothing to send
             continue
         covered[event.id] = pending
+        # One recipient's notifications: their fan-out gave them one language (should
+        # an older one differ, the first one's is used).
+        language = mail_language(pending[0].language)
+        key = (language, tuple((getattr(n, subject_id), n.outcome) for n in pending))
         try:
-            if len(ids) == 1:
-                (notification,) = pending
-                language = mail_language(notification.language)
-                key = (notification.price_import_id, notification.kind, language)
-                if key not in outcomes:
-                    outcomes[key] = OutcomeMail(imports[notification.price_import_id], language)
-                email = outcomes[key].email(
-                    recipient=notification.recipient,
-                    message_id=_message_id(notification.pk, domain),
-                )
-            else:
-                # One recipient's notifications of one message: their fan-out gave them
-                # one language (should an older one differ, the first one's is used).
-                language = mail_language(pending[0].language)
-                digest_key = (language, tuple((n.price_import_id, n.kind) for n in pending))
-                if digest_key not in digests:
-                    digests[digest_key] = digest_mail(
-                        [imports[n.price_import_id] for n in pending], language
-                    )
-                message_id = _message_id(min(ids), domain)
-                email = digests[digest_key].email(
-                    recipient=pending[0].recipient, message_id=message_id
-                )
-                digest_ids[event.id] = message_id
+            if key not in mails:
+                about = [subjects[getattr(n, subject_id)] for n in pending]
+                mails[key] = PreparedMail(*render(kind, about, language), language=language)
+            email = mails[key].email(
+                recipient=pending[0].recipient, message_id=message_id(kind, min(ids), domain)
+            )
         except Exception as exc:  # a template or header that cannot be made
             results[event.id] = exc
             continue
         to_send.append((event.id, email))
-
     if to_send:
         results.update(_send(to_send))
+    _mark_sent(kind, wanted, covered, results, domain)
+    _record_failures(events, covered, results)
+    return results
 
-    sent = [
-        covered[e][0].pk
-        for e, error in results.items()
-        if e in covered and e not in digest_ids and error is None
-    ]
-    if sent:
-        # One UPDATE for the batch; the Message-ID is made in SQL as _message_id makes it.
-        unsent = Notification.objects.filter(pk__in=sent, status=Notification.Status.PENDING)
-        marked = unsent.update(
-            status=Notification.Status.SENT,
-            sent_at=Now(),
-            message_id=Concat(
-                Value(_MESSAGE_ID_PREFIX),
-                Cast("pk", output_field=CharField()),
-                Value(_message_id_suffix(domain)),
-            ),
-            attempts=F("attempts") + 1,
+
+def _mark_sent(
+    kind: Kind,
+    wanted: dict[uuid.UUID, list[int]],
+    covered: dict[uuid.UUID, list[Notification]],
+    results: dict[uuid.UUID, BaseException | None],
+    domain: str,
+) -> None:
+    """The notifications whose mail took effect → SENT, with its Message-ID: those
+    delivered alone in one UPDATE (the Message-ID made in SQL as message_id makes it),
+    each digest's together."""
+    done = [event_id for event_id in covered if results.get(event_id) is None]
+    single = [covered[e][0].pk for e in done if len(wanted[e]) == 1]
+    sent = {"status": Status.SENT, "sent_at": Now(), "attempts": F("attempts") + 1}
+    if single:
+        before, after = _message_id_parts(kind, domain)
+        marked = Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
+            message_id=Concat(Value(before), Cast("pk", output_field=CharField()), Value(after)),
             last_error="",
+            **sent,
         )
         metrics.NOTIFICATIONS_SENT.inc(marked)
-    for event_id, message_id in digest_ids.items():
-        if results.get(event_id) is None:
-            marked = Notification.objects.filter(
-                pk__in=[n.pk for n in covered[event_id]], status=Notification.Status.PENDING
-            ).update(
-                status=Notification.Status.SENT,
-                sent_at=Now(),
-                message_id=message_id,
-                attempts=F("attempts") + 1,
-                last_error="",
-            )
-            metrics.NOTIFICATIONS_SENT.inc(marked)
+    for event_id in done:
+        if len(wanted[event_id]) == 1:
+            continue
+        marked = Notification.objects.filter(
+            pk__in=[n.pk for n in covered[event_id]], status=Status.PENDING
+        ).update(message_id=message_id(kind, min(wanted[event_id]), domain), last_error="", **sent)
+        metrics.NOTIFICATIONS_SENT.inc(marked)
+
+
+def _record_failures(
+    events: list[OutboxEvent],
+    covered: dict[uuid.UUID, list[Notification]],
+    results: dict[uuid.UUID, BaseException | None],
+) -> None:
+    """Each failed mail's notifications: one more attempt and its error; FAILED past the
+    outbox's last attempt."""
     last_attempt = outbox_retry_policy().max_attempts
     attempts = {event.id: event.attempts for event in events}
     for event_id, error in results.items():
@@ -632,9 +642,13 @@ def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseExcepti
         marked = Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
             attempts=F("attempts") + 1,
             last_error=error_text(error)[:2000],
-            **({"status": Notification.Status.FAILED} if given_up else {}),
+            **({"status": Status.FAILED} if given_up else {}),
         )
         metrics.NOTIFICATION_SEND_ERRORS.inc(marked)
         if given_up:
             metrics.NOTIFICATIONS_FAILED.inc(marked)
-    return results
+
+
+def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """The send path for mails about import outcomes (send)."""
+    return send(IMPORT_OUTCOME, events)

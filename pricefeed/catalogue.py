@@ -25,7 +25,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from types import EllipsisType
 from typing import Any
 
 from django.db import connection, transaction
@@ -273,37 +272,95 @@ def compare(
         cursor.execute(f"ANALYZE {sql.COMPARED}")
 
 
-def catalogue_apply(
+@dataclass(frozen=True)
+class StoredRows:
+    """What storing an import's rows found out (imports.storage.ItemWriter):
+    ``repeated_skus`` False only when no SKU repeats; ``rows_digest`` and
+    ``catalogue_digest`` the digests of the stored rows, None when not known."""
+
+    repeated_skus: bool = True
+    rows_digest: str | None = None
+    catalogue_digest: str | None = None
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """What taking an import's rows into its config's catalogue means, decided once,
+    under the config lock (``acceptance``); the diff (imports.diff), the hold
+    (``held``) and the catalogue update (``catalogue_apply``) read it.
+
+    ``at``: when the catalogue changes (config_lock's moment). ``rows``: what storing
+    them found out. ``unreadable``: a snapshot's SKUs of unreadable rows, which keep
+    their value (None: more rows were unreadable than were kept, and nothing is
+    removed). ``previous``: the import that made the catalogue current. ``current``: how
+    many entries are current (None: not counted, the same list again). ``same_list``:
+    the catalogue is already exactly this list (same_list), which changes nothing.
+    ``compared``: compare() filled the table of differences for it in this transaction.
+    ``first_list``: its rows were stored current into an empty catalogue
+    (first_list_start)."""
+
+    price_import: PriceImport
+    at: datetime
+    rows: StoredRows
+    unreadable: list[str] | None
+    previous: PriceImport | None
+    current: int | None
+    same_list: bool
+    compared: bool
+    first_list: bool = False
+
+    def held(self, *, rows_ok: int, removed: int) -> str:
+        """Why the import waits for an operator (hold_reason), "" when it need not: a
+        first list or the same list again never does."""
+        if self.first_list or self.current is None:
+            return ""
+        return hold_reason(
+            self.price_import.config, rows_ok=rows_ok, removed=removed, current=self.current
+        )
+
+
+def acceptance(
     price_import: PriceImport,
     *,
     at: datetime,
-    repeated_skus: bool = True,
-    unreadable: Sequence[str] | None = (),
-    current: int | None = None,
-    digest: str | None = None,
-    compared: bool = False,
-    previous: PriceImport | EllipsisType | None = ...,
-) -> None:
-    """Makes the import's rows current in its config's catalogue at ``at`` (the time
-    config_lock returned), inside the caller's transaction, after its rows are stored:
-    the entries it changes or removes are ended and its rows that add or change a SKU
-    become current. ``unreadable`` as for compare(); ``current``: the size of the
-    catalogue, when the caller counted it (an empty one is only added to); ``digest``:
-    the import's catalogue digest (imports.storage.ItemWriter), with which the same
-    list again writes nothing; ``compared``: compare() was called for it in this
-    transaction; ``previous``: current_import() of its config, when the caller read it."""
-    if same_list(price_import.config, digest, unreadable, previous):
+    rows: StoredRows,
+    unreadable: list[str] | None,
+    first_list: bool = False,
+) -> Acceptance:
+    """Decides how the import's rows meet its config's catalogue (Acceptance), with the
+    config locked (config_lock returned ``at``) and the rows stored: reads the current
+    import and the catalogue's size once, and finds every difference (compare) when
+    there is a catalogue to compare with and the list is not the same again."""
+    config_id = price_import.config_id
+    previous = current_import(config_id)
+    if first_list:
+        return Acceptance(price_import, at, rows, [], previous, 0, False, False, True)
+    same = same_list(price_import.config, rows.catalogue_digest, unreadable, previous)
+    current = None if same else current_size(config_id)
+    compared = bool(current)
+    if compared:
+        compare(price_import, repeated_skus=rows.repeated_skus, unreadable=unreadable)
+    return Acceptance(price_import, at, rows, unreadable, previous, current, same, compared)
+
+
+def catalogue_apply(decision: Acceptance) -> None:
+    """Makes the import's rows current in its config's catalogue at ``decision.at``,
+    inside the caller's transaction, after its rows are stored: the entries it changes
+    or removes are ended and its rows that add or change a SKU become current. The
+    same list again writes nothing; into an empty catalogue everything is added."""
+    assert not decision.first_list, "a first list is made current by first_list_done"
+    price_import, at = decision.price_import, decision.at
+    if decision.same_list:
         PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
         return
     # As the ORM stores a time, so that the ORM's comparisons with it hold.
     moment = connection.ops.adapt_datetimefield_value(at)
     with connection.cursor() as cursor:
-        if current == 0:  # nothing to end or compare with
-            new, keys = new_rows(price_import.pk, repeated_skus)
+        if decision.current == 0:  # nothing to end or compare with
+            new, keys = new_rows(price_import.pk, decision.rows.repeated_skus)
             cursor.execute(sql.CATALOGUE_ADD_ALL.format(new=new), [moment, *keys, *keys])
         else:
-            if not compared:
-                compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
+            assert decision.compared, "acceptance() compares a catalogue that is not empty"
             # A few rows, found by key: with statistics from before the COPY the planner
             # hashed them and read the whole items table (every import's).
             with planner(enable_hashjoin="off", enable_mergejoin="off"):
@@ -343,7 +400,7 @@ def same_list(
     config: PriceListConfig,
     digest: str | None,
     unreadable: Sequence[str] | None,
-    previous: PriceImport | EllipsisType | None = ...,
+    previous: PriceImport | None,
 ) -> bool:
     """Whether the catalogue is already exactly a snapshot with this catalogue digest
     (imports.storage.ItemWriter; it names the mode) and no unreadable row: the import
@@ -352,8 +409,6 @@ def same_list(
     never held."""
     if config.mode != PriceListConfig.Mode.SNAPSHOT or digest is None or unreadable != []:
         return False
-    if previous is ...:  # the caller did not look it up
-        previous = current_import(config.pk)
     return (
         previous is not None
         and previous.status == Status.SUCCEEDED
@@ -396,12 +451,9 @@ def import_approve(*, import_id: int, user: str) -> None:
                 LATER_IS_CURRENT % {"config": price_import.config.name, "later": later.pk}
             )
         info = price_import.parse_info or {}
-        catalogue_apply(
-            price_import,
-            at=at,
-            repeated_skus=info.get("repeated_skus") is not False,
-            unreadable=info.get("unreadable_skus", []),
-        )
+        rows = StoredRows(repeated_skus=info.get("repeated_skus") is not False)
+        unreadable = info.get("unreadable_skus", [])
+        catalogue_apply(acceptance(price_import, at=at, rows=rows, unreadable=unreadable))
         PriceImport.objects.filter(pk=import_id).update(
             review=Review.APPROVED, reviewed_by=user, reviewed_at=at
         )

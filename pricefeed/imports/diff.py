@@ -5,7 +5,6 @@ database in one join."""
 from __future__ import annotations
 
 from decimal import Decimal
-from types import EllipsisType
 
 from django.db import connection
 
@@ -16,38 +15,24 @@ Status = PriceImport.Status
 DIFF_SAMPLE = 50
 
 
-def diff(
-    price_import: PriceImport,
-    rows_ok: int,
-    *,
-    repeated_skus: bool = True,
-    rows_digest: str | None = None,
-    unreadable: list[str] | None = None,
-    empty: bool = False,
-    compared: bool = False,
-    previous: PriceImport | EllipsisType | None = ...,
-) -> dict:
+def diff(decision: catalogue.Acceptance, rows_ok: int) -> dict:
     """Added, removed and re-priced SKUs against the config's current catalogue
     (pricefeed.catalogue), and the re-priced ones that jumped by more than the config's
-    ``price_jump_percent``. A SKU of one of the import's ``unreadable`` rows that it
-    does not list otherwise is not removed: it is counted as unreadable (its previous
-    value stays current). ``unreadable`` None: more unreadable rows than were kept, so
-    nothing counts as removed.
+    ``price_jump_percent``. A SKU of one of the import's unreadable rows that it does
+    not list otherwise is not removed: it is counted as unreadable (its previous value
+    stays current); with more unreadable rows than were kept, nothing counts as removed.
 
-    Read from catalogue.compare()'s table of differences (``compared``: it was filled
-    for this import in this transaction), made by the database in one hash join:
-    pulling a million rows into Python took ~5 s. Within one file the last row of a
-    repeated SKU counts, as in the file. When the current catalogue is exactly a
-    SUCCEEDED snapshot's rows and its ``rows_digest`` is this import's, their SKUs and
-    prices are the same and nothing is read: a supplier often sends the same list
-    again. ``empty``: the catalogue was empty (the rows were stored current), so every
-    row is added. ``previous``: catalogue.current_import() of its config, when the caller
-    read it.
+    Read from catalogue.compare()'s table of differences, which the decision filled
+    (catalogue.acceptance), made by the database in one hash join: pulling a million
+    rows into Python took ~5 s. Within one file the last row of a repeated SKU counts,
+    as in the file. When the current catalogue is exactly a SUCCEEDED snapshot's rows and
+    its rows digest is this import's, their SKUs and prices are the same and nothing is
+    read: a supplier often sends the same list again. Into an empty catalogue every row
+    is added.
     """
+    price_import, previous = decision.price_import, decision.previous
     config = price_import.config
-    if previous is ...:
-        previous = catalogue.current_import(config.pk)
-    if previous is None or empty:
+    if previous is None or decision.current == 0:
         return {
             "previous_import": previous and previous.pk,
             "added": rows_ok,
@@ -57,14 +42,19 @@ def diff(
     snapshot = config.mode == PriceListConfig.Mode.SNAPSHOT
     counts = {"added": 0, "removed": 0, "changed": 0, "jump": 0, "unreadable": 0}
     samples: dict[str, list] = {kind: [] for kind in counts}
+    rows_digest = decision.rows.rows_digest
     if not (
         rows_digest is not None
         and snapshot
         and previous.status == Status.SUCCEEDED
         and (previous.parse_info or {}).get("rows_digest") == rows_digest
     ):
-        if not compared:
-            catalogue.compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
+        if not decision.compared:  # the same list again, by a digest that differs
+            catalogue.compare(
+                price_import,
+                repeated_skus=decision.rows.repeated_skus,
+                unreadable=decision.unreadable,
+            )
         with connection.cursor() as cursor:
             cursor.execute(
                 sql.DIFF.format(sample=DIFF_SAMPLE), [price_import.config.price_jump_percent]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -185,20 +186,14 @@ def _parse_and_store(
             status, reason = verdict(price_import.config, parsed)
             if status == Status.FAILED:
                 raise _Discard(parsed)
-            _finish(
-                price_import,
-                worker,
-                parsed,
-                status,
-                reason,
-                fingerprint,
+            rows = catalogue.StoredRows(
                 repeated_skus=writer.repeated_skus,
                 rows_digest=writer.digest,
                 # The same rows read in another mode do not make the same catalogue.
                 catalogue_digest=f"{price_import.config.mode}:{writer.catalogue_digest}",
-                first_list=first_list,
-                again=writer.current_again,
             )
+            outcome = _Outcome(parsed, status, reason, fingerprint, rows, first_list)
+            _finish(price_import, worker, outcome, again=writer.current_again)
     except _Discard as discard:
         return _store(price_import, worker, discard.parsed, fingerprint)
     _log_finished(price_import, status, parsed)
@@ -261,32 +256,85 @@ def _store(
     with transaction.atomic(durable=True):
         if status != Status.FAILED and parsed.rows:
             insert_items(price_import.pk, parsed.rows, price_import.config_id)
-        _finish(price_import, worker, parsed, status, reason, fingerprint, repeated_skus=True)
+        _finish(price_import, worker, _Outcome(parsed, status, reason, fingerprint))
     _log_finished(price_import, status, parsed)
     return status
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What an import ends in: its parsed file, status and reason (verdict), the file's
+    fingerprint, what storing its rows found out, and the moment they were stored current
+    from when they were a config's first list (catalogue.first_list_start)."""
+
+    parsed: parsing.ParsedFile
+    status: str
+    reason: str
+    fingerprint: dict
+    rows: catalogue.StoredRows = field(default_factory=catalogue.StoredRows)
+    first_list: datetime | None = None
+
+
 def _finish(
-    price_import: PriceImport,
-    worker: str,
-    parsed: parsing.ParsedFile,
-    status: str,
-    reason: str,
-    fingerprint: dict,
-    *,
-    repeated_skus: bool,
-    rows_digest: str | None = None,
-    catalogue_digest: str | None = None,
-    first_list: datetime | None = None,
-    again: Collection[str] = (),
+    price_import: PriceImport, worker: str, outcome: _Outcome, *, again: Collection[str] = ()
 ) -> None:
     """Diff, counts, status and the outbox event; inside the caller's transaction, after
-    the rows are stored. ``repeated_skus`` is False only when no SKU repeats;
-    ``rows_digest`` and ``catalogue_digest`` are ItemWriter's digests of the stored rows,
-    None when not known; ``first_list``: the moment the rows were stored current from
-    (catalogue.first_list_start), ``again`` the SKUs they listed more than once."""
-    errors = [{"row": row, "error": text} for row, text in parsed.errors[:1000]]
-    info = {
+    the rows are stored. ``again``: the SKUs a first list listed more than once."""
+    parsed, status = outcome.parsed, outcome.status
+    info = _parse_info(outcome)
+    changes: dict = {}
+    review: dict = {}
+    if status != Status.FAILED:
+        decision = _decide(price_import, outcome)
+        info["unreadable_skus"] = decision.unreadable
+        changes = diff(decision, parsed.rows_ok)
+        held = decision.held(rows_ok=parsed.rows_ok, removed=changes.get("removed", 0))
+        if held:
+            review = {"review": PriceImport.Review.HELD, "review_reason": held}
+        elif decision.first_list:
+            catalogue.first_list_done(price_import, at=decision.at, again=sorted(again))
+        else:
+            catalogue.catalogue_apply(decision)
+    IMPORT_WORK.finish(
+        pk=price_import.pk,
+        worker=worker,
+        status=status,
+        **review,
+        format=parsed.format,
+        rows_total=parsed.rows_total,
+        rows_ok=parsed.rows_ok if status != Status.FAILED else 0,
+        rows_failed=parsed.rows_failed,
+        rows_skipped=parsed.skipped_rows,
+        rows_read=parsed.rows_total,
+        errors=[{"row": row, "error": text} for row, text in parsed.errors[:1000]],
+        diff=changes,
+        parse_info=info,
+        last_error=outcome.reason,
+        **outcome.fingerprint,
+    )
+    publish_outcome(price_import.pk)
+
+
+def _decide(price_import: PriceImport, outcome: _Outcome) -> catalogue.Acceptance:
+    """The acceptance decision, with the config locked: a first list was locked and
+    stored current already (into an empty catalogue everything is added); any other
+    list takes the config's lock now, so that one import at a time compares with and
+    changes the catalogue."""
+    if outcome.first_list is not None:
+        return catalogue.acceptance(
+            price_import, at=outcome.first_list, rows=outcome.rows, unreadable=[], first_list=True
+        )
+    at = catalogue.config_lock(price_import.config_id)
+    partial = outcome.status == Status.PARTIAL
+    unreadable = _unreadable_skus(outcome.parsed) if partial else []
+    return catalogue.acceptance(price_import, at=at, rows=outcome.rows, unreadable=unreadable)
+
+
+def _parse_info(outcome: _Outcome) -> dict:
+    """How the file was read, kept with the import (its page shows it; the next import's
+    diff reads ``repeated_skus`` and the digests)."""
+    parsed = outcome.parsed
+    return {
         "sheet": parsed.sheet,
         "encoding": parsed.encoding,
         "delimiter": parsed.delimiter,
@@ -301,83 +349,12 @@ def _finish(
         # the header that were not read).
         "warnings": parsed.warnings,
         # The diff of the next import reads this import's rows as they are when False.
-        "repeated_skus": repeated_skus,
+        "repeated_skus": outcome.rows.repeated_skus,
         # Equal digests: the same SKUs and prices as this import's, and no diff.
-        "rows_digest": rows_digest,
+        "rows_digest": outcome.rows.rows_digest,
         # Equal digests of a SUCCEEDED snapshot: the catalogue is already this list.
-        "catalogue_digest": catalogue_digest,
+        "catalogue_digest": outcome.rows.catalogue_digest,
     }
-    changes: dict = {}
-    review: dict = {}
-    if status != Status.FAILED and first_list is not None:
-        # Into an empty catalogue: everything is added, and already current.
-        info["unreadable_skus"] = []
-        changes = diff(price_import, parsed.rows_ok, empty=True)
-        catalogue.first_list_done(price_import, at=first_list, again=sorted(again))
-    elif status != Status.FAILED:
-        # The config's catalogue is compared with, and changed, by one import at a time.
-        at = catalogue.config_lock(price_import.config_id)
-        unreadable = _unreadable_skus(parsed) if status == Status.PARTIAL else []
-        info["unreadable_skus"] = unreadable
-        # What the catalogue is now: read once, for the three questions below.
-        previous = catalogue.current_import(price_import.config_id)
-        same = catalogue.same_list(price_import.config, catalogue_digest, unreadable, previous)
-        current = None if same else catalogue.current_size(price_import.config_id)
-        # One join finds every difference; the diff and the catalogue read its result.
-        compared = bool(current)
-        if compared:
-            catalogue.compare(price_import, repeated_skus=repeated_skus, unreadable=unreadable)
-        changes = diff(
-            price_import,
-            parsed.rows_ok,
-            repeated_skus=repeated_skus,
-            rows_digest=rows_digest,
-            unreadable=unreadable,
-            empty=current == 0,
-            compared=compared,
-            previous=previous,
-        )
-        held = (
-            ""
-            if current is None
-            else catalogue.hold_reason(
-                price_import.config,
-                rows_ok=parsed.rows_ok,
-                removed=changes.get("removed", 0),
-                current=current,
-            )
-        )
-        if held:
-            review = {"review": PriceImport.Review.HELD, "review_reason": held}
-        else:
-            catalogue.catalogue_apply(
-                price_import,
-                at=at,
-                repeated_skus=repeated_skus,
-                unreadable=unreadable,
-                current=current,
-                digest=catalogue_digest,
-                compared=compared,
-                previous=previous,
-            )
-    IMPORT_WORK.finish(
-        pk=price_import.pk,
-        worker=worker,
-        status=status,
-        **review,
-        format=parsed.format,
-        rows_total=parsed.rows_total,
-        rows_ok=parsed.rows_ok if status != Status.FAILED else 0,
-        rows_failed=parsed.rows_failed,
-        rows_skipped=parsed.skipped_rows,
-        rows_read=parsed.rows_total,
-        errors=errors,
-        diff=changes,
-        parse_info=info,
-        last_error=reason,
-        **fingerprint,
-    )
-    publish_outcome(price_import.pk)
 
 
 def _unreadable_skus(parsed: parsing.ParsedFile) -> list[str] | None:

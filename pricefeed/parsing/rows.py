@@ -365,14 +365,17 @@ def _text_columns(chunk: list[list[str]], rn: int, ctx: RowContext) -> bool:
     return _convert_text_columns(len(chunk), list(columns), rn, ctx)
 
 
-def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bool:
+# One function, column by column over a whole chunk, its checks inline: turned off, a
+# 200k-row quoted CSV (the csv module's path) took 1.76x as long in parse() into a block
+# sink (0.53 s against 0.30 s; medians of 5 alternated runs, 2026-12-03).
+def _convert_text_columns(count: int, columns: list, row_no: int, ctx: RowContext) -> bool:
     """Converts ``n`` rows given as their sku, price, name, currency and quantity
     columns (_picks); False (nothing done) when one does not fit the fast path."""
-    sep = ctx.num.decimal
-    if sep is None:
+    decimal_sep = ctx.num.decimal
+    if decimal_sep is None:
         return False
-    _, ni, _, ci, qi = ctx.columns
-    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    _, name_col, _, currency_col, qty_col = ctx.columns
+    has_name, has_currency, has_qty = name_col != ABSENT, currency_col != ABSENT, qty_col != ABSENT
     skus, prices, names, currencies, quantities = columns
     skus = list(map(str.strip, skus))
     prices = list(map(str.strip, prices))
@@ -381,11 +384,11 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
     if ctx.nul and _has_nul(skus, names if has_name else (), currencies if has_currency else ()):
         return False  # the row loop tells which rows
     original = _SEP.join(prices)
-    other = "." if sep == "," else ","
-    if not original.isascii() or other in original or original.count(_SEP) != n - 1:
+    other_sep = "." if decimal_sep == "," else ","
+    if not original.isascii() or other_sep in original or original.count(_SEP) != count - 1:
         return False
     joined = original.replace(" ", "")
-    if sep == ",":
+    if decimal_sep == ",":
         joined = joined.replace(",", ".")
     if ctx.positive and _not_positive(joined):
         return False  # the row loop tells which rows
@@ -402,47 +405,49 @@ def _convert_text_columns(n: int, columns: list, rn: int, ctx: RowContext) -> bo
             return False
         if not -LIMIT < min(values) <= max(values) < LIMIT:
             return False
-    if ctx.total + n > ctx.limits.max_rows:
+    if ctx.total + count > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
     if has_qty:
         qcache = ctx.qcache
-        qs = list(map(str.strip, quantities))
+        qty_texts = list(map(str.strip, quantities))
         # Set arithmetic finds the cells not read yet ("x in list" would compare
         # Decimals with a sentinel, through numbers.Rational's slow isinstance).
         cache = ctx.qtexts if blocks else qcache
-        missing = set(qs).difference(cache)
+        missing = set(qty_texts).difference(cache)
         lookup: dict = cache
         if missing:
             quantity = ctx.num.quantity
             lookup = dict(cache)
-            for q in missing:
-                qty = quantity(q) if q else None
-                lookup[q] = qty if not blocks else None if qty is None else str(qty)
-                if "," not in q and "." not in q and len(cache) < 4096:
-                    cache[q] = lookup[q]
-        qtys: list | None = list(map(lookup.__getitem__, qs))
+            for qty_text in missing:
+                qty = quantity(qty_text) if qty_text else None
+                lookup[qty_text] = qty if not blocks else None if qty is None else str(qty)
+                if "," not in qty_text and "." not in qty_text and len(cache) < 4096:
+                    cache[qty_text] = lookup[qty_text]
+        qtys: list | None = list(map(lookup.__getitem__, qty_texts))
     else:
         qtys = None
-    curs: list[str | None] | None = None
+    currency_list: list[str | None] | None = None
     if has_currency:
         ccache = ctx.ccache
-        curs = list(map(ccache.get, currencies, repeat(None)))
-        if None in curs:
+        currency_list = list(map(ccache.get, currencies, repeat(None)))
+        if None in currency_list:
             default = ctx.currency
-            for i, c in enumerate(currencies):
-                if curs[i] is None:
-                    curs[i] = cur = (normalise_currency(c) or default) if c else default
-                    if currency_problem(cur):
+            for i, currency_text in enumerate(currencies):
+                if currency_list[i] is None:
+                    currency_list[i] = currency = (
+                        (normalise_currency(currency_text) or default) if currency_text else default
+                    )
+                    if currency_problem(currency):
                         return False  # the row loop tells which rows
                     if len(ccache) < 1024:
-                        ccache[c] = cur
+                        ccache[currency_text] = currency
     ctx.take_columns(
-        rn + 1,
+        row_no + 1,
         skus,
         list(map(str.strip, names)) if has_name else None,
         texts=joined.split(_SEP) if values is None else None,
         values=values,
-        currencies=curs,
+        currencies=currency_list,
         quantities=qtys,
     )
     return True
@@ -452,48 +457,48 @@ def _has_nul(*columns: Sequence[str]) -> bool:
     return any(NUL in "".join(column) for column in columns)
 
 
+# The row loop of text tables, its helpers inlined (NumberReader.read's fast path, the
+# caches): on a 200k-row CSV that takes this loop (a row without a price every 500),
+# parse() collecting the rows (the preview's path) took 0.61 s inlined and 0.77 s
+# calling NumberReader.read (1.15x; medians of 5 alternated runs, 2026-12-03). Into a
+# COPY sink such files go through PlainLines' blocks instead.
 def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> None:
     """The row loop for text tables: every cell is a str. Rows as wide as the mapped
     columns (nearly all) take one itemgetter call; absent fields read column sku and
     are blanked."""
-    _, ni, _, ci, qi = ctx.columns
-    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    _, name_col, _, currency_col, qty_col = ctx.columns
+    has_name, has_currency, has_qty = name_col != ABSENT, currency_col != ABSENT, qty_col != ABSENT
     picks = _picks(ctx)
     pick = itemgetter(*picks)
     width = max(picks) + 1
     out = ctx.rows
     append = out.append
-    num = ctx.num
-    read = num.read
-    quantity = num.quantity
+    numbers = ctx.num
+    read = numbers.read
+    quantity = numbers.quantity
     default_currency = ctx.currency
     max_rows = ctx.limits.max_rows
     qcache = ctx.qcache
     ccache = ctx.ccache
-    sep = num.decimal
-    other = "." if sep == "," else ","
+    decimal_sep = numbers.decimal
+    other_sep = "." if decimal_sep == "," else ","
     digits, decimal, invalid = _DIGITS, make_decimal, DecimalException
     nul = ctx.nul
     positive = ctx.positive
-    rn = row_number - 1
+    row_no = row_number - 1
     total = ctx.total
     for row in rows:
-        rn += 1
+        row_no += 1
         if len(row) >= width:
-            sku, p, name, c, q = pick(row)
+            sku, price_text, name, currency_text, qty_text = pick(row)
         else:
-            sku, p, name, c, q = (row[i] if i < len(row) else "" for i in picks)
+            sku, price_text, name, currency_text, qty_text = (
+                row[i] if i < len(row) else "" for i in picks
+            )
         sku = sku.strip()
-        p = p.strip()
-        if not p or not sku:
-            outcome = _incomplete_row(row, sku, p, ctx)
-            if outcome is None:
-                ctx.skipped += 1
-            else:
-                total += 1
-                if total > max_rows:
-                    raise ctx.too_many()
-                ctx.error(rn, outcome, sku)
+        price_text = price_text.strip()
+        if not price_text or not sku:
+            total = _count_incomplete(row, row_no, sku, price_text, ctx, total)
             continue
         total += 1
         if total > max_rows:
@@ -502,76 +507,100 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
         # digit must follow a leading "-" ("-NaN1" would read as a NaN).
         price = None
         if (
-            sep
-            and p.isascii()
-            and other not in p
-            and p[-1] in digits
-            and (p[0] in digits or (p[0] == "-" and p[1:2] in digits))
+            decimal_sep
+            and price_text.isascii()
+            and other_sep not in price_text
+            and price_text[-1] in digits
+            and (price_text[0] in digits or (price_text[0] == "-" and price_text[1:2] in digits))
         ):
             try:
                 price = decimal(
-                    p.replace(" ", "").replace(",", ".") if sep == "," else p.replace(" ", "")
+                    price_text.replace(" ", "").replace(",", ".")
+                    if decimal_sep == ","
+                    else price_text.replace(" ", "")
                 )
                 currency = None
             except invalid:
                 price = None
         if price is None:
             try:
-                price, currency = read(p)
+                price, currency = read(price_text)
             except ValueError:
-                if ctx.is_repeated_header(sku, p) or _skipped_non_item(row, sku, ctx):
+                if ctx.is_repeated_header(sku, price_text) or _skipped_non_item(row, sku, ctx):
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p)}, sku)
+                    ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(price_text)}, sku)
                 continue
-            sep = num.decimal
-            other = "." if sep == "," else ","
+            decimal_sep = numbers.decimal
+            other_sep = "." if decimal_sep == "," else ","
         if not -LIMIT < price < LIMIT:
-            ctx.error(rn, m.PRICE_OUT_OF_RANGE % {"value": repr(p), "digits": WHOLE_DIGITS}, sku)
+            ctx.error(
+                row_no,
+                m.PRICE_OUT_OF_RANGE % {"value": repr(price_text), "digits": WHOLE_DIGITS},
+                sku,
+            )
             continue
         if positive and price <= 0:
-            num.pending = False
-            ctx.error(rn, m.PRICE_NOT_POSITIVE % {"value": repr(p)}, sku)
+            numbers.pending = False
+            ctx.error(row_no, m.PRICE_NOT_POSITIVE % {"value": repr(price_text)}, sku)
             continue
         if has_qty:
-            q = q.strip()
-            if q:
-                qty = qcache.get(q, False)
+            qty_text = qty_text.strip()
+            if qty_text:
+                qty = qcache.get(qty_text, False)
                 if qty is False:
-                    qty = quantity(q)
-                    if "," not in q and "." not in q and len(qcache) < 4096:
-                        qcache[q] = qty
+                    qty = quantity(qty_text)
+                    if "," not in qty_text and "." not in qty_text and len(qcache) < 4096:
+                        qcache[qty_text] = qty
             else:
                 qty = None
         else:
-            q = qty = None
+            qty_text = qty = None
         if currency is None:
-            if has_currency and c:
-                currency = ccache.get(c)
+            if has_currency and currency_text:
+                currency = ccache.get(currency_text)
                 if currency is None:
-                    currency = normalise_currency(c) or default_currency
+                    currency = normalise_currency(currency_text) or default_currency
                     problem = currency_problem(currency)
                     if problem:
-                        num.pending = False
-                        ctx.error(rn, problem, sku)
+                        numbers.pending = False
+                        ctx.error(row_no, problem, sku)
                         continue
                     if len(ccache) < 1024:
-                        ccache[c] = currency
+                        ccache[currency_text] = currency
             else:
                 currency = default_currency
         name = name.strip() if has_name else ""
         if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
-            num.pending = False
-            ctx.error(rn, sku_problem(sku) or m.NAME_NUL)
+            numbers.pending = False
+            ctx.error(row_no, sku_problem(sku) or m.NAME_NUL)
             continue
-        if num.pending:
-            ctx.ambiguous.append((len(out), p, q))
-            num.pending = False
-        append((rn, sku, name, price, currency, qty))
+        if numbers.pending:
+            ctx.ambiguous.append((len(out), price_text, qty_text))
+            numbers.pending = False
+        append((row_no, sku, name, price, currency, qty))
         if len(out) >= ctx.flush_at:
             ctx.flush()
     ctx.total = total
+
+
+def _count_incomplete(
+    row: list, row_no: int, sku: str, price: str, ctx: RowContext, total: int
+) -> int:
+    """A row missing its SKU or its price, for the row loops: skipped (an empty,
+    heading, totals or repeated-header row), or counted and failed with the reason.
+    Returns the rows counted so far (``total``, the loop's own count); raises
+    TooManyRows past the limit."""
+    reason = _incomplete_row(row, sku, price, ctx)
+    if reason is None:
+        ctx.skipped += 1
+        return total
+    total += 1
+    if total > ctx.limits.max_rows:
+        raise ctx.too_many()
+    ctx.error(row_no, reason, sku)
+    return total
 
 
 def _incomplete_row(row: list, sku: str, price: str, ctx: RowContext) -> str | None:
@@ -700,18 +729,21 @@ _NUMBERS = {float, int}  # exact types: a bool is not a price
 _NUMBERS_OR_TEXT = {float, int, str}
 
 
-def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
+# One function, column by column over a whole workbook chunk: turned off, a clean
+# 100k-row xlsx took 1.20x as long in parse() into a block sink (0.50 s against 0.43 s;
+# medians of 5 alternated runs, 2026-12-03).
+def _typed_columns(chunk: list[list], row_no: int, ctx: RowContext) -> bool:
     """Converts a workbook chunk column by column, exactly as _rows_typed would; False
     (nothing done) when the chunk holds anything the row loop must judge."""
-    _, ni, _, ci, qi = ctx.columns
-    has_name, has_currency, has_qty = ni != ABSENT, ci != ABSENT, qi != ABSENT
+    _, name_col, _, currency_col, qty_col = ctx.columns
+    has_name, has_currency, has_qty = name_col != ABSENT, currency_col != ABSENT, qty_col != ABSENT
     picks = _picks(ctx)
     if min(map(len, chunk)) <= max(picks):
         return False
     blocks = ctx.blocks
     if blocks and ctx.ambiguous and ctx.num.decimal is None:
         return False  # rows held back for an undecided separator must go first
-    n = len(chunk)
+    count = len(chunk)
     skus: Sequence[Any]
     prices: Sequence[Any]
     skus, prices, names, currencies, quantities = zip(*map(itemgetter(*picks), chunk), strict=True)
@@ -724,7 +756,7 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
     if set(map(type, skus)) == {str}:
         skus = list(map(str.strip, skus))
     else:
-        skus = [v.strip() if type(v) is str else cell_text(v) for v in skus]
+        skus = [cell.strip() if type(cell) is str else cell_text(cell) for cell in skus]
     if not all(skus) or max(map(len, skus)) > SKU_MAX_LENGTH:
         return False
     if has_currency and set(map(type, currencies)) != {str}:
@@ -733,9 +765,11 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         kinds = set(map(type, quantities))
         if not kinds <= _NUMBERS_OR_TEXT:
             return False
-        if str in kinds and any(q.strip() for q in quantities if type(q) is str):
+        if str in kinds and any(
+            qty_cell.strip() for qty_cell in quantities if type(qty_cell) is str
+        ):
             return False  # quantity text is read by the number reader, row by row
-    if ctx.total + n > ctx.limits.max_rows:
+    if ctx.total + count > ctx.limits.max_rows:
         return False  # the row loop raises at the row that is one too many
     # repr is the shortest text that reads back as the same number, the row loop's
     # value, though spelt "12345.0" or "1e-05": a block sink takes it as it is (COPY
@@ -747,24 +781,27 @@ def _typed_columns(chunk: list[list], rn: int, ctx: RowContext) -> bool:
         qtys: list | None = _typed_quantities(quantities, ctx)
     else:
         qtys = None
-    curs: list[str | None] | None = None
+    currency_list: list[str | None] | None = None
     if has_currency:
         default = ctx.currency
         found = {
-            c: normalise_currency(text) if (text := c.strip()) else default for c in set(currencies)
+            currency_cell: normalise_currency(text) if (text := currency_cell.strip()) else default
+            for currency_cell in set(currencies)
         }
         if any(map(currency_problem, found.values())):
             return False  # the row loop tells which rows
-        curs = list(map(found.__getitem__, currencies))
+        currency_list = list(map(found.__getitem__, currencies))
     name_list: list[str] | None = None
     if has_name:
         if set(map(type, names)) == {str}:
             name_list = list(map(str.strip, names))
         else:
-            name_list = [v.strip() if type(v) is str else cell_text(v) for v in names]
+            name_list = [cell.strip() if type(cell) is str else cell_text(cell) for cell in names]
     if ctx.nul and _has_nul(skus, name_list or ()):
         return False
-    ctx.take_columns(rn + 1, skus, name_list, texts=texts, currencies=curs, quantities=qtys)
+    ctx.take_columns(
+        row_no + 1, skus, name_list, texts=texts, currencies=currency_list, quantities=qtys
+    )
     return True
 
 
@@ -809,114 +846,123 @@ def _typed_quantity(q: float | int) -> Decimal | None:
     return float_to_decimal(q) if type(q) is float else Decimal(q)
 
 
+# The row loop of workbooks, for the chunks _typed_columns leaves (a gap, a price as
+# text): the text loop's shape, each of a cell's types read inline. Inlining is not what
+# keeps it long: the price's conversion moved into a helper measured the same (0.98x,
+# 100k-row xlsx with a gap every 500 rows, into a block sink, 2026-12-03); its checks
+# stay in one place because their order is the order a row's errors are reported in.
 def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
     """The loop for workbooks: cells are str, float, int, bool, date/time or ""."""
-    si, ni, pi, ci, qi = ctx.columns
+    sku_col, name_col, price_col, currency_col, qty_col = ctx.columns
     out = ctx.rows
     append = out.append
-    num = ctx.num
-    read = num.read
+    numbers = ctx.num
+    read = numbers.read
     default_currency = ctx.currency
     max_rows = ctx.limits.max_rows
     qcache: dict[float, Decimal | None] = {}
     ccache: dict[object, str] = {}
-    raw: Any  # a workbook cell: str, float, int, bool, date/time or ""
-    q: Any
+    price_cell: Any  # a workbook cell: str, float, int, bool, date/time or ""
+    qty_cell: Any
     nul = ctx.nul
     positive = ctx.positive
-    rn = row_number - 1
+    row_no = row_number - 1
     total = ctx.total
     for row in rows:
-        rn += 1
-        n = len(row)
-        v = row[si] if si < n else ""
-        sku = v.strip() if type(v) is str else cell_text(v)
-        raw = row[pi] if pi < n else ""
-        t = type(raw)
-        p_text = raw.strip() if t is str else "x"
-        if not sku or not p_text:
-            texts = [cell_text(c) for c in row]
-            outcome = _incomplete_row(texts, sku, cell_text(raw), ctx)
-            if outcome is None:
-                ctx.skipped += 1
-            else:
-                total += 1
-                if total > max_rows:
-                    raise ctx.too_many()
-                ctx.error(rn, outcome, sku)
+        row_no += 1
+        width = len(row)
+        cell = row[sku_col] if sku_col < width else ""
+        sku = cell.strip() if type(cell) is str else cell_text(cell)
+        price_cell = row[price_col] if price_col < width else ""
+        price_type = type(price_cell)
+        price_text = price_cell.strip() if price_type is str else "x"
+        if not sku or not price_text:
+            texts = [cell_text(cell) for cell in row]
+            total = _count_incomplete(texts, row_no, sku, cell_text(price_cell), ctx, total)
             continue
         total += 1
         if total > max_rows:
             raise ctx.too_many()
         currency = None
-        if t is float:
+        if price_type is float:
             # repr is the shortest text that round-trips: 10.1 stays 10.1.
-            price = Decimal(int(raw)) if raw.is_integer() else Decimal(repr(raw))
-        elif t is int:
-            price = Decimal(raw)
-        elif t is str:
+            price = (
+                Decimal(int(price_cell)) if price_cell.is_integer() else Decimal(repr(price_cell))
+            )
+        elif price_type is int:
+            price = Decimal(price_cell)
+        elif price_type is str:
             try:
-                price, currency = read(p_text)
+                price, currency = read(price_text)
             except ValueError:
-                if ctx.is_repeated_header(sku, p_text) or _skipped_non_item(row, sku, ctx):
+                if ctx.is_repeated_header(sku, price_text) or _skipped_non_item(row, sku, ctx):
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(p_text)}, sku)
+                    ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(price_text)}, sku)
                 continue
         else:
-            ctx.error(rn, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(raw))}, sku)
+            ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(price_cell))}, sku)
             continue
         if not -LIMIT < price < LIMIT:
             ctx.error(
-                rn,
-                m.PRICE_OUT_OF_RANGE % {"value": repr(cell_text(raw)), "digits": WHOLE_DIGITS},
+                row_no,
+                m.PRICE_OUT_OF_RANGE
+                % {"value": repr(cell_text(price_cell)), "digits": WHOLE_DIGITS},
                 sku,
             )
             continue
         if positive and price <= 0:
-            num.pending = False
-            ctx.error(rn, m.PRICE_NOT_POSITIVE % {"value": repr(cell_text(raw))}, sku)
+            numbers.pending = False
+            ctx.error(row_no, m.PRICE_NOT_POSITIVE % {"value": repr(cell_text(price_cell))}, sku)
             continue
-        q = row[qi] if qi < n else ""
-        qt = type(q)
-        if qt is float:
-            qty = qcache.get(q, False)
+        qty_cell = row[qty_col] if qty_col < width else ""
+        qty_type = type(qty_cell)
+        if qty_type is float:
+            qty = qcache.get(qty_cell, False)
             if qty is False:
-                qty = _typed_quantity(q)
+                qty = _typed_quantity(qty_cell)
                 if len(qcache) < 4096:
-                    qcache[q] = qty
-        elif qt is int:
-            qty = _typed_quantity(q)
-        elif qt is str and q.strip():
-            qty = num.quantity(q.strip())
+                    qcache[qty_cell] = qty
+        elif qty_type is int:
+            qty = _typed_quantity(qty_cell)
+        elif qty_type is str and qty_cell.strip():
+            qty = numbers.quantity(qty_cell.strip())
         else:
             qty = None
         if currency is None:
-            c = row[ci] if ci < n else ""
-            currency = ccache.get(c)
+            currency_cell = row[currency_col] if currency_col < width else ""
+            currency = ccache.get(currency_cell)
             if currency is None:
-                text = c.strip() if type(c) is str else cell_text(c)
+                text = (
+                    currency_cell.strip()
+                    if type(currency_cell) is str
+                    else cell_text(currency_cell)
+                )
                 currency = normalise_currency(text) if text else default_currency
                 problem = currency_problem(currency)
                 if problem:
-                    num.pending = False
-                    ctx.error(rn, problem, sku)
+                    numbers.pending = False
+                    ctx.error(row_no, problem, sku)
                     continue
                 if len(ccache) < 1024:
-                    ccache[c] = currency
-        v = row[ni] if ni < n else ""
-        name = v.strip() if type(v) is str else cell_text(v)
+                    ccache[currency_cell] = currency
+        cell = row[name_col] if name_col < width else ""
+        name = cell.strip() if type(cell) is str else cell_text(cell)
         if len(sku) > SKU_MAX_LENGTH or (nul and (NUL in sku or NUL in name)):
-            num.pending = False
-            ctx.error(rn, sku_problem(sku) or m.NAME_NUL)
+            numbers.pending = False
+            ctx.error(row_no, sku_problem(sku) or m.NAME_NUL)
             continue
-        if num.pending:
+        if numbers.pending:
             ctx.ambiguous.append(
-                (len(out), p_text if t is str else None, q.strip() if type(q) is str else None)
+                (
+                    len(out),
+                    price_text if price_type is str else None,
+                    qty_cell.strip() if type(qty_cell) is str else None,
+                )
             )
-            num.pending = False
-        append((rn, sku, name, price, currency, qty))
+            numbers.pending = False
+        append((row_no, sku, name, price, currency, qty))
         if len(out) >= ctx.flush_at:
             ctx.flush()
     ctx.total = total

@@ -36,6 +36,7 @@ Note = Notification.Status
 # Timeouts far longer than any test runs (see tests/monitoring/test_status.py).
 TIMEOUTS = {
     "PRICEFEED_LEASE_TTL": 900,
+    "PRICEFEED_LIVENESS_WINDOW": 900,
     "PRICEFEED_PROCESSING_CLAIM_TIMEOUT": 3600,
     "PRICEFEED_REQUEUE_AFTER": 1800,
     "PRICEFEED_OUTBOX_CLAIM_TIMEOUT": 2400,
@@ -121,7 +122,11 @@ class Installation:
             ]
         ):
             row = Notification.objects.create(
-                price_import=notified, recipient=f"r{n}@example.com", kind="FAILED", status=status
+                kind="import_outcome",
+                price_import=notified,
+                recipient=f"r{n}@example.com",
+                outcome="FAILED",
+                status=status,
             )
             Notification.objects.filter(pk=row.pk).update(created_at=hours_ago(hours))
 

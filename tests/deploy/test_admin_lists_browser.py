@@ -22,7 +22,7 @@ from fleet.models import ProcessKind
 from mailboxes import leases
 from mailboxes.models import InboundMessage, Mailbox
 from notifications import services as notifications
-from notifications.models import Notification, OverdueNotification, Subscription
+from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
 from pricefeed.models import OverdueAlert, PriceImport, PriceListConfig
 from tests.factories import ROWS, create_config, create_mailbox, create_message, receive, run_all
@@ -48,7 +48,6 @@ LISTS = [
     "outbox/outboxevent",
     "notifications/subscription",
     "notifications/notification",
-    "notifications/overduenotification",
 ]
 LONG_HOST = "imap.a-supplier-with-a-rather-long-domain-name.example.com"
 LONG_ADDRESS = "procurement.department.operator@buyer-company-with-a-long-name.example.ru"
@@ -143,8 +142,8 @@ def trouble_of_every_kind() -> None:
         period_start=timezone.now() - timedelta(days=1),
         due_at=timezone.now() - timedelta(hours=2),
     )
-    OverdueNotification.objects.create(
-        alert=alert, recipient=LONG_ADDRESS, attempts=2, last_error=REFUSED
+    Notification.objects.create(
+        kind="list_overdue", alert=alert, recipient=LONG_ADDRESS, attempts=2, last_error=REFUSED
     )
     instance = "worker-host-with-a-long-name.internal.example.com:123456"
     leases.instance_started(instance_id=instance)

@@ -20,6 +20,7 @@ REDIS = "redis:127.0.0.1:6390/0"
 @pytest.fixture(autouse=True)
 def ttl(settings):
     settings.PRICEFEED_LEASE_TTL = 900
+    settings.PRICEFEED_LIVENESS_WINDOW = 900
 
 
 def add(process_id: str, kind: str, broker: str) -> None:

@@ -22,6 +22,7 @@ REDIS = "redis:127.0.0.1:6390/0"
 @pytest.fixture(autouse=True)
 def ttl(settings):
     settings.PRICEFEED_LEASE_TTL = 900  # what is fresh stays fresh however slow the machine
+    settings.PRICEFEED_LIVENESS_WINDOW = 900
 
 
 def register(process_id: str, broker: str, kind: str = ProcessKind.QCLUSTER) -> str:

@@ -81,6 +81,7 @@ def test_a_process_on_another_broker_than_the_live_ones_is_refused(manage, redis
         "PRICEFEED_REDIS_URL": f"redis://:s3cret@127.0.0.1:{redis_server.port}/0",
         # The live cluster counts as live however slowly this process starts.
         "PRICEFEED_LEASE_TTL": "3600",
+        "PRICEFEED_LIVENESS_WINDOW": "3600",
     }
 
     result = refused([command], env)

@@ -24,6 +24,7 @@ MARGIN = 8.0
 # the silent IDLE hid), and the IDLE refresh far away.
 STEADY = {
     "PRICEFEED_LEASE_TTL": "30",
+    "PRICEFEED_LIVENESS_WINDOW": "30",
     "PRICEFEED_HEARTBEAT_INTERVAL": "2",
     "PRICEFEED_IMAP_IDLE_REFRESH": "300",
 }

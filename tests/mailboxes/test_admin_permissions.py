@@ -146,7 +146,9 @@ def test_only_a_superuser_deletes_a_message_with_its_imports_and_their_notificat
 ):
     message = receive(mailbox, [("p.csv", price_list_csv(ROWS))])
     (price_import,) = run_all(message)
-    Notification.objects.create(price_import=price_import, recipient="buyer@example.com")
+    Notification.objects.create(
+        kind="import_outcome", price_import=price_import, recipient="buyer@example.com"
+    )
     if role == "superuser":
         client.force_login(User.objects.create_superuser("root"))
     else:

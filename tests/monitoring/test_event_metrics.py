@@ -130,7 +130,12 @@ class RejectingBackend(LocmemBackend):
 def _send_to(price_import: PriceImport, recipients: list[str]) -> None:
     notifications = Notification.objects.bulk_create(
         [
-            Notification(price_import=price_import, recipient=r, kind=price_import.status)
+            Notification(
+                kind="import_outcome",
+                price_import=price_import,
+                recipient=r,
+                outcome=price_import.status,
+            )
             for r in recipients
         ]
     )

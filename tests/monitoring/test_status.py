@@ -31,6 +31,7 @@ Ev = OutboxEvent.Status
 # slow the machine; what is stuck is made older than them.
 TIMEOUTS = {
     "PRICEFEED_LEASE_TTL": 900,  # a heartbeat older than this is dead
+    "PRICEFEED_LIVENESS_WINDOW": 900,
     "PRICEFEED_PROCESSING_CLAIM_TIMEOUT": 3600,
     "PRICEFEED_REQUEUE_AFTER": 1800,
     "PRICEFEED_OUTBOX_CLAIM_TIMEOUT": 2400,
@@ -102,7 +103,11 @@ def make_installation() -> dict[str, object]:
 
     for recipient, status in [("a@example.com", "SENT"), ("b@example.com", "FAILED")]:
         Notification.objects.create(
-            price_import=failed_import, recipient=recipient, kind="FAILED", status=status
+            kind="import_outcome",
+            price_import=failed_import,
+            recipient=recipient,
+            outcome="FAILED",
+            status=status,
         )
     return {"waited": waited, "overdue": overdue}
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
-from notifications import overdue
-from notifications.models import LIST_OVERDUE, OverdueNotification, Subscription
+from notifications import overdue, services
+from notifications.models import Notification, Subscription
 from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.models import OverdueAlert, PriceImport, PriceListConfig
@@ -65,6 +65,7 @@ def test_subscribers_who_want_overdue_lists_get_one_mail_each_in_their_language(
     weekly, mailbox, mailoutbox, settings
 ):
     settings.PRICEFEED_PUBLIC_URL = "https://pricefeed.example.com/"
+    settings.DEFAULT_FROM_EMAIL = "pricefeed@prices.example.com"
     other = factories.create_config(mailbox, name="other")
     Subscription.objects.create(email="Ops@Buyer.test", language="en")
     Subscription.objects.create(email="zakupki@buyer.test", language="ru").configs.add(weekly)
@@ -101,9 +102,12 @@ def test_subscribers_who_want_overdue_lists_get_one_mail_each_in_their_language(
     assert f"Настройка в pricefeed: {link}" in russian.body
     assert "Ожидается: Пн к 10:00" in russian.body
 
-    notes = OverdueNotification.objects.filter(alert=alert)
-    assert {n.status for n in notes} == {OverdueNotification.Status.SENT}
-    assert {n.message_id for n in notes} == {overdue.message_id_for(n) for n in notes}
+    notes = Notification.objects.filter(alert=alert)
+    assert {(n.kind, n.status) for n in notes} == {("list_overdue", Notification.Status.SENT)}
+    assert {n.message_id for n in notes} == {
+        f"<pricefeed.overdue.{n.pk}@prices.example.com>" for n in notes
+    }
+    assert {m.extra_headers["Message-ID"] for m in mailoutbox} == {n.message_id for n in notes}
 
 
 def test_the_mail_names_the_last_list_that_came(weekly, mailoutbox):
@@ -131,11 +135,11 @@ def test_an_alert_is_mailed_once_whatever_the_retries(weekly, mailoutbox):
 
     assert overdue.overdue_fan_out(alert_id=alert.pk) == 0  # the fan-out run again
     sent = OutboxEvent.objects.filter(kind=overdue.SEND_EVENT).get()
-    assert overdue.overdue_send([sent]) == {sent.id: None}  # the send run again
+    assert services.send(overdue.LIST_OVERDUE, [sent]) == {sent.id: None}  # run again
     deliver_everything()
 
     assert len(mailoutbox) == 1
-    assert OverdueNotification.objects.filter(alert=alert).count() == 1
+    assert Notification.objects.filter(alert=alert).count() == 1
 
 
 def test_a_refused_mail_is_recorded_and_retried(weekly, mailoutbox, settings):
@@ -146,17 +150,19 @@ def test_a_refused_mail_is_recorded_and_retried(weekly, mailoutbox, settings):
     raise_alert(weekly)
     deliver_everything()
 
-    refused = OverdueNotification.objects.get(recipient="bad@buyer.test")
-    assert refused.status == OverdueNotification.Status.PENDING
-    assert "SMTPRecipientsRefused" in refused.last_error
+    refused = Notification.objects.get(recipient="bad@buyer.test")
+    assert refused.status == Notification.Status.PENDING
+    # The one error format of every kind: the SMTP reply, in words an operator reads.
+    assert "bad@buyer.test" in refused.last_error and "550" in refused.last_error
     assert refused.attempts == 1
-    assert OverdueNotification.objects.get(recipient="ops@buyer.test").status == "SENT"
+    assert Notification.objects.get(recipient="ops@buyer.test").status == "SENT"
 
 
 def test_overdue_is_a_kind_subscriptions_choose():
-    assert Subscription(on_overdue=True).wants(LIST_OVERDUE)
-    assert not Subscription(on_overdue=False).wants(LIST_OVERDUE)
-    assert not Subscription(on_failed=True, on_overdue=False).wants(LIST_OVERDUE)
+    flag = overdue.LIST_OVERDUE.flag("")
+    assert Subscription(on_overdue=True).wants(flag)
+    assert not Subscription(on_overdue=False).wants(flag)
+    assert not Subscription(on_failed=True, on_overdue=False).wants(flag)
 
 
 def test_the_overdue_mails_are_listed_in_the_admin(weekly, client, mailoutbox):
@@ -167,7 +173,7 @@ def test_the_overdue_mails_are_listed_in_the_admin(weekly, client, mailoutbox):
     deliver_everything()
     client.force_login(User.objects.create_superuser("root", "root@example.com", "x"))
 
-    listed = client.get("/admin/notifications/overduenotification/")
+    listed = client.get("/admin/notifications/notification/?kind__exact=list_overdue")
     subscriptions = client.get("/admin/notifications/subscription/")
 
     assert listed.status_code == 200

@@ -39,7 +39,12 @@ def price_import(mailbox, config):
 def _notifications(price_import, recipients):
     notifications = Notification.objects.bulk_create(
         [
-            Notification(price_import=price_import, recipient=r, kind=price_import.status)
+            Notification(
+                kind="import_outcome",
+                price_import=price_import,
+                recipient=r,
+                outcome=price_import.status,
+            )
             for r in recipients
         ]
     )
@@ -69,7 +74,14 @@ def _normalised(data: bytes) -> bytes:
 )
 def test_a_prepared_outcome_mail_is_byte_for_byte_what_django_builds(price_import, recipient):
     (notification,) = Notification.objects.bulk_create(
-        [Notification(price_import=price_import, recipient=recipient, kind="PARTIAL")]
+        [
+            Notification(
+                kind="import_outcome",
+                price_import=price_import,
+                recipient=recipient,
+                outcome="PARTIAL",
+            )
+        ]
     )
     notification = Notification.objects.select_related(
         "price_import__config", "price_import__message"
@@ -203,7 +215,7 @@ def test_a_message_with_many_price_lists_makes_one_mail_per_recipient(mailbox, c
     }
     # Only the failure is wanted by the buyer: the mail about that one import, as ever.
     (failed,) = Notification.objects.filter(recipient="buyer@buyer.test")
-    assert (failed.kind, failed.status) == (PriceImport.Status.FAILED, Notification.Status.SENT)
+    assert (failed.outcome, failed.status) == (PriceImport.Status.FAILED, Notification.Status.SENT)
     assert mails["buyer@buyer.test"].subject.endswith("bad.pdf failed")
     assert mails["buyer@buyer.test"].extra_headers["Message-ID"] == failed.message_id
 

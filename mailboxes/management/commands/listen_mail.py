@@ -57,6 +57,13 @@ class Command(BaseCommand):
                 f"(PRICEFEED_HEARTBEAT_INTERVAL = {beat:g}s): a lease must survive a "
                 "missed renewal."
             )
+        window = settings.PRICEFEED_LIVENESS_WINDOW
+        if window < 3 * beat:
+            raise CommandError(
+                f"PRICEFEED_LIVENESS_WINDOW ({window:g}s) must be at least three heartbeats "
+                f"(PRICEFEED_HEARTBEAT_INTERVAL = {beat:g}s): a live instance must not be "
+                "counted dead for one late heartbeat."
+            )
         # Every database session of this process, including those opened later.
         setup = functools.partial(listener_session_setup, ttl=ttl)
         connection_created.connect(setup, weak=False, dispatch_uid="listen_mail.session")

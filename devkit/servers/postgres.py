@@ -15,12 +15,15 @@ SIGTERM)::
 
 With ``DATABASE_URL`` already set it only runs the command: a server the user gave is
 used as it is. Run as root, the server runs as the ``postgres`` user (PostgreSQL refuses
-root), made a system user first if the machine has none.
+root), made a system user first if the machine has none; a directory that user cannot
+reach (a checkout under root's home) is replaced by one of its own under /var/tmp, the
+same for the same directory each time.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -28,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,6 +59,11 @@ def bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def _others_can_enter(path: Path) -> bool:
+    """Whether every existing directory above ``path`` lets any user through."""
+    return all(parent.stat().st_mode & 0o001 for parent in path.parents if parent.exists())
+
+
 def _free_port() -> int:
     import socket
 
@@ -75,6 +84,13 @@ class EmbeddedPostgres:
         self.port = 0
         self.bin = bin_dir()
         self._run_as = self._service_user() if os.geteuid() == 0 else None
+        if self._run_as is not None and not _others_can_enter(self.data):
+            # Under root's home (mode 0700, say) the server's user cannot reach ``data``:
+            # the cluster lives in a directory of its own under /var/tmp instead, the
+            # same one for the same ``data`` each time.
+            digest = hashlib.sha256(str(self.data).encode()).hexdigest()[:12]
+            base = Path("/var/tmp") if Path("/var/tmp").is_dir() else Path(tempfile.gettempdir())
+            self.data = base / f"pricefeed-postgres-{digest}"
 
     @property
     def url(self) -> str:
@@ -119,7 +135,7 @@ class EmbeddedPostgres:
 
     def _prepare(self) -> None:
         """Makes the cluster on first use; as root, gives its directory to the server's
-        user (every directory above it must let that user through)."""
+        user."""
         if (self.data / "PG_VERSION").exists():
             return
         self.data.mkdir(parents=True, exist_ok=True)
@@ -127,12 +143,6 @@ class EmbeddedPostgres:
             entry = pwd.getpwnam(self._run_as)
             os.chown(self.data, entry.pw_uid, entry.pw_gid)
             self.data.chmod(0o700)
-            for parent in self.data.parents:
-                if not os.access(parent, os.X_OK) or parent.stat().st_mode & 0o001 == 0:
-                    raise EmbeddedPostgresError(
-                        f"{parent} does not let the {self._run_as} user through (chmod o+x "
-                        f"{parent}), or set DATABASE_URL to a server of your own"
-                    )
         self._run(
             "initdb",
             "-D", str(self.data),

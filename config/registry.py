@@ -1268,7 +1268,8 @@ def sections() -> dict[str, list[Setting]]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|") if "\\|" not in text else text
+    """``text`` in a table cell: a bar would end the cell."""
+    return text.replace("|", "\\|")
 
 
 def configuration_md() -> str:

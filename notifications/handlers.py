@@ -1,4 +1,6 @@
-"""Outbox handlers of the notifications app."""
+"""Outbox handlers of the notifications app: the fan-outs. The send events of every kind
+are handled by the one send path, registered with the kind (kinds.register) when
+``services`` and ``overdue``, which define the kinds, are imported here."""
 
 from __future__ import annotations
 
@@ -48,8 +50,3 @@ def fan_out_overdue(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException 
         except Exception as exc:
             results[event.id] = exc
     return results
-
-
-# The send events of every kind of notification are handled by the one send path,
-# registered with the kind (kinds.register): the kinds are defined in these modules.
-__all__ = ["fan_out", "fan_out_message", "fan_out_overdue", "overdue", "services"]

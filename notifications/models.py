@@ -9,6 +9,8 @@ from django.utils.translation import gettext_lazy as _
 
 from pricefeed.models import PriceImport
 
+from .kinds import kind_label
+
 
 def languages() -> list[tuple[str, str]]:
     """The languages a mail can be written in: settings.LANGUAGES, read when asked (a
@@ -166,8 +168,6 @@ class Notification(models.Model):
     def outcome_label(self) -> str:
         """What the mail tells, in the active language: the import outcome as its status
         is named, or the kind's label."""
-        from .kinds import kind_label
-
         if self.outcome:
             try:
                 return str(PriceImport.Status(self.outcome).label)

@@ -69,9 +69,3 @@ def overdue_fan_out(*, alert_id: int) -> int:
     """The notifications of an alert and their send events (services.fan_out)."""
     alert = OverdueAlert.objects.get(pk=alert_id)
     return services.fan_out(LIST_OVERDUE, [(alert, "")])
-
-
-def render_overdue(alert: OverdueAlert, language: str | None = None) -> tuple[str, str, str]:
-    """(subject, plain text, HTML) of the mail about an overdue list, in ``language`` (the
-    default language when None)."""
-    return services.render(LIST_OVERDUE, [alert], language)

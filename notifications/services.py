@@ -51,7 +51,7 @@ from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport, PriceListConfig
 
 from . import content
-from .kinds import Kind, register
+from .kinds import Kind, kind_for, register
 from .models import Notification, Subscription, default_language, supported_language
 
 logger = logging.getLogger(__name__)
@@ -317,8 +317,6 @@ def message_id(kind: Kind, pk: int, domain: str | None = None) -> str:
 
 
 def message_id_for(notification: Notification) -> str:
-    from .kinds import kind_for
-
     return message_id(kind_for(notification.kind), notification.pk)
 
 
@@ -360,11 +358,6 @@ def render(
 def render_outcome(price_import: PriceImport, language: str | None = None) -> tuple[str, str, str]:
     """The mail about an import's outcome (render)."""
     return render(IMPORT_OUTCOME, [price_import], language)
-
-
-def render_digest(imports: list[PriceImport], language: str | None = None) -> tuple[str, str, str]:
-    """The digest about several imports of one message (render)."""
-    return render(IMPORT_OUTCOME, imports, language)
 
 
 def build_email(notification: Notification, connection=None) -> EmailMultiAlternatives:
@@ -478,12 +471,6 @@ class OutcomeMail(PreparedMail):
     def __init__(self, price_import: PriceImport, language: str | None = None) -> None:
         language = mail_language(language)
         super().__init__(*render_outcome(price_import, language), language=language)
-
-
-def digest_mail(imports: list[PriceImport], language: str | None = None) -> PreparedMail:
-    """The digest about several import outcomes of one message, in ``language``."""
-    language = mail_language(language)
-    return PreparedMail(*render_digest(imports, language), language=language)
 
 
 def _smtp_connections(mails: int) -> int:

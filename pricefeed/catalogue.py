@@ -334,13 +334,32 @@ def acceptance(
     config_id = price_import.config_id
     previous = current_import(config_id)
     if first_list:
-        return Acceptance(price_import, at, rows, [], previous, 0, False, False, True)
+        return Acceptance(
+            price_import,
+            at,
+            rows,
+            unreadable=[],
+            previous=previous,
+            current=0,
+            same_list=False,
+            compared=False,
+            first_list=True,
+        )
     same = same_list(price_import.config, rows.catalogue_digest, unreadable, previous)
     current = None if same else current_size(config_id)
     compared = bool(current)
     if compared:
         compare(price_import, repeated_skus=rows.repeated_skus, unreadable=unreadable)
-    return Acceptance(price_import, at, rows, unreadable, previous, current, same, compared)
+    return Acceptance(
+        price_import,
+        at,
+        rows,
+        unreadable=unreadable,
+        previous=previous,
+        current=current,
+        same_list=same,
+        compared=compared,
+    )
 
 
 def catalogue_apply(decision: Acceptance) -> None:

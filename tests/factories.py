@@ -14,6 +14,7 @@ from django.db.models import Max
 
 from devkit.samples import supplier_email
 from mailboxes.models import InboundMessage, Mailbox
+from outbox import services as outbox_services
 from pricefeed.imports.lifecycle import price_import_run
 from pricefeed.intake import message_process
 from pricefeed.models import PriceImport, PriceListConfig
@@ -145,3 +146,9 @@ def run_all(message: InboundMessage) -> list[PriceImport]:
     for price_import in message.imports.order_by("pk"):
         price_import_run(import_id=price_import.pk, worker="w")
     return list(message.imports.order_by("pk"))
+
+
+def deliver_everything() -> None:
+    """Runs the outbox as dispatch_outbox would, until nothing is due."""
+    while ids := outbox_services.events_claim(dispatcher="d", limit=100):
+        outbox_services.events_deliver(event_ids=ids, dispatcher="d")

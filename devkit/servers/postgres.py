@@ -36,7 +36,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-LOCALHOST = "127.0.0.1"
+from . import LOCALHOST, free_port
+
 SUPERUSER = "postgres"
 # The database the demo and the tests use (the tests make theirs, test_<name>, beside).
 DATABASE = "pricefeed"
@@ -62,14 +63,6 @@ def bin_dir() -> Path:
 def _others_can_enter(path: Path) -> bool:
     """Whether every existing directory above ``path`` lets any user through."""
     return all(parent.stat().st_mode & 0o001 for parent in path.parents if parent.exists())
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOCALHOST, 0))
-        return int(sock.getsockname()[1])
 
 
 class EmbeddedPostgres:
@@ -167,7 +160,7 @@ class EmbeddedPostgres:
         self._prepare()
         if self.running():
             self.stop()
-        self.port = _free_port()
+        self.port = free_port()
         options = [
             f"-p {self.port}",
             f"-c listen_addresses={LOCALHOST}",

@@ -32,26 +32,35 @@ def merge_overdue(apps, schema_editor):
             f"(SELECT COALESCE(MAX(id), 0) FROM {table}), "
             f"(SELECT COALESCE(MAX(id), 0) FROM {OverdueNotification._meta.db_table}), 1))"
         )
-    moved = {}
-    for old in OverdueNotification.objects.order_by("pk").iterator(chunk_size=2000):
-        new = Notification.objects.create(
-            kind="list_overdue",
-            alert_id=old.alert_id,
-            outcome="",
-            **{name: getattr(old, name) for name in FIELDS},
-        )
-        moved[old.pk] = new.pk
-    if not moved:
+    # One INSERT and one UPDATE per batch: bulk_create gives back the new ids in order.
+    olds = list(OverdueNotification.objects.order_by("pk"))
+    if not olds:
         return
-    events = OutboxEvent.objects.filter(kind="notification.overdue.send")
-    for event in events.iterator(chunk_size=2000):
+    news = Notification.objects.bulk_create(
+        [
+            Notification(
+                kind="list_overdue",
+                alert_id=old.alert_id,
+                outcome="",
+                **{name: getattr(old, name) for name in FIELDS},
+            )
+            for old in olds
+        ],
+        batch_size=2000,
+    )
+    moved = {old.pk: new.pk for old, new in zip(olds, news, strict=True)}
+    events = []
+    for event in OutboxEvent.objects.filter(kind="notification.overdue.send"):
         old = int(event.payload.get("notification_id") or 0)
         if old not in moved:
             continue
         event.payload = {**event.payload, "notification_id": moved[old]}
         event.aggregate_type = "notifications.notification"
         event.aggregate_id = str(moved[old])
-        event.save(update_fields=["payload", "aggregate_type", "aggregate_id"])
+        events.append(event)
+    OutboxEvent.objects.bulk_update(
+        events, ["payload", "aggregate_type", "aggregate_id"], batch_size=500
+    )
 
 
 class Migration(migrations.Migration):

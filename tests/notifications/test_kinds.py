@@ -14,18 +14,11 @@ from django.utils import timezone
 from notifications import kinds, overdue, services
 from notifications.kinds import Kind
 from notifications.models import Notification, Subscription
-from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.models import OverdueAlert, PriceImport
-from tests.factories import receive, run_all
+from tests.factories import deliver_everything, receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
-
-
-def deliver_everything() -> None:
-    """Runs the outbox as dispatch_outbox would, until nothing is due."""
-    while ids := outbox_services.events_claim(dispatcher="d", limit=100):
-        outbox_services.events_deliver(event_ids=ids, dispatcher="d")
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 
 from notifications import overdue, services
 from notifications.models import Notification, Subscription
-from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.models import OverdueAlert, PriceImport, PriceListConfig
 from pricefeed.overdue import overdue_alerts_raise
 from tests import factories
+from tests.factories import deliver_everything
 
 MONDAY = 1
 
@@ -47,12 +47,6 @@ def weekly(mailbox) -> PriceListConfig:
     )
     config.refresh_from_db()
     return config
-
-
-def deliver_everything() -> None:
-    """Runs the outbox as dispatch_outbox would, until nothing is due."""
-    while ids := outbox_services.events_claim(dispatcher="d", limit=100):
-        outbox_services.events_deliver(event_ids=ids, dispatcher="d")
 
 
 def raise_alert(config: PriceListConfig) -> OverdueAlert:

@@ -9,10 +9,9 @@ import pytest
 from devkit.samples import supplier_email
 from mailboxes.models import InboundMessage
 from notifications.models import Notification, Subscription
-from outbox import services as outbox_services
 from pricefeed.intake import message_process
 from pricefeed.models import PriceListConfig
-from tests.factories import create_config, create_message, run_all
+from tests.factories import create_config, create_message, deliver_everything, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
 
@@ -31,12 +30,6 @@ def arrive(mailbox, authentication_results: str, subject: str) -> InboundMessage
     message.refresh_from_db()
     run_all(message)
     return message
-
-
-def deliver_everything() -> None:
-    """Runs the outbox as dispatch_outbox would, until nothing is due."""
-    while ids := outbox_services.events_claim(dispatcher="d", limit=100):
-        outbox_services.events_deliver(event_ids=ids, dispatcher="d")
 
 
 def test_a_sender_failing_a_required_check_gets_no_import_and_no_mail(

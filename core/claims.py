@@ -23,13 +23,14 @@ from typing import Any
 from django.db import DataError, models, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
-from django.utils.translation import gettext_noop, ngettext
+from django.utils.translation import ngettext
 
 from core import texts
 from core.alerts import alert
 from core.dbtime import db_now_minus, db_now_plus, due_and_not_queued
 from core.exceptions import ClaimLost
 from core.retry import RetryPolicy, crash_limit, processing_retry_policy
+from core.texts import Text, gettext_noop
 
 logger = logging.getLogger(__name__)
 
@@ -76,36 +77,20 @@ def _crashed_times(count: int) -> str:
     )
 
 
-texts.register(
-    (
-        OUT_OF_MEMORY,
-        PERMANENT,
-        NO_DETAIL,
-        CRASHED_ONCE,
-        FAILED_WITH_WORKER,
-        LAST_DETAIL,
-        CRASH_OF_LIMIT,
-        CLAIM_EXPIRED,
-        STOPPED_BY,
-        WORKER_DIED,
-        MARKED_FAILED_BY,
-    ),
-    plurals={CRASHED_TIMES: ("count", _crashed_times)},
-    verbatim=("worker",),
-)
+texts.register(plurals={CRASHED_TIMES: ("count", _crashed_times)})
 
 
 def permanent_reason(error: BaseException) -> str:
     """The reason a row failed for good, for ``last_error`` and the alert."""
     if isinstance(error, MemoryError):
         return OUT_OF_MEMORY
-    detail = str(error).strip() or NO_DETAIL
-    return PERMANENT % {"error": type(error).__name__, "detail": detail}
+    detail = texts.text_of(error) if str(error).strip() else NO_DETAIL
+    return Text(PERMANENT, error=type(error).__name__, detail=detail)
 
 
 def crash_reason(crashes: int) -> str:
     """The reason a row failed after its worker process died ``crashes`` times."""
-    return CRASHED_ONCE if crashes == 1 else CRASHED_TIMES % {"count": crashes}
+    return CRASHED_ONCE if crashes == 1 else Text(CRASHED_TIMES, count=crashes)
 
 
 @dataclass(frozen=True)
@@ -212,7 +197,7 @@ class ClaimedWork:
             if self.crashes_field is not None:
                 try:
                     self.crashed(
-                        pk=pk, worker=worker, detail=STOPPED_BY % {"signal": _stop_text(exc)}
+                        pk=pk, worker=worker, detail=Text(STOPPED_BY, signal=_stop_text(exc))
                     )
                 except Exception:
                     logger.exception(
@@ -233,7 +218,7 @@ class ClaimedWork:
             next_attempt_at=None,
             finished_at=Now(),
             **{field: Now() for field in self.touch},
-            **({"last_error": ""} | fields),
+            **(texts.stored("last_error", "") | fields),
         )
         if not done:
             raise ClaimLost(f"{self.what} {pk} is no longer claimed by {worker}")
@@ -255,7 +240,7 @@ class ClaimedWork:
         with transaction.atomic():
             moved = ours.update(
                 status=self.failed,
-                last_error=reason[:5000],
+                **texts.stored("last_error", reason),
                 finished_at=Now(),
                 claimed_by="",
                 claimed_at=None,
@@ -277,7 +262,7 @@ class ClaimedWork:
             ours.update(
                 status=self.retry,
                 next_attempt_at=db_now_plus(delay),
-                last_error=reason[:5000],
+                **texts.stored("last_error", reason),
                 claimed_by="",
                 claimed_at=None,
                 **{field: Now() for field in self.touch},
@@ -313,7 +298,7 @@ class ClaimedWork:
             status=self.waiting[0],
             attempts=0,
             next_attempt_at=None if nullable else Now(),
-            last_error="",
+            **texts.stored("last_error", ""),
             claimed_by="",
             claimed_at=None,
             finished_at=None,
@@ -378,7 +363,7 @@ class ClaimedWork:
             self.retry_or_fail(
                 pk=pk,
                 worker=worker,
-                error=CLAIM_EXPIRED % {"worker": worker},
+                error=Text(CLAIM_EXPIRED, worker=str(worker)),
             )
         return len(expired)
 
@@ -406,9 +391,9 @@ class ClaimedWork:
             reason = (
                 crash_reason(crashes)
                 if crashes >= limit
-                else FAILED_WITH_WORKER % {"attempts": attempts}
+                else Text(FAILED_WITH_WORKER, attempts=attempts)
             )
-            reason = LAST_DETAIL % {"reason": reason, "detail": detail}
+            reason = Text(LAST_DETAIL, reason=reason, detail=detail)
             failed = self._to_failed(
                 ours, pk, reason=reason, alert_text=f"{self._label(pk)}: {reason}", **counted
             )
@@ -417,7 +402,7 @@ class ClaimedWork:
         moved = self._to_retry(
             ours,
             delay=delay,
-            reason=CRASH_OF_LIMIT % {"crashes": crashes, "limit": limit, "detail": detail},
+            reason=Text(CRASH_OF_LIMIT, crashes=crashes, limit=limit, detail=detail),
             **counted,
         )
         if moved:
@@ -449,7 +434,7 @@ class ClaimedWork:
             claim_host, _, pid = worker.rpartition(":")
             if claim_host != host or not pid.isdigit() or not is_dead(int(pid)):
                 continue
-            detail = WORKER_DIED % {"worker": worker}
+            detail = Text(WORKER_DIED, worker=str(worker))
             if self.crashed(pk=pk, worker=worker, detail=detail) is not None:
                 reaped += 1
         return reaped

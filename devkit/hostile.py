@@ -459,9 +459,13 @@ def message_outcome(*, mailbox_id: int, uid: int) -> Outcome:
 
 
 def _strings(value: object) -> list[str]:
-    """Every string inside a JSON value."""
+    """Every string inside a JSON value, a stored text (core.storedtext) as its English."""
     if isinstance(value, str):
         return [value]
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        from core.storedtext import Text
+
+        return [str(Text.from_json(value))]
     if isinstance(value, Mapping):
         return [s for item in value.values() for s in _strings(item)]
     if isinstance(value, list | tuple):

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils.translation import gettext_noop
+
+from core.texts import gettext_noop
 
 from .exceptions import AddressNotAllowed, ImapSettingsError, PlainNotAllowed
 from .texts import Text

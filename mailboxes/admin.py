@@ -21,6 +21,7 @@ from core.adminutils import (
     when,
 )
 from core.claims import MARKED_FAILED_BY
+from core.texts import Text
 
 from . import leases, processing, selectors, services
 from .filters import InstanceStateFilter, LeaseStateFilter, ListenedFilter
@@ -33,7 +34,7 @@ from .models import (
     MailboxCheckpoint,
     MailboxLease,
 )
-from .texts import translated, translated_all
+from .texts import shown, translated, translated_all
 from .weights import weight_expression
 
 # The list columns, for the admins of apps that extend these pages (pricefeed).
@@ -180,8 +181,8 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("last error"))
     def shown_error(self, obj: Mailbox) -> str:
-        """The last error in the reader's language when it was recorded translatable."""
-        return translated(obj.last_error_text or obj.last_error)
+        """The last error in the reader's language."""
+        return shown(obj, "last_error")
 
     def has_test_permission(self, request) -> bool:
         return request.user.has_perm("mailboxes.test_mailbox")
@@ -225,7 +226,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
             return gettext("never tested")
         if obj.test_finished_at is None:
             return gettext("queued: waiting for a worker")
-        result = translated(obj.test_result_text or obj.test_result)
+        result = shown(obj, "test_result")
         return f"{'✔' if obj.test_succeeded else '✘'} {result}"
 
 
@@ -320,12 +321,12 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("last error"))
     def short_error(self, obj: InboundMessage) -> str:
-        return truncated(translated(obj.last_error), width="m", error=True)
+        return truncated(shown(obj, "last_error"), width="m", error=True)
 
     @admin.display(description=_("last error"))
     def error_text(self, obj: InboundMessage) -> str:
-        """The stored (English) reason in the reader's language."""
-        return translated(obj.last_error) or "—"
+        """The stored reason in the reader's language."""
+        return shown(obj, "last_error") or "—"
 
     @admin.display(description=_("warnings"))
     def warnings_list(self, obj: InboundMessage) -> str:
@@ -353,7 +354,11 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
-                (c["name"], matched if c["matched"] else no_match, "; ".join(c["reasons"]))
+                (
+                    c["name"],
+                    matched if c["matched"] else no_match,
+                    "; ".join(translated_all(c["reasons"])),
+                )
                 for c in report.get("configs", [])
             ),
         )
@@ -373,7 +378,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
             "",
             "<div>{}</div>",
             (
-                (str(d),)
+                (translated(d),)
                 for d in report.get("defects", []) + ([report["note"]] if "note" in report else [])
             ),
         )
@@ -475,7 +480,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
     def mark_failed(self, request, queryset):
         moved = processing.messages_mark_failed(
             message_ids=queryset.values_list("pk", flat=True),
-            reason=MARKED_FAILED_BY % {"user": request.user.get_username()},
+            reason=Text(MARKED_FAILED_BY, user=request.user.get_username()),
         )
         self.message_user(
             request,

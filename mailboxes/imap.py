@@ -33,7 +33,6 @@ from datetime import datetime
 
 import imapclient
 from django.conf import settings as django_settings
-from django.utils.translation import gettext_noop
 from imapclient import imap4, tls
 from imapclient.exceptions import (
     CapabilityError,
@@ -46,6 +45,7 @@ from imapclient.response_parser import parse_fetch_response
 
 from core.crypto import UnreadableSecret
 from core.logs import first_line
+from core.texts import gettext_noop
 
 from .addresses import ConnectionPolicy, Resolved, connect
 from .exceptions import (
@@ -658,10 +658,10 @@ def _check(session: ImapSession) -> str:
             "UIDVALIDITY %(uidvalidity)s; %(idle)s"
         ),
         host=settings.host,
-        port=settings.port,
+        port=str(settings.port),
         folder=repr(settings.folder),
         count=state.exists,
-        uidvalidity=state.uidvalidity,
+        uidvalidity=str(state.uidvalidity),
         idle=idle,
     )
 
@@ -700,6 +700,6 @@ def probe_error(exc: BaseException, settings: ConnectionSettings, *, logged_in: 
             "server's certificate)"
         ),
         host=settings.host,
-        port=settings.port,
+        port=str(settings.port),
         security=Text(security),
     )

@@ -20,6 +20,7 @@ from core import metrics
 from core.faults import crash_point
 from core.logs import ContextLogger, first_line
 from core.retry import imap_reconnect_backoff
+from core.texts import Text
 
 from . import leases, recording, services, texts
 from .admission import Admission, Grant, unlimited
@@ -127,7 +128,7 @@ class MailboxListener(threading.Thread):
 
     def _check_lease(self) -> None:
         if not self.lease_valid():
-            raise LeaseLost(texts.LEASE_NOT_RENEWED % {"mailbox": self.mailbox_id})
+            raise LeaseLost(Text(texts.LEASE_NOT_RENEWED, mailbox=str(self.mailbox_id)))
 
     def _sleep(self, seconds: float) -> None:
         """Waits, but returns at once when stopped."""
@@ -171,8 +172,11 @@ class MailboxListener(threading.Thread):
                         # reaching the fence. Not retried (the new owner records what was
                         # fetched here) and never silent: it ends as a lost lease.
                         raise LeaseLost(
-                            texts.LEASE_LOST_IN_STEP
-                            % {"mailbox": self.mailbox_id, "error": describe_error(exc, self.conn)}
+                            Text(
+                                texts.LEASE_LOST_IN_STEP,
+                                mailbox=str(self.mailbox_id),
+                                error=describe_error(exc, self.conn),
+                            )
                         ) from exc
                     if self.stopping.is_set():
                         # Asked to stop (handed over, reconfigured, shutting down) while a
@@ -291,7 +295,11 @@ class MailboxListener(threading.Thread):
                 state = session.select(self.conn.folder)
                 if state.uidvalidity != uidvalidity:
                     raise UidValidityChanged(
-                        texts.UIDVALIDITY_CHANGED % {"old": uidvalidity, "new": state.uidvalidity}
+                        Text(
+                            texts.UIDVALIDITY_CHANGED,
+                            old=str(uidvalidity),
+                            new=str(state.uidvalidity),
+                        )
                     )
 
     def _start_uid(self, session: ImapSession, state: FolderState) -> int:

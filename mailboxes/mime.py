@@ -19,6 +19,8 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 
+from core.texts import Text
+
 from . import texts
 from .exceptions import MessageRefused
 from .mimebudget import MimeBudget, check_structure, mime_budget
@@ -213,7 +215,7 @@ MAX_NOTES = 100
 def _capped(notes: list[str]) -> list[str]:
     if len(notes) <= MAX_NOTES:
         return notes
-    return [*notes[:MAX_NOTES], texts.MORE_NOTES % {"count": len(notes) - MAX_NOTES}]
+    return [*notes[:MAX_NOTES], Text(texts.MORE_NOTES, count=len(notes) - MAX_NOTES)]
 
 
 def _defect_text(defect: Exception) -> str:
@@ -241,7 +243,7 @@ def parse_message(raw: bytes, budget: MimeBudget | None = None) -> ParsedMessage
             filename = part.get_filename()
         except Exception as exc:  # undecodable RFC 2231 parameters
             parsed.warnings.append(
-                clean(texts.UNREADABLE_FILENAME % {"part": index, "error": exc}, 300)
+                Text(texts.UNREADABLE_FILENAME, part=index, error=clean(exc, 300))
             )
             filename = None
         if not filename:

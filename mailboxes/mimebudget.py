@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from core.texts import Text
+
 from . import texts
 from .exceptions import MessageRefused
 
@@ -86,9 +88,9 @@ def check_structure(raw: bytes, budget: MimeBudget) -> int:
         start, end, depth, default_type = stack.pop()
         parts += 1
         if parts > budget.max_parts:
-            raise MessageRefused(texts.TOO_MANY_PARTS % {"limit": budget.max_parts})
+            raise MessageRefused(Text(texts.TOO_MANY_PARTS, limit=budget.max_parts))
         if depth > budget.max_depth:
-            raise MessageRefused(texts.TOO_DEEP % {"limit": budget.max_depth})
+            raise MessageRefused(Text(texts.TOO_DEEP, limit=budget.max_depth))
         entity = _read_headers(raw, start, end, default_type, budget)
         if entity.content_type.startswith(b"multipart/"):
             # The parts of a digest are messages unless they say otherwise.
@@ -113,7 +115,7 @@ def _read_headers(
     pos = start
     while pos < end:
         if pos - start > budget.max_header_bytes:
-            raise MessageRefused(texts.HEADER_TOO_LARGE % {"limit": f"{budget.max_header_bytes:,}"})
+            raise MessageRefused(Text(texts.HEADER_TOO_LARGE, limit=budget.max_header_bytes))
         m = _EOL.search(raw, pos, end)
         line_end, next_pos = (m.start(), m.end()) if m else (end, end)
         if line_end == pos or not _HEADER_LINE.match(raw, pos, line_end):
@@ -126,7 +128,7 @@ def _read_headers(
             _field_done(field, entity, budget)
             fields += 1
             if fields > budget.max_header_fields:
-                raise MessageRefused(texts.TOO_MANY_FIELDS % {"limit": budget.max_header_fields})
+                raise MessageRefused(Text(texts.TOO_MANY_FIELDS, limit=budget.max_header_fields))
             field = [line]
         pos = next_pos
     _field_done(field, entity, budget)
@@ -141,12 +143,15 @@ def _field_done(lines: list[bytes], entity: _Entity, budget: MimeBudget) -> None
     name = name_match.group(1).strip().lower() if name_match else b""
     if sum(1 for _ in _ENCODED_WORD.finditer(value)) > budget.max_encoded_words:
         raise MessageRefused(
-            texts.TOO_MANY_ENCODED_WORDS
-            % {"header": _name_text(name), "limit": budget.max_encoded_words}
+            Text(
+                texts.TOO_MANY_ENCODED_WORDS,
+                header=_name_text(name),
+                limit=budget.max_encoded_words,
+            )
         )
     if value.count(b";") > budget.max_params:
         raise MessageRefused(
-            texts.TOO_MANY_PARAMS % {"header": _name_text(name), "limit": budget.max_params}
+            Text(texts.TOO_MANY_PARAMS, header=_name_text(name), limit=budget.max_params)
         )
     if name == b"content-type" and name_match is not None:
         rest = value[name_match.end() :]

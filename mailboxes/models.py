@@ -244,6 +244,9 @@ class InboundMessage(models.Model):
     claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
     next_attempt_at = models.DateTimeField(_("next attempt at"), null=True, blank=True)
     last_error = models.TextField(_("last error"), blank=True)
+    # The same as a msgid and its values (core.storedtext.Text), shown in the reader's
+    # language; last_error holds its English, for logs, the API and search.
+    last_error_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     warnings = models.JSONField(_("warnings"), default=list, blank=True)
     match_report = models.JSONField(_("match report"), default=dict, blank=True)
     received_at = models.DateTimeField(_("received at"), db_default=Now(), db_index=True)

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from core.claims import ClaimedWork, SweepResult
+from core.texts import stored
 
 from .models import InboundMessage
 
@@ -99,7 +100,7 @@ def messages_mark_failed(*, message_ids: Iterable[int], reason: str) -> int:
         status__in=[Status.RECEIVED, Status.RETRYABLE, Status.PROCESSING],
     ).update(
         status=Status.FAILED,
-        last_error=reason,
+        **stored("last_error", reason),
         claimed_by="",
         claimed_at=None,
         finished_at=Now(),

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 
 from core import metrics
 from core.faults import crash_point
+from core.texts import Text, error_text, store, stored, stored_all
 
 from . import mime, processing, sql, texts
 from .exceptions import UidValidityChanged
@@ -135,15 +136,16 @@ def _build_record(
         raw = None  # the server's RFC822.SIZE understated the message
     if raw is None:
         record.status = Status.REJECTED
-        record.last_error = texts.MESSAGE_TOO_LARGE % {
-            "size": max(item.size, len(item.raw or b"")),
-            "limit": limit,
-        }
+        store(
+            record,
+            "last_error",
+            Text(texts.MESSAGE_TOO_LARGE, size=max(item.size, len(item.raw or b"")), limit=limit),
+        )
         record.finished_at = None
     else:
         record.raw = raw
         record.sha256 = hashlib.sha256(raw).hexdigest()
-    record.warnings = warnings
+    record.warnings = stored_all(warnings)
     record.dedup_key = dedup_key(
         mailbox_id=mailbox_id,
         message_id=fields.message_id,
@@ -166,7 +168,7 @@ def _unreadable_record(
         uid=item.uid,
         size=item.size,
         status=Status.REJECTED,
-        last_error=(texts.NOT_RECORDED % {"error": f"{type(error).__name__}: {error}"})[:2000],
+        **stored("last_error", Text(texts.NOT_RECORDED, error=error_text(error))),
         dedup_key=dedup_key(
             mailbox_id=mailbox_id,
             message_id="",
@@ -222,8 +224,11 @@ def messages_record(
         )
         if checkpoint.uidvalidity != uidvalidity:
             raise UidValidityChanged(
-                texts.UIDVALIDITY_MISMATCH
-                % {"checkpoint": checkpoint.uidvalidity, "server": uidvalidity}
+                Text(
+                    texts.UIDVALIDITY_MISMATCH,
+                    checkpoint=str(checkpoint.uidvalidity),
+                    server=str(uidvalidity),
+                )
             )
         fresh = [(item, record) for item, record in built if item.uid > checkpoint.last_uid]
         records = [record for _item, record in fresh]
@@ -284,7 +289,7 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
     for record in records:
         first = seen.get(record.dedup_key)
         if first is None:
-            seen[record.dedup_key] = (texts.FIRST_BY_UID % {"uid": record.uid}, record.sha256)
+            seen[record.dedup_key] = (Text(texts.FIRST_BY_UID, uid=str(record.uid)), record.sha256)
             kept.append(record)
             continue
         first_ref, first_sha = first
@@ -300,13 +305,14 @@ def _drop_duplicates(records: list[InboundMessage]) -> list[InboundMessage]:
         conflict = _conflict_key(record.dedup_key, record.sha256)
         if conflict in seen or InboundMessage.objects.filter(dedup_key=conflict).exists():
             continue
-        seen[conflict] = (texts.FIRST_BY_UID % {"uid": record.uid}, record.sha256)
+        seen[conflict] = (Text(texts.FIRST_BY_UID, uid=str(record.uid)), record.sha256)
         record.dedup_key = conflict
         record.status = Status.REJECTED
-        record.last_error = texts.DUPLICATE_MESSAGE_ID % {
-            "message_id": record.message_id,
-            "first": first_ref,
-        }
+        store(
+            record,
+            "last_error",
+            Text(texts.DUPLICATE_MESSAGE_ID, message_id=record.message_id, first=str(first_ref)),
+        )
         kept.append(record)
     return kept
 

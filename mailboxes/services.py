@@ -13,11 +13,11 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from core.dbtime import db_now_minus
+from core.texts import stored, text_of
 
 from .exceptions import ImapError
 from .imap import ConnectionSettings, probe_connection
 from .models import Mailbox
-from .texts import as_json, text_of
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,7 @@ def mailbox_report_error(*, mailbox_id: int, error: str) -> None:
     """Records ``error`` (``imap.describe_error``'s line: a ``texts.Text`` is kept
     translatable too) as the mailbox's last error."""
     Mailbox.objects.filter(pk=mailbox_id).update(
-        last_error=str(error)[:2000],
-        last_error_text=as_json(error) if len(error) <= 2000 else {},
+        **stored("last_error", error, limit=2000),
         last_error_at=Now(),
     )
 
@@ -113,8 +112,7 @@ def mailbox_test_run(*, mailbox_id: int) -> bool | None:
     ).update(
         test_finished_at=Now(),
         test_succeeded=succeeded,
-        test_result=str(result)[:2000],
-        test_result_text=as_json(result) if len(result) <= 2000 else {},
+        **stored("test_result", result, limit=2000),
     )
     extra = {"action": "connection_tested", "mailbox_id": mailbox_id, "mailbox_name": mailbox.name}
     if not written:

@@ -1,22 +1,14 @@
-"""Sentences for operators that mailboxes logs and stores in English and the admin shows
-in the reader's language (the engine is core.texts; this module holds this app's
-templates and registers them on import, which MailboxesConfig.ready does).
-
-A connection test's result and a mailbox's last error are ``Text``s, kept as JSON beside
-the English (``as_json``); a message's reasons and warnings (``InboundMessage.last_error``,
-``warnings``) are English made from the templates below, recognised when shown. A value
-that is foreign text (a server's reply, a library's exception) stays as it is inside the
-translated sentence.
+"""The sentences mailboxes stores for operators (a message's reasons and warnings), as
+msgids: each is stored as a ``Text`` (a msgid and its values) and said in the reader's
+language by core.texts where it is shown. A value that is foreign text (a server's reply,
+a library's exception) stays as it is inside the translated sentence.
 """
 
 from __future__ import annotations
 
-from django.utils.translation import gettext_noop
+from core.texts import Text, as_json, gettext_noop, shown, text_of, translated, translated_all
 
-from core import texts as core_texts
-from core.texts import Text, as_json, text_of, translated, translated_all
-
-__all__ = ["Text", "as_json", "text_of", "translated", "translated_all"]
+__all__ = ["Text", "as_json", "shown", "text_of", "translated", "translated_all"]
 
 # recording.py: a message refused before it is processed.
 MESSAGE_TOO_LARGE = gettext_noop(
@@ -60,30 +52,3 @@ LEASE_LOST_IN_STEP = gettext_noop(
 )
 UIDVALIDITY_CHANGED = gettext_noop("UIDVALIDITY changed from %(old)s to %(new)s")
 UIDVALIDITY_MISMATCH = gettext_noop("checkpoint has UIDVALIDITY %(checkpoint)s, server %(server)s")
-
-TEMPLATES = (
-    MESSAGE_TOO_LARGE,
-    NOT_RECORDED,
-    DUPLICATE_MESSAGE_ID,
-    FIRST_BY_UID,
-    NO_MESSAGE_ID_HASHED,
-    NO_MESSAGE_ID,
-    MORE_NOTES,
-    UNREADABLE_FILENAME,
-    NESTED_TOO_DEEP,
-    TOO_MANY_PARTS,
-    TOO_DEEP,
-    HEADER_TOO_LARGE,
-    TOO_MANY_FIELDS,
-    TOO_MANY_ENCODED_WORDS,
-    TOO_MANY_PARAMS,
-    LEASE_NOT_RENEWED,
-    LEASE_LOST_IN_STEP,
-    UIDVALIDITY_CHANGED,
-    UIDVALIDITY_MISMATCH,
-)
-
-# A UID, a mailbox's id and a UIDVALIDITY are names, not amounts.
-core_texts.register(
-    TEMPLATES, verbatim=("uid", "mailbox", "old", "new", "checkpoint", "server", "first")
-)

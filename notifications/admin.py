@@ -17,7 +17,7 @@ from core.adminutils import (
     truncated,
     when,
 )
-from core.texts import translated
+from core.texts import Text, shown, translated
 from outbox.models import OutboxEvent
 from pricefeed.imports.outcome import FINAL
 from pricefeed.models import PriceImport
@@ -143,13 +143,18 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def short_error(self, obj: Notification) -> str:
         # The mail's own error, or why its event was given up (by an operator, or for
         # want of a handler) when the mail has none.
-        error = obj.last_error or annotated(obj, "send_error") or ""
-        return truncated(translated(error), width="m", error=True)
+        error = (
+            shown(obj, "last_error")
+            or translated(annotated(obj, "send_error_text"))
+            or annotated(obj, "send_error")
+            or ""
+        )
+        return truncated(error, width="m", error=True)
 
     @admin.display(description=_("last error"))
     def error_text(self, obj: Notification) -> str:
-        """The stored (English) reason in the reader's language."""
-        return translated(obj.last_error) or EMPTY
+        """The stored reason in the reader's language."""
+        return shown(obj, "last_error") or EMPTY
 
     @admin.display(description=_("about"))
     def about(self, obj: Notification) -> str:
@@ -223,7 +228,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         ids = list(queryset.values_list("pk", flat=True))
         moved = retries.notifications_give_up(
             notification_ids=ids,
-            reason=texts.GIVEN_UP_BY % {"user": request.user.get_username()},
+            reason=Text(texts.GIVEN_UP_BY, user=request.user.get_username()),
         )
         self._report(
             request,

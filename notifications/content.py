@@ -8,17 +8,18 @@ mail under ``translation.override``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.urls import reverse
 from django.utils.translation import gettext
 
-from core.texts import translated
+from core.texts import Text, as_json, foreign, shown, translated
 from pricefeed.models import PriceImport, PriceListConfig
+from pricefeed.parsing import messages as parsing_messages
 
 # How much of a diff a mail shows: SKUs added and removed, and price changes.
 SKUS_SHOWN = 5
@@ -34,25 +35,35 @@ def file_name(price_import: PriceImport) -> str:
     return key.split("/", 1)[1] if "/" in key else key
 
 
-# Errors made while unpacking say "attachment" where the file itself is meant:
-# "archive 'attachment': …", "gzip 'attachment': …", "unsupported archive: rar
-# (attachment)", "attachment is 31,457,280 bytes, more than 30 MiB".
-_THE_ATTACHMENT = re.compile(r"(?<=')attachment(?=')|(?<=\()attachment(?=\))|^attachment\b")
+def _named(stored: Any, name: str) -> Any:
+    """A stored text (core.storedtext) whose "attachment" names the file instead, as
+    errors made while unpacking say where the file itself is meant: "archive
+    'attachment': …", "unsupported archive: rar (attachment)", "attachment is 31,457,280
+    bytes, more than 30 MiB"."""
+    if not isinstance(stored, dict):
+        return stored
+    if stored.get("text") == parsing_messages.ATTACHMENT:
+        return as_json(foreign(name))
+    if stored.get("text") == parsing_messages.ATTACHMENT_ARCHIVE:
+        return Text(parsing_messages.ARCHIVE, path=name).as_json()
+    params = stored.get("params")
+    if not isinstance(params, dict):
+        return stored
+    return {**stored, "params": {key: _named(value, name) for key, value in params.items()}}
 
 
 def reason(price_import: PriceImport) -> str:
     """Why an import failed, naming its file where the error says "attachment", or why
-    it is held for review, in the active language (the mail's: the stored reason is
-    English, core.texts)."""
+    it is held for review, in the active language (the mail's)."""
     if price_import.review == PriceImport.Review.HELD:
         return gettext(
             "held for review, not current yet: %(why)s. Until an operator approves it, "
             "the previous prices stay current."
-        ) % {"why": translated(price_import.review_reason)}
+        ) % {"why": shown(price_import, "review_reason")}
     if not price_import.last_error:
         return ""
-    name = file_name(price_import)
-    return translated(_THE_ATTACHMENT.sub(lambda _: name, price_import.last_error))
+    named = _named(price_import.last_error_text, file_name(price_import))
+    return translated(named) or price_import.last_error
 
 
 def row_errors(errors: list[dict]) -> list[dict]:

@@ -136,6 +136,9 @@ class Notification(models.Model):
     message_id = models.CharField(_("Message-ID"), max_length=255, blank=True)
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     last_error = models.TextField(_("last error"), blank=True)
+    # The same as a msgid and its values (core.storedtext.Text), shown in the reader's
+    # language; last_error holds its English, for logs, the API and search.
+    last_error_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     created_at = models.DateTimeField(pgettext_lazy("notification", "created"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("notification", "sent"), null=True, blank=True)
     # The outbox event that delivers it (a digest's delivers several): set in the

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
+from core.texts import stored
 from outbox import services as outbox
 from outbox.models import OutboxEvent
 
@@ -82,6 +83,6 @@ def notifications_give_up(*, notification_ids: Iterable[int], reason: str) -> in
     ).values_list("id", flat=True)
     delivered = _delivered(events, given_up)
     Notification.objects.filter(pk__in=delivered, status=Notification.Status.PENDING).update(
-        status=Notification.Status.FAILED, last_error=reason
+        status=Notification.Status.FAILED, **stored("last_error", reason)
     )
     return len(selected & delivered)

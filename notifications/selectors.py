@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models import Count, JSONField, OuterRef, QuerySet, Subquery
 
 from outbox.models import OutboxEvent
 
@@ -26,13 +26,15 @@ def notifications_by_status() -> dict[str, int]:
 
 def notifications_with_send_event(rows: QuerySet[Notification]) -> QuerySet[Notification]:
     """``rows`` with the status (``send_status``), the next attempt
-    (``send_next_attempt_at``) and the last error (``send_error``) of the send event that
-    delivers each: in the same query, one primary-key lookup each."""
+    (``send_next_attempt_at``) and the last error (``send_error``, its stored form
+    ``send_error_text``) of the send event that delivers each: in the same query, one
+    primary-key lookup each."""
     event = OutboxEvent.objects.filter(pk=OuterRef("send_event"))
     return rows.annotate(
         send_status=Subquery(event.values("status")[:1]),
         send_next_attempt_at=Subquery(event.values("next_attempt_at")[:1]),
         send_error=Subquery(event.values("last_error")[:1]),
+        send_error_text=Subquery(event.values("last_error_text")[:1], output_field=JSONField()),
     )
 
 

@@ -44,7 +44,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from core import metrics
 from core.faults import crash_point
 from core.retry import outbox_retry_policy
-from core.texts import error_text
+from core.texts import error_text, stored
 from outbox.models import OutboxEvent
 from outbox.services import publish
 from pricefeed.imports.outcome import FINAL
@@ -600,7 +600,7 @@ def _mark_sent(
         before, after = _message_id_parts(kind, domain)
         marked = Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
             message_id=Concat(Value(before), Cast("pk", output_field=CharField()), Value(after)),
-            last_error="",
+            **stored("last_error", ""),
             **sent,
         )
         metrics.NOTIFICATIONS_SENT.inc(marked)
@@ -609,7 +609,11 @@ def _mark_sent(
             continue
         marked = Notification.objects.filter(
             pk__in=[n.pk for n in covered[event_id]], status=Status.PENDING
-        ).update(message_id=message_id(kind, min(wanted[event_id]), domain), last_error="", **sent)
+        ).update(
+            message_id=message_id(kind, min(wanted[event_id]), domain),
+            **stored("last_error", ""),
+            **sent,
+        )
         metrics.NOTIFICATIONS_SENT.inc(marked)
 
 
@@ -628,7 +632,7 @@ def _record_failures(
         given_up = attempts[event_id] >= last_attempt
         marked = Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
             attempts=F("attempts") + 1,
-            last_error=error_text(error)[:2000],
+            **stored("last_error", error_text(error), limit=2000),
             **({"status": Status.FAILED} if given_up else {}),
         )
         metrics.NOTIFICATION_SEND_ERRORS.inc(marked)

@@ -1,6 +1,6 @@
-"""The reasons notifications stores in English (a notification's and its send event's
-``last_error``), shown in the reader's language by core.texts. Registered on import,
-which NotificationsConfig.ready does.
+"""The reasons notifications stores (a notification's and its send event's ``last_error``),
+as msgids said in the reader's language by core.texts. ``smtp_error`` is registered on
+import, which NotificationsConfig.ready does.
 
 An SMTP server's refusal is said as a sentence of ours around the server's own reply
 (its code and text, foreign text kept as it is): ``smtp_error``, which core.texts's
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import smtplib
 
-from django.utils.translation import gettext_noop
-
 from core import texts
+from core.texts import Text, gettext_noop
 
 RECIPIENT_REFUSED = gettext_noop(
     "the SMTP server refused the recipient %(recipient)s (%(code)s %(reply)s)"
@@ -29,35 +28,24 @@ SMTP_ERROR = gettext_noop("SMTP error: %(reply)s")
 # An operator's action (the admin's), stored in English with the user's name.
 GIVEN_UP_BY = gettext_noop("given up by %(user)s")
 
-TEMPLATES = (
-    RECIPIENT_REFUSED,
-    SENDER_REFUSED,
-    DATA_REFUSED,
-    LOGIN_REFUSED,
-    CONNECT_REFUSED,
-    SERVER_ANSWERED,
-    DISCONNECTED,
-    SMTP_ERROR,
-    GIVEN_UP_BY,
-)
-
 
 def _reply(reply: bytes | str) -> str:
     text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
     return " ".join(text.split())
 
 
-def smtp_error(error: BaseException) -> str:
-    """An smtplib exception as the English sentence stored for it."""
+def smtp_error(error: BaseException) -> Text:
+    """An smtplib exception as the text stored for it."""
     if isinstance(error, smtplib.SMTPRecipientsRefused) and error.recipients:
         recipient, (code, reply) = next(iter(error.recipients.items()))
-        return RECIPIENT_REFUSED % {"recipient": recipient, "code": code, "reply": _reply(reply)}
+        return Text(RECIPIENT_REFUSED, recipient=recipient, code=str(code), reply=_reply(reply))
     if isinstance(error, smtplib.SMTPSenderRefused):
-        return SENDER_REFUSED % {
-            "sender": error.sender,
-            "code": error.smtp_code,
-            "reply": _reply(error.smtp_error),
-        }
+        return Text(
+            SENDER_REFUSED,
+            sender=error.sender,
+            code=str(error.smtp_code),
+            reply=_reply(error.smtp_error),
+        )
     for kind, template in (
         (smtplib.SMTPDataError, DATA_REFUSED),
         (smtplib.SMTPAuthenticationError, LOGIN_REFUSED),
@@ -65,11 +53,10 @@ def smtp_error(error: BaseException) -> str:
         (smtplib.SMTPResponseException, SERVER_ANSWERED),
     ):
         if isinstance(error, kind):
-            return template % {"code": error.smtp_code, "reply": _reply(error.smtp_error)}
+            return Text(template, code=str(error.smtp_code), reply=_reply(error.smtp_error))
     if isinstance(error, smtplib.SMTPServerDisconnected):
-        return DISCONNECTED % {"reply": _reply(str(error)) or "-"}
-    return SMTP_ERROR % {"reply": _reply(str(error))}
+        return Text(DISCONNECTED, reply=_reply(str(error)) or "-")
+    return Text(SMTP_ERROR, reply=_reply(str(error)))
 
 
-texts.register(TEMPLATES, verbatim=("code",))
 texts.register_error(smtplib.SMTPException, smtp_error)

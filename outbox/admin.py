@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import AuditAdminMixin, due, truncated, when
 from core.claims import MARKED_FAILED_BY
-from core.texts import translated
+from core.texts import Text, shown
 
 from . import selectors, services
 from .models import OutboxEvent
@@ -119,12 +119,12 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("last error"))
     def short_error(self, obj: OutboxEvent) -> str:
-        return truncated(translated(obj.last_error), width="m", error=True)
+        return truncated(shown(obj, "last_error"), width="m", error=True)
 
     @admin.display(description=_("last error"))
     def error_text(self, obj: OutboxEvent) -> str:
-        """The stored (English) reason in the reader's language."""
-        return translated(obj.last_error) or "—"
+        """The stored reason in the reader's language."""
+        return shown(obj, "last_error") or "—"
 
     def has_change_permission(self, request, obj=None):
         return False
@@ -173,7 +173,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
     def mark_failed(self, request, queryset):
         moved = services.events_mark_failed(
             event_ids=queryset.values_list("id", flat=True),
-            reason=MARKED_FAILED_BY % {"user": request.user.get_username()},
+            reason=Text(MARKED_FAILED_BY, user=request.user.get_username()),
         )
         self._report(
             request,

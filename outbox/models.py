@@ -55,6 +55,9 @@ class OutboxEvent(models.Model):
         pgettext_lazy("outbox event", "claimed at"), null=True, blank=True
     )
     last_error = models.TextField(_("last error"), blank=True)
+    # The same as a msgid and its values (core.storedtext.Text), shown in the reader's
+    # language; last_error holds its English, for logs, the API and search.
+    last_error_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     created_at = models.DateTimeField(pgettext_lazy("outbox event", "created at"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("outbox event", "sent at"), null=True, blank=True)
     finished_at = models.DateTimeField(

@@ -27,11 +27,10 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import signals
 from django.db.models.base import ModelState
 from django.db.models.functions import Now
-from django.utils.translation import gettext_noop
 
-from core import texts
 from core.claims import ClaimedWork
 from core.retry import outbox_retry_policy
+from core.texts import Text, gettext_noop, stored
 
 from . import sql
 from .exceptions import NotInTransaction
@@ -41,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 # An event's reasons, stored in English and shown translated (core.texts).
 NO_HANDLER = gettext_noop("no handler for %(kind)s")
-texts.register((NO_HANDLER,))
 
 Status = OutboxEvent.Status
 CHANNEL = "pricefeed_outbox"
@@ -297,7 +295,7 @@ def _deliver(
                 event_fail(
                     event_id=event.id,
                     dispatcher=dispatcher,
-                    reason=NO_HANDLER % {"kind": repr(kind)},
+                    reason=Text(NO_HANDLER, kind=repr(kind)),
                 )
                 counts["failed"] += 1
             continue
@@ -338,5 +336,5 @@ def events_requeue(*, event_ids: Iterable[uuid.UUID]) -> int:
 def events_mark_failed(*, event_ids: Iterable[uuid.UUID], reason: str) -> int:
     """Operator action: NEW events are given up (a claimed one is left to its worker)."""
     return OutboxEvent.objects.filter(id__in=list(event_ids), status=Status.NEW).update(
-        status=Status.FAILED, last_error=reason, finished_at=Now()
+        status=Status.FAILED, **stored("last_error", reason), finished_at=Now()
     )

@@ -79,7 +79,7 @@ def _mark_sent(where: str) -> str:
     return f"""
     UPDATE {_TABLE}
     SET status = {_SENT}, sent_at = statement_timestamp(), finished_at = statement_timestamp(),
-        claimed_by = '', claimed_at = NULL, last_error = ''
+        claimed_by = '', claimed_at = NULL, last_error = '', last_error_text = '{{}}'::jsonb
     WHERE {where} AND status = {_PROCESSING} AND claimed_by = %s
 """
 

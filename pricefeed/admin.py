@@ -5,7 +5,7 @@ from typing import cast
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, F, OuterRef, Q
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KT, KeyTransform
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -38,7 +38,7 @@ from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
 from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
 from .selectors import overdue_configs, overdue_period, with_last_arrival
-from .texts import translated, translated_all
+from .texts import shown, text_of, translated
 
 PREVIEW_ROWS = 20
 Status = PriceImport.Status
@@ -348,7 +348,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
                 # A PARTIAL import's reason is its first row error: read in SQL, so the
                 # list loads no import's whole list of them.
                 first_error_row=KT("errors__0__row"),
-                first_error=KT("errors__0__error"),
+                first_error=KeyTransform("error", KeyTransform("0", "errors")),
             )
         )
 
@@ -388,7 +388,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             return format_html(
                 '<span class="pf-error">{}</span>: {}',
                 label(obj, "review"),
-                translated(obj.review_reason),
+                shown(obj, "review_reason"),
             )
         if obj.review:
             return label(obj, "review")
@@ -434,12 +434,12 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
                     "error": translated(first),
                 }
             return truncated(text, width="m", error=True)
-        return truncated(translated(obj.last_error), width="m", error=obj.status == Status.FAILED)
+        return truncated(shown(obj, "last_error"), width="m", error=obj.status == Status.FAILED)
 
     @admin.display(description=_("last error"))
     def error(self, obj: PriceImport) -> str:
-        """The last error in the active language where it is known (stored in English)."""
-        return translated(obj.last_error) or EMPTY
+        """The last error in the reader's language."""
+        return shown(obj, "last_error") or EMPTY
 
     @admin.display(description=_("duration"), ordering="run_time")
     def duration(self, obj: PriceImport) -> str:
@@ -639,7 +639,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             try:
                 decide(import_id=import_id, user=request.user.get_username())
             except catalogue.ReviewRefused as refused:
-                self.message_user(request, translated(str(refused)), messages.WARNING)
+                self.message_user(request, translated(text_of(refused)), messages.WARNING)
             else:
                 count += 1
         return count
@@ -819,17 +819,6 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
         }
         return super().get_queryset(request).annotate(n_imports=Count("imports"), **counts)
 
-    @admin.display(description=_("match report"))
-    def report(self, obj: InboundMessage) -> str:
-        """The match report, its reasons and note in the active language (they are
-        stored in English: pricefeed.texts)."""
-        stored = obj.match_report
-        obj.match_report = _translated_report(stored)
-        try:
-            return super().report(obj)
-        finally:
-            obj.match_report = stored
-
     @admin.display(description=_("imports"), ordering="n_imports")
     def imports_outcome(self, obj: InboundMessage) -> str:
         """``2 ok, 1 failed, 1 partial``; failed and partial in red."""
@@ -840,9 +829,9 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
             "waiting": gettext("%(count)d waiting"),
         }
         parts = []
-        for name, text_of in labels.items():
+        for name, template in labels.items():
             if count := annotated(obj, f"n_{name}"):
-                text = text_of % {"count": count}
+                text = template % {"count": count}
                 trouble = name in ("failed", "partial")
                 parts.append(
                     format_html('<span class="pf-error">{}</span>', text) if trouble else text
@@ -855,19 +844,3 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
             ", ".join(strip_tags(p) for p in parts),
             format_html_join(", ", "{}", ((p,) for p in parts)),
         )
-
-
-def _translated_report(report: dict) -> dict:
-    """A copy of a match report whose configs' reasons and note are translated."""
-    if not report:
-        return report
-    translated_report = {
-        **report,
-        "configs": [
-            {**c, "reasons": translated_all(c.get("reasons", []))}
-            for c in report.get("configs", [])
-        ],
-    }
-    if "note" in report:
-        translated_report["note"] = translated(report["note"])
-    return translated_report

@@ -30,7 +30,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
-from django.utils.translation import gettext_noop
+
+from core.texts import Text, gettext_noop
 
 from . import sql
 from .models import CatalogueEntry, PriceImport, PriceListConfig, item_key
@@ -56,7 +57,6 @@ HOLD_SHRINKS = gettext_noop(
     "it has %(rows)s items against %(current)s current (%(share)s%% fewer), more than "
     "the %(limit)s%% allowed"
 )
-REASONS = (HOLD_REMOVES, HOLD_SHRINKS)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -177,20 +177,22 @@ def hold_reason(config: PriceListConfig, *, rows_ok: int, removed: int, current:
     if config.mode != PriceListConfig.Mode.SNAPSHOT or current < HOLD_MIN_CURRENT:
         return ""
     if config.hold_removed_percent < 100 and removed * 100 > config.hold_removed_percent * current:
-        return HOLD_REMOVES % {
-            "removed": removed,
-            "current": current,
-            "share": round(removed * 100 / current),
-            "limit": config.hold_removed_percent,
-        }
+        return Text(
+            HOLD_REMOVES,
+            removed=removed,
+            current=current,
+            share=round(removed * 100 / current),
+            limit=config.hold_removed_percent,
+        )
     shrink = current - rows_ok
     if config.hold_shrink_percent < 100 and shrink * 100 > config.hold_shrink_percent * current:
-        return HOLD_SHRINKS % {
-            "rows": rows_ok,
-            "current": current,
-            "share": round(shrink * 100 / current),
-            "limit": config.hold_shrink_percent,
-        }
+        return Text(
+            HOLD_SHRINKS,
+            rows=rows_ok,
+            current=current,
+            share=round(shrink * 100 / current),
+            limit=config.hold_shrink_percent,
+        )
     return ""
 
 
@@ -455,7 +457,7 @@ def import_approve(*, import_id: int, user: str) -> None:
         at = config_lock(price_import.config_id)
         price_import.refresh_from_db()
         if price_import.review != Review.HELD:
-            raise ReviewRefused(NOT_HELD % {"id": import_id})
+            raise ReviewRefused(Text(NOT_HELD, id=str(import_id)))
         later = (
             PriceImport.objects.filter(
                 config_id=price_import.config_id,
@@ -467,7 +469,7 @@ def import_approve(*, import_id: int, user: str) -> None:
         )
         if later is not None:
             raise ReviewRefused(
-                LATER_IS_CURRENT % {"config": price_import.config.name, "later": later.pk}
+                Text(LATER_IS_CURRENT, config=price_import.config.name, later=later.pk)
             )
         info = price_import.parse_info or {}
         rows = StoredRows(repeated_skus=info.get("repeated_skus") is not False)
@@ -485,4 +487,4 @@ def import_reject(*, import_id: int, user: str) -> None:
             review=Review.REJECTED, reviewed_by=user, reviewed_at=timezone.now()
         )
         if not updated:
-            raise ReviewRefused(NOT_HELD % {"id": import_id})
+            raise ReviewRefused(Text(NOT_HELD, id=str(import_id)))

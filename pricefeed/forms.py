@@ -15,7 +15,7 @@ from .limits import file_size_problem
 from .matching import compile_pattern
 from .models import PriceListConfig
 from .schedule import ISO_WEEKDAYS, zone_problem
-from .texts import translated
+from .texts import text_of, translated
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")
 # Two Latin letters are a column (AA..ZZ) or a short header ("ID", "No"): the parser
@@ -68,7 +68,7 @@ class PriceListConfigForm(forms.ModelForm):
         try:
             compile_pattern(value)
         except PatternError as exc:
-            raise forms.ValidationError(translated(str(exc))) from None
+            raise forms.ValidationError(translated(text_of(exc))) from None
         return value
 
     def clean_sender_pattern(self) -> str:

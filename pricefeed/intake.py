@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
-from django.utils.translation import gettext_noop
 
 from core.budget import cpu_budget
+from core.texts import Text, as_json, gettext_noop, stored, stored_all, text_of
 from mailboxes import authresults, mime
 from mailboxes.exceptions import MessageRefused
 from mailboxes.mimebudget import mime_budget
@@ -49,14 +49,6 @@ OUT_OF_MEMORY = gettext_noop(
 )
 REFUSED = gettext_noop("refused: %(reason)s")
 MALFORMED_MIME = gettext_noop("malformed MIME: %(defects)s")
-REASONS = (
-    NO_ENABLED_CONFIGS,
-    TOO_MANY_FILES,
-    OVER_CPU_TIME,
-    OUT_OF_MEMORY,
-    REFUSED,
-    MALFORMED_MIME,
-)
 
 Status = InboundMessage.Status
 
@@ -95,7 +87,7 @@ def attachments_inspect(
             except parsing.TooManyFiles:
                 raise MessageRefused(_too_many_files(max_files)) from None
             except parsing.ParseError as exc:
-                attachment = dataclasses.replace(attachment, archive_error=str(exc))
+                attachment = dataclasses.replace(attachment, archive_error=text_of(exc))
             else:
                 files += len(members)
                 attachment = dataclasses.replace(
@@ -110,7 +102,7 @@ def attachments_inspect(
 
 
 def _too_many_files(limit: int) -> str:
-    return TOO_MANY_FILES % {"limit": limit}
+    return Text(TOO_MANY_FILES, limit=limit)
 
 
 def message_process(*, message_id: int, worker: str) -> str | None:
@@ -135,7 +127,7 @@ def _reject(*, message_id: int, worker: str, reason: str, report: dict) -> str:
         message_id=message_id,
         worker=worker,
         status=Status.REJECTED,
-        last_error=reason,
+        **stored("last_error", reason),
         match_report=report,
     )
     logger.warning(
@@ -153,7 +145,7 @@ def _read(raw: bytes) -> tuple[mime.ParsedMessage, list[matching.Attachment]]:
     budget = mime_budget()
 
     def over_time() -> MessageRefused:
-        return MessageRefused(OVER_CPU_TIME % {"seconds": f"{budget.max_cpu_seconds:g}"})
+        return MessageRefused(Text(OVER_CPU_TIME, seconds=f"{budget.max_cpu_seconds:g}"))
 
     try:
         with cpu_budget(budget.max_cpu_seconds, over_time):
@@ -176,15 +168,18 @@ def _process(message_id: int, worker: str, started: list[tuple[int, int]]) -> st
         return _reject(
             message_id=message_id,
             worker=worker,
-            reason=REFUSED % {"reason": exc},
-            report={"refused": str(exc)},
+            reason=Text(REFUSED, reason=text_of(exc)),
+            report={"refused": as_json(text_of(exc))},
         )
     if parsed.structural_defects:
         return _reject(
             message_id=message_id,
             worker=worker,
-            reason=MALFORMED_MIME % {"defects": "; ".join(sorted(set(parsed.structural_defects)))},
-            report={"defects": parsed.structural_defects, "warnings": parsed.warnings},
+            reason=Text(MALFORMED_MIME, defects="; ".join(sorted(set(parsed.structural_defects)))),
+            report={
+                "defects": stored_all(parsed.structural_defects),
+                "warnings": stored_all(parsed.warnings),
+            },
         )
     # Judged at every processing, with the authserv-ids configured now: a message
     # reprocessed after PRICEFEED_AUTHSERV_IDS changed is judged anew.
@@ -215,9 +210,9 @@ def _process(message_id: int, worker: str, started: list[tuple[int, int]]) -> st
         for c in configs
     ]
     results = matching.evaluate_all(rules, envelope)
-    report = matching.report(envelope, results, warnings=parsed.warnings)
+    report = matching.report(envelope, results, warnings=stored_all(parsed.warnings))
     if not configs:
-        report["note"] = NO_ENABLED_CONFIGS
+        report["note"] = as_json(NO_ENABLED_CONFIGS)
     matched = [(r.config_id, key) for r in results if r.matched for key in r.attachments]
     by_key = {a.key: a for a in attachments}
     status = Status.DONE if matched else Status.IGNORED

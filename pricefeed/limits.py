@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import fields
 
 from django.conf import settings
-from django.utils.translation import gettext_noop
+
+from core.texts import Text, gettext_noop
 
 from . import parsing
 
@@ -32,9 +33,7 @@ def file_size_problem(size: int) -> str | None:
     None; for callers that know the size before they hold the bytes (uploads)."""
     limit = parse_limits().max_file_bytes
     if size > limit:
-        return FILE_TOO_LARGE % {
-            "size": f"{size:,}",
-            "limit": f"{limit:,}",
-            "setting": parsing.limit_name("max_file_bytes"),
-        }
+        return Text(
+            FILE_TOO_LARGE, size=size, limit=limit, setting=parsing.limit_name("max_file_bytes")
+        )
     return None

@@ -21,8 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
-from django.utils.translation import gettext_noop
-
+from core.texts import Text, as_json, gettext_noop, stored_all
 from mailboxes.authresults import SenderVerdict
 
 from .exceptions import PatternError
@@ -45,18 +44,6 @@ NOT_AUTHENTICATED_RECORDED = gettext_noop("sender not authenticated (recorded on
 NOT_CHECKED = gettext_noop("the message's sender was not checked")
 # A count: translated with ngettext (pricefeed.texts).
 MATCHED_FILES = "matched %(count)s file(s)"
-REASONS = (
-    SENDER_MISMATCH,
-    SUBJECT_MISMATCH,
-    NO_ATTACHMENTS,
-    NO_FILE_MATCHES,
-    INVALID_PATTERN,
-    INVALID_REGEX,
-    NOT_AUTHENTICATED,
-    AUTHENTICATED,
-    NOT_AUTHENTICATED_RECORDED,
-    NOT_CHECKED,
-)
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str] | None:
@@ -68,7 +55,7 @@ def compile_pattern(pattern: str) -> re.Pattern[str] | None:
         try:
             return re.compile(pattern[len(REGEX_PREFIX) :], re.IGNORECASE)
         except re.error as exc:
-            raise PatternError(INVALID_REGEX % {"error": exc}) from None
+            raise PatternError(Text(INVALID_REGEX, error=exc)) from None
     # fnmatch.translate anchors at the end; match() anchors at the start.
     return re.compile(fnmatch.translate(pattern), re.IGNORECASE)
 
@@ -179,16 +166,19 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
     try:
         if not _check(rule.sender_pattern, envelope.sender):
             result.reasons.append(
-                SENDER_MISMATCH
-                % {
-                    "sender": repr(envelope.sender or "(none)"),
-                    "pattern": repr(rule.sender_pattern),
-                }
+                Text(
+                    SENDER_MISMATCH,
+                    sender=repr(envelope.sender or "(none)"),
+                    pattern=repr(rule.sender_pattern),
+                )
             )
         if not _check(rule.subject_pattern, envelope.subject):
             result.reasons.append(
-                SUBJECT_MISMATCH
-                % {"subject": repr(envelope.subject), "pattern": repr(rule.subject_pattern)}
+                Text(
+                    SUBJECT_MISMATCH,
+                    subject=repr(envelope.subject),
+                    pattern=repr(rule.subject_pattern),
+                )
             )
         if not envelope.attachments:
             result.reasons.append(NO_ATTACHMENTS)
@@ -204,25 +194,25 @@ def evaluate(rule: Rule, envelope: Envelope) -> RuleResult:
                     for a in envelope.attachments
                 )
                 result.reasons.append(
-                    NO_FILE_MATCHES % {"pattern": repr(rule.filename_pattern), "attachments": names}
+                    Text(NO_FILE_MATCHES, pattern=repr(rule.filename_pattern), attachments=names)
                 )
     except PatternError as exc:
-        result.reasons.append(INVALID_PATTERN % {"error": exc})
+        result.reasons.append(Text(INVALID_PATTERN, error=exc))
         result.attachments = []
     verdict = envelope.sender_auth
     authenticated = verdict is not None and verdict.authenticated
     if rule.sender_auth == REQUIRE and not authenticated:
-        result.reasons.append(NOT_AUTHENTICATED % {"why": _why(verdict)})
+        result.reasons.append(Text(NOT_AUTHENTICATED, why=_why(verdict)))
     result.matched = not result.reasons
     if not result.matched:
         result.attachments = []
         return result
-    result.reasons.append(MATCHED_FILES % {"count": len(result.attachments)})
+    result.reasons.append(Text(MATCHED_FILES, count=len(result.attachments)))
     if verdict is not None and verdict.checked and rule.sender_auth in (RECORD, REQUIRE):
         if authenticated:
-            result.reasons.append(AUTHENTICATED % {"why": verdict.reason})
+            result.reasons.append(Text(AUTHENTICATED, why=verdict.reason))
         else:
-            result.reasons.append(NOT_AUTHENTICATED_RECORDED % {"why": verdict.reason})
+            result.reasons.append(Text(NOT_AUTHENTICATED_RECORDED, why=verdict.reason))
     return result
 
 
@@ -235,12 +225,15 @@ def evaluate_all(rules: Iterable[Rule], envelope: Envelope) -> list[RuleResult]:
 
 
 def report(envelope: Envelope, results: list[RuleResult], **extra: object) -> dict:
-    """The match report stored on the message: what was seen and each config's verdict."""
+    """The match report stored on the message: what was seen and each config's verdict
+    (its texts in their stored form, core.texts)."""
     data = {
         "sender": envelope.sender,
         "subject": envelope.subject,
-        "attachments": [asdict(a) for a in envelope.attachments],
-        "configs": [asdict(r) for r in results],
+        "attachments": [
+            {**asdict(a), "archive_error": as_json(a.archive_error)} for a in envelope.attachments
+        ],
+        "configs": [{**asdict(r), "reasons": stored_all(r.reasons)} for r in results],
         **extra,
     }
     if envelope.sender_auth is not None:

@@ -268,6 +268,9 @@ class PriceImport(models.Model):
     errors = models.JSONField(_("row errors"), default=list, blank=True)
     diff = models.JSONField(_("diff"), default=dict, blank=True)
     last_error = models.TextField(_("last error"), blank=True)
+    # The same as a msgid and its values (core.storedtext.Text), shown in the reader's
+    # language; last_error holds its English, for logs, the API and search.
+    last_error_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     # Whether its rows became the config's current catalogue (pricefeed.catalogue): at
     # once (accepted_at set, review empty), or held for an operator and then approved
     # or rejected. FAILED imports have neither.
@@ -275,6 +278,9 @@ class PriceImport(models.Model):
         _("review"), max_length=10, choices=Review, blank=True, default="", db_index=True
     )
     review_reason = models.TextField(_("why it is held"), blank=True)
+    # The same as a msgid and its values (core.storedtext.Text), shown in the reader's
+    # language; review_reason holds its English, for logs, the API and search.
+    review_reason_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     reviewed_by = models.CharField(_("reviewed by"), max_length=150, blank=True)
     reviewed_at = models.DateTimeField(_("reviewed at"), null=True, blank=True)
     accepted_at = models.DateTimeField(

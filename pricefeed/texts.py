@@ -1,30 +1,25 @@
-"""Texts pricefeed stores in English, shown translated where an operator reads them.
+"""pricefeed's plural texts, registered with core.texts (imported by PricefeedConfig.ready).
 
 Row errors (made by the parsing library, which imports no Django), a config's match
-reasons, an import's reasons and a message's intake reasons are data: they are stored as
-English texts made from templates marked with gettext_noop, which this module registers
-with the one engine, core.texts (imported by PricefeedConfig.ready). ``translated``
-recognises the template a text was made from and gives its translation with the same
-values; a text made from no known template (an older wording, a library's exception) is
-shown as it is.
+reasons, an import's reasons and a message's intake reasons are stored as Texts (a msgid
+and its values) and said in the reader's language by ``translated``; a msgid whose
+translation depends on a count is registered here with the value that counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from django.utils.translation import ngettext
 
 from core import texts as core_texts
-from core.texts import translated, translated_all
+from core.texts import shown, text_of, translated, translated_all
 
-from . import intake, matching
-from .imports import lifecycle, source
-from .limits import FILE_TOO_LARGE
-from .parsing import messages as parsing_messages
+from . import matching
+from .imports import lifecycle
 from .parsing.types import CELLS_CUT
 
-__all__ = ["translated", "translated_all"]
+__all__ = ["shown", "text_of", "translated", "translated_all"]
 
 
 def _matched_files(count: int) -> str:
@@ -59,15 +54,4 @@ _PLURALS: dict[str, tuple[str, Callable[[int], str]]] = {
 }
 
 
-def _templates() -> Iterable[str]:
-    yield from parsing_messages.ROW_ERRORS
-    yield from matching.REASONS
-    yield from lifecycle.REASONS
-    yield from source.REASONS
-    yield FILE_TOO_LARGE
-    yield from intake.REASONS
-    yield from _PLURALS
-    yield from parsing_messages.FILE_ERRORS
-
-
-core_texts.register(_templates, plurals=_PLURALS, verbatim=parsing_messages.VERBATIM)
+core_texts.register(plurals=_PLURALS)

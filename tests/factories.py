@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db.models import Max
 
+from core.storedtext import Text
 from devkit.samples import supplier_email
 from mailboxes.models import InboundMessage, Mailbox
 from outbox import services as outbox_services
@@ -152,3 +153,15 @@ def deliver_everything() -> None:
     """Runs the outbox as dispatch_outbox would, until nothing is due."""
     while ids := outbox_services.events_claim(dispatcher="d", limit=100):
         outbox_services.events_deliver(event_ids=ids, dispatcher="d")
+
+
+def english(stored: Any) -> Any:
+    """The English of a stored text (core.storedtext's form), of each in a list, and of
+    each row error's ``error``: what a test compares with the sentence it expects."""
+    if isinstance(stored, list):
+        return [english(item) for item in stored]
+    if isinstance(stored, dict) and "row" in stored and "error" in stored:
+        return {**stored, "error": english(stored["error"])}
+    if isinstance(stored, dict):
+        return str(Text.from_json(stored))
+    return stored

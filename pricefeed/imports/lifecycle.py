@@ -18,11 +18,11 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.functions import Now
 from django.utils import timezone
-from django.utils.translation import gettext_noop
 
 from core import metrics
 from core.claims import PERMANENT_ERRORS, ClaimedWork, SweepResult
 from core.faults import crash_point
+from core.texts import Text, as_json, gettext_noop, stored, stored_all, text_of
 from mailboxes.exceptions import MessageRefused
 from pricefeed import catalogue, parsing
 from pricefeed.limits import parse_limits
@@ -136,7 +136,9 @@ def price_import_run(*, import_id: int, worker: str) -> str | None:
             except parsing.ParseError as exc:
                 # The rows read before the parse stopped (a time limit, a broken row
                 # far down the file): none is kept, but the count says how far it got.
-                _store_failure(price_import, worker, str(exc), fingerprint, rows_read=progress.rows)
+                _store_failure(
+                    price_import, worker, text_of(exc), fingerprint, rows_read=progress.rows
+                )
                 return Status.FAILED
 
     # rows_read starts again from 0 on every run (a retried or requeued import).
@@ -206,7 +208,6 @@ NO_VALID_ROWS = gettext_noop("no valid price rows")
 # A count: translated with ngettext (pricefeed.texts).
 NO_VALID_ROWS_FAILED = "no valid price rows (%(failed)s row(s) failed)"
 TOO_MANY_FAILED = gettext_noop("%(failed)s of %(total)s rows failed, over the limit of %(limit)s%%")
-REASONS = (NO_VALID_ROWS, TOO_MANY_FAILED)
 
 
 def verdict(config: PriceListConfig, parsed: parsing.ParsedFile) -> tuple[str, str]:
@@ -215,14 +216,15 @@ def verdict(config: PriceListConfig, parsed: parsing.ParsedFile) -> tuple[str, s
     ok, failed = parsed.rows_ok, parsed.rows_failed
     if not ok:
         if failed:
-            return Status.FAILED, NO_VALID_ROWS_FAILED % {"failed": failed}
+            return Status.FAILED, Text(NO_VALID_ROWS_FAILED, failed=failed)
         return Status.FAILED, NO_VALID_ROWS
     if parsed.rows_total and failed * 100 > config.max_bad_rows_percent * parsed.rows_total:
-        return Status.FAILED, TOO_MANY_FAILED % {
-            "failed": failed,
-            "total": parsed.rows_total,
-            "limit": config.max_bad_rows_percent,
-        }
+        return Status.FAILED, Text(
+            TOO_MANY_FAILED,
+            failed=failed,
+            total=parsed.rows_total,
+            limit=config.max_bad_rows_percent,
+        )
     return (Status.PARTIAL if failed else Status.SUCCEEDED), ""
 
 
@@ -234,7 +236,7 @@ def _store_failure(
             pk=price_import.pk,
             worker=worker,
             status=Status.FAILED,
-            last_error=reason[:5000],
+            **stored("last_error", reason),
             rows_read=rows_read,
             **fingerprint,
         )
@@ -290,7 +292,7 @@ def _finish(
         changes = diff(decision, parsed.rows_ok)
         held = decision.held(rows_ok=parsed.rows_ok, removed=changes.get("removed", 0))
         if held:
-            review = {"review": PriceImport.Review.HELD, "review_reason": held}
+            review = {"review": PriceImport.Review.HELD, **stored("review_reason", held)}
         elif decision.first_list:
             catalogue.first_list_done(price_import, at=decision.at, again=sorted(again))
         else:
@@ -306,10 +308,10 @@ def _finish(
         rows_failed=parsed.rows_failed,
         rows_skipped=parsed.skipped_rows,
         rows_read=parsed.rows_total,
-        errors=[{"row": row, "error": text} for row, text in parsed.errors[:1000]],
+        errors=[{"row": row, "error": as_json(text)} for row, text in parsed.errors[:1000]],
         diff=changes,
         parse_info=info,
-        last_error=outcome.reason,
+        **stored("last_error", outcome.reason),
         **outcome.fingerprint,
     )
     publish_outcome(price_import.pk)
@@ -347,7 +349,7 @@ def _parse_info(outcome: _Outcome) -> dict:
         "skipped_totals": parsed.skipped_totals,
         # What was read only in part (cells past PRICEFEED_PARSE_MAX_COLUMNS, lines above
         # the header that were not read).
-        "warnings": parsed.warnings,
+        "warnings": stored_all(parsed.warnings),
         # The diff of the next import reads this import's rows as they are when False.
         "repeated_skus": outcome.rows.repeated_skus,
         # Equal digests: the same SKUs and prices as this import's, and no diff.

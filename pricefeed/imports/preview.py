@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 from pricefeed import parsing
 from pricefeed.limits import file_size_problem, parse_limits
 from pricefeed.models import PriceListConfig
-from pricefeed.texts import translated, translated_all
+from pricefeed.texts import text_of, translated, translated_all
 
 from . import lifecycle
 from .source import ARCHIVES
@@ -90,14 +90,14 @@ def preview_file(
         else:
             members = [(filename, data)]
     except parsing.ParseError as exc:
-        return [PreviewResult(filename, error=translated(str(exc)), limit=rows)]
+        return [PreviewResult(filename, error=translated(text_of(exc)), limit=rows)]
     results = []
     for name, member in members:
         first = FirstRows(rows)
         try:
             parsed = parsing.parse(member, lifecycle.options_for(config), limits, sink=first)
         except parsing.ParseError as exc:
-            results.append(PreviewResult(name, error=translated(str(exc)), limit=rows))
+            results.append(PreviewResult(name, error=translated(text_of(exc)), limit=rows))
             continue
         status, reason = lifecycle.verdict(config, parsed)
         verdict = _verdict(status, reason)

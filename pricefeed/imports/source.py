@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-from django.utils.translation import gettext_noop
-
+from core.texts import Text, gettext_noop
 from mailboxes.exceptions import RawMessageMissing
 from mailboxes.mime import attachment_payload
 from mailboxes.selectors import message_raw
@@ -25,7 +24,6 @@ ARCHIVE_OPENS_NOW = gettext_noop(
 )
 NOT_IN_ARCHIVE = gettext_noop("file %(path)s is no longer in the archive")
 RAW_MISSING = gettext_noop("the message's raw bytes are not stored")
-REASONS = (ARCHIVE_OPENS_NOW, NOT_IN_ARCHIVE, RAW_MISSING)
 
 
 def import_file(price_import: PriceImport) -> tuple[bytes, str]:
@@ -57,4 +55,4 @@ def import_file(price_import: PriceImport) -> tuple[bytes, str]:
     for member in parsing.expand(payload, price_import.filename, limits):
         if member_key(part, member.path) == wanted:
             return member.data, hashlib.sha256(member.data).hexdigest()
-    raise parsing.ParseError(NOT_IN_ARCHIVE % {"path": repr(path)})
+    raise parsing.ParseError(Text(NOT_IN_ARCHIVE, path=repr(path)))

@@ -30,6 +30,8 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 
+from core.storedtext import Text
+
 from . import messages
 from .errors import (
     ArchiveTooLarge,
@@ -59,8 +61,8 @@ _GZIP_SUFFIXES = (".tgz", ".gz", ".gzip")
 
 def mib(n: int) -> str:
     if n >= 2**20 and n % 2**20 == 0:
-        return messages.MIB % {"count": f"{n // 2**20:,}"}
-    return messages.BYTES % {"count": f"{n:,}"}
+        return Text(messages.MIB, count=n // 2**20)
+    return Text(messages.BYTES, count=n)
 
 
 class Budget:
@@ -84,16 +86,14 @@ class Budget:
         self.files += files - 1
         if self.max_files is not None and self.files > self.max_files:
             raise TooManyFiles(
-                messages.TOO_MANY_FILES
-                % {"where": where, "files": f"{self.files:,}", "limit": f"{self.max_files:,}"}
+                Text(messages.TOO_MANY_FILES, where=where, files=self.files, limit=self.max_files)
             )
 
     def add_entries(self, n: int, where: str) -> None:
         self.entries += n
         if self.entries > self.limits.max_entries:
             raise TooManyEntries(
-                messages.TOO_MANY_ENTRIES
-                % {"where": where, "limit": f"{self.limits.max_entries:,}"}
+                Text(messages.TOO_MANY_ENTRIES, where=where, limit=self.limits.max_entries)
             )
 
     def charge(self, n: int, label: str, member_total: int, compressed: int, cap: int) -> None:
@@ -101,20 +101,21 @@ class Budget:
         self.inflated += n
         limits = self.limits
         if member_total > cap:
-            raise ArchiveTooLarge(messages.INFLATES_PAST_CAP % {"label": label, "limit": mib(cap)})
+            raise ArchiveTooLarge(Text(messages.INFLATES_PAST_CAP, label=label, limit=mib(cap)))
         if self.inflated > limits.max_total_inflated:
             raise ArchiveTooLarge(
-                messages.INFLATES_PAST_TOTAL
-                % {"label": label, "limit": mib(limits.max_total_inflated)}
+                Text(
+                    messages.INFLATES_PAST_TOTAL, label=label, limit=mib(limits.max_total_inflated)
+                )
             )
         if member_total > RATIO_GRACE and member_total > limits.max_ratio * max(compressed, 1):
             raise ArchiveTooLarge(
-                messages.INFLATES_PAST_RATIO
-                % {
-                    "label": label,
-                    "ratio": f"{limits.max_ratio:,}",
-                    "compressed": f"{compressed:,}",
-                }
+                Text(
+                    messages.INFLATES_PAST_RATIO,
+                    label=label,
+                    ratio=limits.max_ratio,
+                    compressed=compressed,
+                )
             )
 
 
@@ -131,17 +132,17 @@ def sanitise_name(raw: str, where: str) -> str:
     NFC-normalised: macOS writes names decomposed ("й" as "и" and a breve), which look
     the same but match no pattern typed on another system."""
     if any(ord(ch) < 32 for ch in raw):
-        raise UnsafeEntryName(messages.NAME_CONTROL % {"where": where, "name": repr(raw)})
+        raise UnsafeEntryName(Text(messages.NAME_CONTROL, where=where, name=repr(raw)))
     name = raw.replace("\\", "/")
     if name.startswith("/"):
-        raise UnsafeEntryName(messages.NAME_ABSOLUTE % {"where": where, "name": repr(raw)})
+        raise UnsafeEntryName(Text(messages.NAME_ABSOLUTE, where=where, name=repr(raw)))
     if _DRIVE.match(name):
-        raise UnsafeEntryName(messages.NAME_DRIVE % {"where": where, "name": repr(raw)})
+        raise UnsafeEntryName(Text(messages.NAME_DRIVE, where=where, name=repr(raw)))
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise UnsafeEntryName(messages.NAME_CLIMBS % {"where": where, "name": repr(raw)})
+        raise UnsafeEntryName(Text(messages.NAME_CLIMBS, where=where, name=repr(raw)))
     if not parts:
-        raise UnsafeEntryName(messages.NAME_EMPTY % {"where": where, "name": repr(raw)})
+        raise UnsafeEntryName(Text(messages.NAME_EMPTY, where=where, name=repr(raw)))
     return unicodedata.normalize("NFC", "/".join(parts))
 
 
@@ -170,12 +171,12 @@ def open_zip(data: bytes, where: str, budget: Budget) -> tuple[zipfile.ZipFile, 
     remaining = budget.limits.max_entries - budget.entries
     if _central_directory_records(data) > remaining:
         raise TooManyEntries(
-            messages.TOO_MANY_ENTRIES % {"where": where, "limit": f"{budget.limits.max_entries:,}"}
+            Text(messages.TOO_MANY_ENTRIES, where=where, limit=budget.limits.max_entries)
         )
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        raise CorruptFile(messages.ZIP_DAMAGED % {"where": where, "error": exc}) from None
+        raise CorruptFile(Text(messages.ZIP_DAMAGED, where=where, error=exc)) from None
     infos = zf.infolist()
     budget.add_entries(len(infos), where)
     _check_overlaps(data, zf, infos, where)
@@ -190,7 +191,7 @@ def _check_overlaps(data: bytes, zf: zipfile.ZipFile, infos: list, where: str) -
         start = info.header_offset
         if start < 0 or start + 30 > len(data) or data[start : start + 4] != b"PK\x03\x04":
             raise CorruptFile(
-                messages.NO_LOCAL_HEADER % {"where": where, "name": repr(info.orig_filename)}
+                Text(messages.NO_LOCAL_HEADER, where=where, name=repr(info.orig_filename))
             )
         name_len, extra_len = struct.unpack_from("<HH", data, start + 26)
         spans.append((start, start + 30 + name_len + extra_len + info.compress_size, info))
@@ -200,11 +201,11 @@ def _check_overlaps(data: bytes, zf: zipfile.ZipFile, infos: list, where: str) -
     for start, end, info in spans:
         if start < prev_end:
             raise OverlappingEntries(
-                messages.ENTRIES_OVERLAP % {"where": where, "name": repr(info.orig_filename)}
+                Text(messages.ENTRIES_OVERLAP, where=where, name=repr(info.orig_filename))
             )
         prev_end = end
     if prev_end > end_of_data:
-        raise OverlappingEntries(messages.DATA_OVERLAPS_DIRECTORY % {"where": where})
+        raise OverlappingEntries(Text(messages.DATA_OVERLAPS_DIRECTORY, where=where))
 
 
 def member_chunks(
@@ -227,13 +228,11 @@ def member_chunks(
                 budget.charge(len(chunk), label, total, info.compress_size, cap)
                 yield chunk
     except RuntimeError as exc:  # zipfile's "File ... is encrypted, password required"
-        raise UnsupportedArchive(messages.ENTRY_ENCRYPTED % {"label": label}) from exc
+        raise UnsupportedArchive(Text(messages.ENTRY_ENCRYPTED, label=label)) from exc
     except NotImplementedError as exc:
-        raise UnsupportedArchive(
-            messages.ENTRY_COMPRESSION % {"label": label, "error": exc}
-        ) from None
+        raise UnsupportedArchive(Text(messages.ENTRY_COMPRESSION, label=label, error=exc)) from None
     except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as exc:
-        raise CorruptFile(messages.ENTRY_DAMAGED % {"label": label, "error": exc}) from None
+        raise CorruptFile(Text(messages.ENTRY_DAMAGED, label=label, error=exc)) from None
 
 
 def entry_name(info: zipfile.ZipInfo) -> str:
@@ -265,7 +264,7 @@ def _is_link_or_special(info: zipfile.ZipInfo) -> str | None:
 
 
 def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[Member]) -> None:
-    where = messages.ARCHIVE % {"path": prefix} if prefix else messages.ATTACHMENT_ARCHIVE
+    where = Text(messages.ARCHIVE, path=prefix) if prefix else messages.ATTACHMENT_ARCHIVE
     zf, infos = open_zip(data, where, budget)
     with zf:
         files = []
@@ -273,7 +272,7 @@ def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
             name = sanitise_name(entry_name(info), where)
             problem = _is_link_or_special(info)
             if problem:
-                raise UnsafeEntryName(problem % {"where": where, "name": repr(name)})
+                raise UnsafeEntryName(Text(problem, where=where, name=repr(name)))
             if info.is_dir():
                 continue
             if is_macos_metadata(name):
@@ -287,7 +286,7 @@ def _expand_zip(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 member_chunks(
                     zf,
                     info,
-                    messages.ENTRY % {"path": path},
+                    Text(messages.ENTRY, path=path),
                     budget,
                     cap=budget.limits.max_file_bytes,
                 )
@@ -337,7 +336,7 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
         try:
             chunk = d.decompress(buf, CHUNK)
         except zlib.error as exc:
-            raise CorruptFile(messages.GZIP_DAMAGED % {"label": label, "error": exc}) from None
+            raise CorruptFile(Text(messages.GZIP_DAMAGED, label=label, error=exc)) from None
         if chunk:
             total += len(chunk)
             budget.charge(len(chunk), label, total, len(data), cap)
@@ -351,7 +350,7 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
                 continue
             return b"".join(out)  # trailing padding is ignored, as gzip(1) does
         if not chunk and not buf:
-            raise CorruptFile(messages.GZIP_TRUNCATED % {"label": label})
+            raise CorruptFile(Text(messages.GZIP_TRUNCATED, label=label))
 
 
 # --- tar --------------------------------------------------------------------------------
@@ -389,20 +388,16 @@ def check_tar_headers(data: bytes, where: str) -> None:
         kind = chr(block[156])
         size = _tar_number(block[124:136])
         if size is None or size < 0:
-            raise TarHeaderRefused(
-                messages.TAR_HEADER_SIZE % {"where": where, "offset": f"{start:,}"}
-            )
+            raise TarHeaderRefused(Text(messages.TAR_HEADER_SIZE, where=where, offset=start))
         if kind in "LK":
             if size > GNU_NAME_CAP:
                 raise TarHeaderRefused(
-                    messages.TAR_LONG_NAME
-                    % {"where": where, "size": f"{size:,}", "limit": f"{GNU_NAME_CAP:,}"}
+                    Text(messages.TAR_LONG_NAME, where=where, size=size, limit=GNU_NAME_CAP)
                 )
             continue
         if size > PAX_HEADER_CAP:
             raise TarHeaderRefused(
-                messages.TAR_PAX_SIZE
-                % {"where": where, "size": f"{size:,}", "limit": f"{PAX_HEADER_CAP // 1024:,}"}
+                Text(messages.TAR_PAX_SIZE, where=where, size=size, limit=PAX_HEADER_CAP // 1024)
             )
         _check_pax_records(data[start + BLOCK : start + BLOCK + size], where)
 
@@ -412,22 +407,22 @@ def _check_pax_records(records: bytes, where: str) -> None:
     NUL padding."""
     run = _DIGIT_RUN.search(records)
     if run:
-        raise TarHeaderRefused(messages.TAR_PAX_DIGITS % {"where": where, "limit": PAX_DIGIT_RUN})
+        raise TarHeaderRefused(Text(messages.TAR_PAX_DIGITS, where=where, limit=PAX_DIGIT_RUN))
     pos = 0
     size = len(records)
     while pos < size and records[pos]:
         found = _PAX_RECORD.match(records, pos)
         if not found:
-            raise TarHeaderRefused(messages.TAR_PAX_RECORD % {"where": where, "offset": f"{pos:,}"})
+            raise TarHeaderRefused(Text(messages.TAR_PAX_RECORD, where=where, offset=pos))
         end = pos + int(found.group(1))
         record = records[found.end() : end]
         if end > size or not record.endswith(b"\n") or b"=" not in record[1:-1]:
-            raise TarHeaderRefused(messages.TAR_PAX_RECORD % {"where": where, "offset": f"{pos:,}"})
+            raise TarHeaderRefused(Text(messages.TAR_PAX_RECORD, where=where, offset=pos))
         if record.startswith(b"GNU.sparse."):
-            raise UnsupportedArchive(messages.TAR_PAX_SPARSE % {"where": where})
+            raise UnsupportedArchive(Text(messages.TAR_PAX_SPARSE, where=where))
         pos = end
     if records[pos:].strip(b"\0"):
-        raise TarHeaderRefused(messages.TAR_PAX_TRAILING % {"where": where})
+        raise TarHeaderRefused(Text(messages.TAR_PAX_TRAILING, where=where))
 
 
 def _tar_checksum_ok(block: bytes) -> bool:
@@ -458,12 +453,12 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
     """Plain tar (its compression, if any, was a gzip layer already inflated under the
     caps). Its headers are checked first (check_tar_headers). Tar members are copies,
     not inflations: they count against entries and the per-file cap only."""
-    where = messages.ARCHIVE % {"path": prefix} if prefix else messages.ATTACHMENT_ARCHIVE
+    where = Text(messages.ARCHIVE, path=prefix) if prefix else messages.ATTACHMENT_ARCHIVE
     check_tar_headers(data, where)
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # "r:" never decompresses
     except tarfile.TarError as exc:
-        raise CorruptFile(messages.TAR_DAMAGED % {"where": where, "error": exc}) from None
+        raise CorruptFile(Text(messages.TAR_DAMAGED, where=where, error=exc)) from None
     files = []
     with tf:
         try:
@@ -471,24 +466,25 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 budget.add_entries(1, where)
                 name = sanitise_name(m.name, where)
                 if m.issym() or m.islnk():
-                    raise UnsafeEntryName(messages.TAR_LINK % {"where": where, "name": repr(name)})
+                    raise UnsafeEntryName(Text(messages.TAR_LINK, where=where, name=repr(name)))
                 if m.isdir():
                     continue
                 if not m.isreg():
-                    raise UnsafeEntryName(
-                        messages.TAR_SPECIAL % {"where": where, "name": repr(name)}
-                    )
+                    raise UnsafeEntryName(Text(messages.TAR_SPECIAL, where=where, name=repr(name)))
                 if m.issparse():
                     raise UnsupportedArchive(
-                        messages.TAR_SPARSE % {"where": where, "name": repr(name)}
+                        Text(messages.TAR_SPARSE, where=where, name=repr(name))
                     )
                 if is_macos_metadata(name):  # bsdtar on macOS adds "._" companions too
                     budget.skipped.append(f"{prefix}/{name}" if prefix else name)
                     continue
                 if m.size > budget.limits.max_file_bytes:
                     raise ArchiveTooLarge(
-                        messages.TAR_ENTRY_TOO_LARGE
-                        % {"path": name, "limit": mib(budget.limits.max_file_bytes)}
+                        Text(
+                            messages.TAR_ENTRY_TOO_LARGE,
+                            path=name,
+                            limit=mib(budget.limits.max_file_bytes),
+                        )
                     )
                 files.append((m, name))
             budget.open_archive(len(files), where)
@@ -498,7 +494,7 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 path = f"{prefix}/{name}" if prefix else name
                 _expand(content, path, name, depth, budget, out)
         except tarfile.TarError as exc:
-            raise CorruptFile(messages.TAR_DAMAGED % {"where": where, "error": exc}) from None
+            raise CorruptFile(Text(messages.TAR_DAMAGED, where=where, error=exc)) from None
 
 
 # --- entry point ------------------------------------------------------------------------
@@ -534,16 +530,16 @@ def expand(
     """
     if len(data) > limits.max_file_bytes:
         raise FileTooLarge(
-            messages.ATTACHMENT_TOO_LARGE
-            % {
-                "where": messages.ATTACHMENT,
-                "size": f"{len(data):,}",
-                "limit": mib(limits.max_file_bytes),
-            }
+            Text(
+                messages.ATTACHMENT_TOO_LARGE,
+                where=messages.ATTACHMENT,
+                size=len(data),
+                limit=mib(limits.max_file_bytes),
+            )
         )
     if max_files is not None and max_files < 1:
         raise TooManyFiles(
-            messages.NO_FILES_TAKEN % {"where": messages.ATTACHMENT, "limit": f"{max_files:,}"}
+            Text(messages.NO_FILES_TAKEN, where=messages.ATTACHMENT, limit=max_files)
         )
     out: list[Member] = []
     budget = Budget(limits, max_files)
@@ -561,13 +557,13 @@ def _expand(
     fmt = detect_format(data)
     if fmt in UNSUPPORTED_ARCHIVES:
         where = f"'{path}'" if path else messages.ATTACHMENT
-        raise UnsupportedArchive(messages.ARCHIVE_UNSUPPORTED % {"format": fmt, "where": where})
+        raise UnsupportedArchive(Text(messages.ARCHIVE_UNSUPPORTED, format=fmt, where=where))
     if fmt not in ARCHIVE_FORMATS:
         out.append(Member(path, data))
         return
     if depth + 1 > budget.limits.max_depth:
         raise NestingTooDeep(
-            messages.NESTED_TOO_DEEP % {"path": path, "limit": f"{budget.limits.max_depth:,}"}
+            Text(messages.NESTED_TOO_DEEP, path=path, limit=budget.limits.max_depth)
         )
     if fmt == "zip":
         _expand_zip(data, path, depth + 1, budget, out)
@@ -575,7 +571,7 @@ def _expand(
         _expand_tar(data, path, depth + 1, budget, out)
     else:
         inner_name = _gzip_name(data, name)
-        label = messages.GZIP % {"path": path or name} if path or name else messages.ATTACHMENT
+        label = Text(messages.GZIP, path=path or name) if path or name else messages.ATTACHMENT
         content = gunzip(data, label, budget, cap=budget.limits.max_file_bytes)
         inner_path = f"{path}/{inner_name}" if path else inner_name
         _expand(content, inner_path, inner_name, depth + 1, budget, out)

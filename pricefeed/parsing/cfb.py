@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 from array import array
 
+from core.storedtext import Text
+
 from . import messages
 from .errors import CorruptFile, WorkbookRefused
 
@@ -55,7 +57,7 @@ class CompoundFile:
         version = int.from_bytes(header[26:28], "little")
         shift = int.from_bytes(header[30:32], "little")
         if shift not in (9, 12):
-            raise CorruptFile(messages.CFB_SECTOR_SHIFT % {"shift": shift})
+            raise CorruptFile(Text(messages.CFB_SECTOR_SHIFT, shift=shift))
         if int.from_bytes(header[32:34], "little") != 6:
             raise CorruptFile(messages.CFB_MINI_SHIFT)
         self.version = version
@@ -72,8 +74,7 @@ class CompoundFile:
         mini_fat_start, mini_fat_len, difat_start = u32(60), u32(64), u32(68)
         if u32(62) > DIFAT_CLAIM_CAP:
             raise WorkbookRefused(
-                messages.CFB_DIFAT_CLAIM
-                % {"claimed": f"{u32(62):,}", "limit": f"{DIFAT_CLAIM_CAP:,}"}
+                Text(messages.CFB_DIFAT_CLAIM, claimed=u32(62), limit=DIFAT_CLAIM_CAP)
             )
         self._claim(messages.CFB_FAT, fat_len * self.size, len(data))
         self._claim(messages.CFB_DIRECTORY, dir_len * self.size, len(data))
@@ -92,7 +93,7 @@ class CompoundFile:
         for sector_id in difat:
             if sector_id < DIFSECT:  # calamine reads every id below DIFSECT as a FAT sector
                 if sector_id >= self.sectors:
-                    raise CorruptFile(messages.CFB_FAT_SECTOR % {"sector": f"{sector_id:,}"})
+                    raise CorruptFile(Text(messages.CFB_FAT_SECTOR, sector=sector_id))
                 fat.extend(_u32s(self._sector(sector_id)))
         self.fat = fat
 
@@ -120,7 +121,7 @@ class CompoundFile:
         for wanted in names:
             for name, start, length in self.entries:
                 if name == wanted:
-                    label = messages.CFB_STREAM % {"name": name}
+                    label = Text(messages.CFB_STREAM, name=name)
                     if length < MINI_CUTOFF:
                         return self._mini_chain(start, label, length)
                     self._claim(label, length, len(self.data))
@@ -133,9 +134,7 @@ class CompoundFile:
         # Calamine reserves what is claimed before reading: a claim past the file's size
         # (truncation, or a memory bomb) is refused before it can.
         if claimed > cap:
-            raise CorruptFile(
-                messages.CFB_CLAIM % {"claimed": f"{claimed:,}", "what": what, "size": f"{cap:,}"}
-            )
+            raise CorruptFile(Text(messages.CFB_CLAIM, claimed=claimed, what=what, size=cap))
 
     def _sector(self, sector_id: int) -> bytes:
         start = self.size + sector_id * self.size
@@ -144,10 +143,10 @@ class CompoundFile:
     def _check_sector(self, sector_id: int, seen: bytearray, what: str) -> None:
         if sector_id >= self.sectors:
             raise CorruptFile(
-                messages.CFB_SECTOR_PAST_END % {"what": what, "sector": f"{sector_id:#x}"}
+                Text(messages.CFB_SECTOR_PAST_END, what=what, sector=f"{sector_id:#x}")
             )
         if seen[sector_id]:
-            raise CorruptFile(messages.CFB_LOOP % {"what": what, "sector": f"{sector_id:,}"})
+            raise CorruptFile(Text(messages.CFB_LOOP, what=what, sector=sector_id))
         seen[sector_id] = 1
 
     def _chain(self, start: int, fat: array, what: str, length: int) -> bytes:
@@ -158,7 +157,7 @@ class CompoundFile:
         while sector_id != ENDOFCHAIN:
             self._check_sector(sector_id, seen, what)
             if sector_id >= len(fat):
-                raise CorruptFile(messages.CFB_PAST_FAT % {"what": what})
+                raise CorruptFile(Text(messages.CFB_PAST_FAT, what=what))
             pieces.append(self._sector(sector_id))
             sector_id = fat[sector_id]
         out = b"".join(pieces)
@@ -173,12 +172,10 @@ class CompoundFile:
         while sector_id != ENDOFCHAIN:
             if sector_id >= count or sector_id >= len(minifat):
                 raise CorruptFile(
-                    messages.CFB_MINI_PAST_END % {"what": what, "sector": f"{sector_id:#x}"}
+                    Text(messages.CFB_MINI_PAST_END, what=what, sector=f"{sector_id:#x}")
                 )
             if seen[sector_id]:
-                raise CorruptFile(
-                    messages.CFB_MINI_LOOP % {"what": what, "sector": f"{sector_id:,}"}
-                )
+                raise CorruptFile(Text(messages.CFB_MINI_LOOP, what=what, sector=sector_id))
             seen[sector_id] = 1
             at = sector_id * MINI_SECTOR
             pieces.append(ministream[at : at + MINI_SECTOR])

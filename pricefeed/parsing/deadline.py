@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from core.storedtext import Text
+
 from . import messages as m
 from .errors import ParseTimeLimit
 from .types import Limits, limit_name
@@ -25,10 +27,10 @@ class Deadline:
         """Raise ParseTimeLimit, saying ``where`` the parse stopped, once it is late."""
         if _now() > self.at:
             raise ParseTimeLimit(
-                m.TIME_LIMIT
-                % {
-                    "seconds": f"{self.seconds:,}",
-                    "setting": limit_name("max_seconds"),
-                    "where": where,
-                }
+                Text(
+                    m.TIME_LIMIT,
+                    seconds=self.seconds,
+                    setting=limit_name("max_seconds"),
+                    where=where,
+                )
             )

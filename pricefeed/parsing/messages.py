@@ -1,19 +1,14 @@
-"""The row errors and file errors the library reports, as templates in English.
+"""The row errors and file errors the library reports: msgids in English.
 
-The library imports no Django, so it cannot translate: it formats these templates with
-``%`` and named arguments, and marks them with ``gettext_noop`` (the name makemessages
-looks for) so that they are in pricefeed's catalogue. pricefeed.texts translates a row
-error or a file error (a ParseError's message) where it is shown, by recognising its
-template (the stored text stays English).
+The library imports no Django, so it cannot translate: it reports a ``Text`` (core.storedtext,
+which imports nothing), a msgid with its values, marked with ``gettext_noop`` (the name
+makemessages looks for) so that it is in pricefeed's catalogue. The Text is stored as it
+is and said in the reader's language where it is shown.
 """
 
 from __future__ import annotations
 
-
-def gettext_noop(message: str) -> str:
-    """Marks ``message`` for translation and returns it unchanged."""
-    return message
-
+from core.storedtext import gettext_noop
 
 PRICE_MISSING = gettext_noop("price is missing")
 SKU_MISSING = gettext_noop("sku is missing")
@@ -42,25 +37,6 @@ ABOVE_THE_DATA = gettext_noop("%(problem)s (above the data)")
 LETTER_READ_AS_HEADER = gettext_noop(
     "%(field)s is read from the column headed %(text)s (column %(column)s), not from "
     "column %(text)s"
-)
-
-# Every template a row error (or a warning about an unread row) is made from.
-ROW_ERRORS = (
-    PRICE_MISSING,
-    SKU_MISSING,
-    SKU_NUL,
-    NAME_NUL,
-    CURRENCY_NUL,
-    SKU_TOO_LONG,
-    CURRENCY_TOO_LONG,
-    PRICE_NOT_A_NUMBER,
-    PRICE_OUT_OF_RANGE,
-    PRICE_NOT_POSITIVE,
-    LINE_TOO_LONG,
-    LINE_NOT_UTF8,
-    RECORD_TOO_LONG,
-    ABOVE_THE_DATA,
-    LETTER_READ_AS_HEADER,
 )
 
 
@@ -267,120 +243,3 @@ WORKBOOK_PART = gettext_noop("workbook part '%(name)s'")
 MIB = gettext_noop("%(count)s MiB")
 BYTES = gettext_noop("%(count)s bytes")
 LIMIT_SETTING = gettext_noop("%(field)s, setting %(setting)s")
-
-# Values shown as stored: names, never numbers in the locale's format nor texts to
-# translate (a sheet called "2024", a file called "image").
-VERBATIM = ("path", "name", "sheet")
-
-# Every template a file error (or a part of one) is made from.
-FILE_ERRORS = (
-    TOO_MANY_FILES,
-    NO_FILES_TAKEN,
-    TOO_MANY_ENTRIES,
-    INFLATES_PAST_CAP,
-    INFLATES_PAST_TOTAL,
-    INFLATES_PAST_RATIO,
-    NAME_CONTROL,
-    NAME_ABSOLUTE,
-    NAME_DRIVE,
-    NAME_CLIMBS,
-    NAME_EMPTY,
-    ENTRY_SYMLINK,
-    ENTRY_SPECIAL,
-    ZIP_DAMAGED,
-    NO_LOCAL_HEADER,
-    ENTRIES_OVERLAP,
-    DATA_OVERLAPS_DIRECTORY,
-    ENTRY_ENCRYPTED,
-    ENTRY_COMPRESSION,
-    ENTRY_DAMAGED,
-    GZIP_DAMAGED,
-    GZIP_TRUNCATED,
-    TAR_HEADER_SIZE,
-    TAR_LONG_NAME,
-    TAR_PAX_SIZE,
-    TAR_PAX_DIGITS,
-    TAR_PAX_RECORD,
-    TAR_PAX_SPARSE,
-    TAR_PAX_TRAILING,
-    TAR_DAMAGED,
-    TAR_LINK,
-    TAR_SPECIAL,
-    TAR_SPARSE,
-    TAR_ENTRY_TOO_LARGE,
-    ATTACHMENT_TOO_LARGE,
-    ARCHIVE_UNSUPPORTED,
-    NESTED_TOO_DEEP,
-    CFB_NO_HEADER,
-    CFB_SECTOR_SHIFT,
-    CFB_MINI_SHIFT,
-    CFB_HEADER_CUT,
-    CFB_DIFAT_CLAIM,
-    CFB_FAT_SECTOR,
-    CFB_ENTRY_CUT,
-    CFB_EMPTY_ROOT,
-    CFB_CLAIM,
-    CFB_SECTOR_PAST_END,
-    CFB_LOOP,
-    CFB_PAST_FAT,
-    CFB_MINI_PAST_END,
-    CFB_MINI_LOOP,
-    CFB_FAT,
-    CFB_DIRECTORY,
-    CFB_MINI_FAT,
-    CFB_DIFAT_CHAIN,
-    CFB_MINI_STREAM,
-    CFB_STREAM,
-    XLS_SHEET_PAST_END,
-    XLS_SHARED_RECORDS,
-    XLS_CELLS_HELD,
-    XLS_SHARED_STRINGS,
-    XLS_SHEET_SPAN,
-    XLS_DIMENSIONS,
-    XLS_FORMULA_SPACES,
-    XLS_SHEET_NUMBER,
-    XML_PROLOG,
-    XML_DTD,
-    XML_SHARED_STRINGS,
-    XLSX_SHEET_SPAN,
-    FILE_TOO_LARGE,
-    FILE_EMPTY,
-    ARCHIVE_NOT_EXPANDED,
-    FORMAT_UNSUPPORTED,
-    FORMAT_ENCRYPTED,
-    FORMAT_HTML,
-    FORMAT_XML_SPREADSHEET,
-    FORMAT_XLSB,
-    FORMAT_ODS,
-    FORMAT_IMAGE,
-    WORKBOOK_DAMAGED,
-    SHEET_NOT_FOUND,
-    NO_SHEET,
-    TEXT_MALFORMED,
-    CSV_FIELD_TOO_LARGE,
-    NO_ROWS,
-    TOO_MANY_ROWS,
-    LONG_LINE_THEN,
-    UNREAD_ROWS,
-    COLUMN_PAST_TABLE,
-    NO_HEADER_WITH,
-    NO_HEADER,
-    MISSING_COLUMNS,
-    MISSING_EXAMPLES,
-    NO_CELLS,
-    TIME_LIMIT,
-    AT_ROW,
-    IN_HEADER_SEARCH,
-    IN_HEADER_SEARCH_MERGED,
-    AFTER_WORKBOOK_OPENED,
-    ATTACHMENT,
-    ATTACHMENT_ARCHIVE,
-    ARCHIVE,
-    ENTRY,
-    GZIP,
-    WORKBOOK,
-    WORKBOOK_PART,
-    MIB,
-    BYTES,
-    LIMIT_SETTING,
-)

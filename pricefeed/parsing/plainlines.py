@@ -7,6 +7,8 @@ import csv
 from collections.abc import Iterator, Sequence
 from itertools import chain, repeat
 
+from core.storedtext import Text
+
 from . import messages as m
 from .archives import mib
 from .types import ColumnCuts, Limits, limit_name
@@ -130,18 +132,19 @@ class PlainLines:
         out = []
         for i, line in enumerate(lines):
             if len(line) > limit:
-                self.marked[first + i] = m.LINE_TOO_LONG % {
-                    "line": f"{first + i + 1:,}",
-                    "size": f"{len(line):,}",
-                    "limit": mib(limit),
-                    "setting": limit_name("max_line_bytes"),
-                }
+                self.marked[first + i] = Text(
+                    m.LINE_TOO_LONG,
+                    line=first + i + 1,
+                    size=len(line),
+                    limit=mib(limit),
+                    setting=limit_name("max_line_bytes"),
+                )
                 out.append("")
                 continue
             try:
                 out.append(line.decode(encoding, self.errors))
             except UnicodeDecodeError:
-                self.marked[first + i] = m.LINE_NOT_UTF8 % {"line": f"{first + i + 1:,}"}
+                self.marked[first + i] = Text(m.LINE_NOT_UTF8, line=first + i + 1)
                 out.append("")
         return "\n".join(out) + "\n" if out else ""
 
@@ -207,4 +210,4 @@ class PlainLines:
         for i, line in enumerate(lines):
             if len(line) > limit and max(map(len, line.split(self.delimiter))) > limit:
                 self.line_num += i + 1
-                raise csv.Error(m.CSV_FIELD_TOO_LARGE % {"limit": limit})
+                raise csv.Error(Text(m.CSV_FIELD_TOO_LARGE, limit=str(limit)))  # as csv says it

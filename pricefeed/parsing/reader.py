@@ -5,6 +5,8 @@ path (textfile.py); both read through table.py (header, then rows.py's conversio
 
 from __future__ import annotations
 
+from core.storedtext import Text
+
 from . import messages as m
 from .archives import ARCHIVE_FORMATS, UNSUPPORTED_ARCHIVES, mib
 from .deadline import Deadline
@@ -70,9 +72,7 @@ def parse(
     limits = limits or Limits()
     deadline = Deadline(limits)
     if len(data) > limits.max_file_bytes:
-        raise FileTooLarge(
-            m.FILE_TOO_LARGE % {"size": f"{len(data):,}", "limit": mib(limits.max_file_bytes)}
-        )
+        raise FileTooLarge(Text(m.FILE_TOO_LARGE, size=len(data), limit=mib(limits.max_file_bytes)))
     fmt = detect_format(data)
     if fmt in ("xlsx", "xlsm"):
         check_workbook(data, limits)
@@ -85,5 +85,5 @@ def parse(
     if fmt == "empty":
         raise EmptyFile(m.FILE_EMPTY)
     if fmt in ARCHIVE_FORMATS or fmt in UNSUPPORTED_ARCHIVES:
-        raise UnsupportedArchive(m.ARCHIVE_NOT_EXPANDED % {"format": fmt})
-    raise UnsupportedFormat(m.FORMAT_UNSUPPORTED % {"format": _FORMAT_NOTES.get(fmt, fmt)})
+        raise UnsupportedArchive(Text(m.ARCHIVE_NOT_EXPANDED, format=fmt))
+    raise UnsupportedFormat(Text(m.FORMAT_UNSUPPORTED, format=_FORMAT_NOTES.get(fmt, fmt)))

@@ -15,6 +15,8 @@ from itertools import islice, repeat
 from operator import itemgetter
 from typing import Any
 
+from core.storedtext import Text
+
 from . import messages as m
 from .deadline import Deadline
 from .errors import (
@@ -70,7 +72,7 @@ def cell_text(value: object) -> str:
 def sku_problem(sku: str) -> str | None:
     """Why a non-empty SKU cannot be stored, or None."""
     if len(sku) > SKU_MAX_LENGTH:
-        return m.SKU_TOO_LONG % {"limit": SKU_MAX_LENGTH, "length": f"{len(sku):,}"}
+        return Text(m.SKU_TOO_LONG, limit=SKU_MAX_LENGTH, length=len(sku))
     if NUL in sku:
         return m.SKU_NUL
     return None
@@ -80,7 +82,7 @@ def currency_problem(currency: str) -> str | None:
     """Why a currency cannot be stored, or None."""
     if len(currency) > CURRENCY_MAX_LENGTH:
         shown = currency if len(currency) <= 40 else currency[:40] + "..."
-        return m.CURRENCY_TOO_LONG % {"value": repr(shown), "limit": CURRENCY_MAX_LENGTH}
+        return Text(m.CURRENCY_TOO_LONG, value=repr(shown), limit=CURRENCY_MAX_LENGTH)
     if NUL in currency:
         return m.CURRENCY_NUL
     return None
@@ -227,7 +229,7 @@ class RowContext:
                 self.failed_skus.append(sku)
 
     def too_many(self) -> TooManyRows:
-        return TooManyRows(m.TOO_MANY_ROWS % {"limit": f"{self.limits.max_rows:,}"})
+        return TooManyRows(Text(m.TOO_MANY_ROWS, limit=self.limits.max_rows))
 
     def is_repeated_header(self, sku: str, price: str) -> bool:
         """A page header repeated inside the data (long lists printed page by page)."""
@@ -310,7 +312,7 @@ def _in_chunks(
     width = ctx.limits.max_columns
     check = ctx.deadline.check
     while chunk := list(islice(rows, TEXT_CHUNK)):
-        check(m.AT_ROW % {"row": f"{rn + 1:,}"})
+        check(Text(m.AT_ROW, row=rn + 1))
         if max(map(len, chunk)) > width:
             chunk = cut_rows(chunk, rn + 1, width, ctx.cuts)
         if not by_columns(chunk, rn, ctx):
@@ -331,7 +333,7 @@ def read_plain_rows(
     picks = _picks(ctx)
     check = ctx.deadline.check
     for text in source.texts:
-        check(m.AT_ROW % {"row": f"{rn + 1:,}"})
+        check(Text(m.AT_ROW, row=rn + 1))
         columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
@@ -530,20 +532,20 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(price_text)}, sku)
+                    ctx.error(row_no, Text(m.PRICE_NOT_A_NUMBER, value=repr(price_text)), sku)
                 continue
             decimal_sep = numbers.decimal
             other_sep = "." if decimal_sep == "," else ","
         if not -LIMIT < price < LIMIT:
             ctx.error(
                 row_no,
-                m.PRICE_OUT_OF_RANGE % {"value": repr(price_text), "digits": WHOLE_DIGITS},
+                Text(m.PRICE_OUT_OF_RANGE, value=repr(price_text), digits=WHOLE_DIGITS),
                 sku,
             )
             continue
         if positive and price <= 0:
             numbers.pending = False
-            ctx.error(row_no, m.PRICE_NOT_POSITIVE % {"value": repr(price_text)}, sku)
+            ctx.error(row_no, Text(m.PRICE_NOT_POSITIVE, value=repr(price_text)), sku)
             continue
         if has_qty:
             qty_text = qty_text.strip()
@@ -899,22 +901,21 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
                     total -= 1
                     ctx.skipped += 1
                 else:
-                    ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(price_text)}, sku)
+                    ctx.error(row_no, Text(m.PRICE_NOT_A_NUMBER, value=repr(price_text)), sku)
                 continue
         else:
-            ctx.error(row_no, m.PRICE_NOT_A_NUMBER % {"value": repr(cell_text(price_cell))}, sku)
+            ctx.error(row_no, Text(m.PRICE_NOT_A_NUMBER, value=repr(cell_text(price_cell))), sku)
             continue
         if not -LIMIT < price < LIMIT:
             ctx.error(
                 row_no,
-                m.PRICE_OUT_OF_RANGE
-                % {"value": repr(cell_text(price_cell)), "digits": WHOLE_DIGITS},
+                Text(m.PRICE_OUT_OF_RANGE, value=repr(cell_text(price_cell)), digits=WHOLE_DIGITS),
                 sku,
             )
             continue
         if positive and price <= 0:
             numbers.pending = False
-            ctx.error(row_no, m.PRICE_NOT_POSITIVE % {"value": repr(cell_text(price_cell))}, sku)
+            ctx.error(row_no, Text(m.PRICE_NOT_POSITIVE, value=repr(cell_text(price_cell))), sku)
             continue
         qty_cell = row[qty_col] if qty_col < width else ""
         qty_type = type(qty_cell)

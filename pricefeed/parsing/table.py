@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from itertools import chain, islice
 from operator import itemgetter
 
+from core.storedtext import Text
+
 from . import messages as m
 from .deadline import Deadline
 from .errors import (
@@ -213,7 +215,7 @@ def read_table(
 def _report_unread_rows(marked: dict[int, str], first: int, ctx: RowContext) -> list[str]:
     """Rows the source did not read (read as empty, so counted as skipped): from the
     first data row on each is a row error; above it, a warning (returned)."""
-    warnings = []
+    warnings: list[str] = []
     errors = False
     for index in sorted(marked):
         if index >= first:
@@ -224,7 +226,7 @@ def _report_unread_rows(marked: dict[int, str], first: int, ctx: RowContext) -> 
             ctx.error(index + 1, marked[index])
             errors = True
         else:
-            warnings.append(m.ABOVE_THE_DATA % {"problem": marked[index]})
+            warnings.append(Text(m.ABOVE_THE_DATA, problem=marked[index]))
     if errors:
         ctx.errors.sort(key=itemgetter(0))
     return warnings
@@ -238,8 +240,8 @@ def _refuse_with_unread_rows(exc: ParseError, marked: dict[int, str], scanned: i
         return
     shown = "; ".join(unread[:3])
     if any(limit_name("max_line_bytes") in reason for reason in unread):
-        raise LineTooLong(m.LONG_LINE_THEN % {"unread": shown, "error": exc}) from None
-    raise type(exc)(m.UNREAD_ROWS % {"error": exc, "unread": shown}) from None
+        raise LineTooLong(Text(m.LONG_LINE_THEN, unread=shown, error=exc)) from None
+    raise type(exc)(Text(m.UNREAD_ROWS, error=exc, unread=shown)) from None
 
 
 @contextmanager
@@ -274,7 +276,7 @@ def find_header(
     best: tuple[int, Header] | None = None
     for i in range(min(SCAN_ROWS, len(texts))):
         if deadline is not None:
-            deadline.check(m.IN_HEADER_SEARCH % {"row": i + 1})
+            deadline.check(Text(m.IN_HEADER_SEARCH, row=i + 1))
         for last, cells in _header_candidates(texts, i):
             header, weight, complete = wanted.read(last, cells)
             if complete:
@@ -288,8 +290,8 @@ def find_header(
         _raise_missing(best[1], options)
     if wanted.configured:
         names = ", ".join(f"'{t}'" for t in options.column_texts().values())
-        raise NoHeaderRow(m.NO_HEADER_WITH % {"rows": SCAN_ROWS, "wanted": names})
-    raise NoHeaderRow(m.NO_HEADER % {"rows": SCAN_ROWS})
+        raise NoHeaderRow(Text(m.NO_HEADER_WITH, rows=SCAN_ROWS, wanted=names))
+    raise NoHeaderRow(Text(m.NO_HEADER, rows=SCAN_ROWS))
 
 
 class _Wanted:
@@ -344,7 +346,7 @@ def _check_letters_in_table(texts: list[list[str]], wanted: _Wanted, col_offset:
             continue
         last_letter = index_to_letter(col_offset + width - 1) if width else "A"
         raise MissingColumns(
-            m.COLUMN_PAST_TABLE % {"column": wanted.shown[f], "field": f, "last": last_letter}
+            Text(m.COLUMN_PAST_TABLE, column=wanted.shown[f], field=f, last=last_letter)
         )
 
 
@@ -394,7 +396,7 @@ def _letters_read_as_headers(
     table has a column of that letter too ("L" the header of a size column in F, not
     column L): the one case the configuration leaves open. "ID" in a table narrower
     than column ID says nothing."""
-    out = []
+    out: list[str] = []
     for f, index in options.column_letters().items():
         column = header.columns.get(f, ABSENT)
         if f in header.by_letter or column == ABSENT or column + col_offset == index:
@@ -402,12 +404,12 @@ def _letters_read_as_headers(
         if not 0 <= index - col_offset < width:
             continue
         out.append(
-            m.LETTER_READ_AS_HEADER
-            % {
-                "field": f,
-                "text": repr(options.columns[f].strip()),
-                "column": index_to_letter(column + col_offset),
-            }
+            Text(
+                m.LETTER_READ_AS_HEADER,
+                field=f,
+                text=repr(options.columns[f].strip()),
+                column=index_to_letter(column + col_offset),
+            )
         )
     return out
 
@@ -422,9 +424,9 @@ def _raise_missing(header: Header, options: ParseOptions) -> None:
     for f in REQUIRED_FIELDS:
         if f not in header.columns and f not in configured:
             examples = ", ".join(SYNONYMS[f][:4])
-            missing.append(m.MISSING_EXAMPLES % {"field": f, "examples": examples})
+            missing.append(Text(m.MISSING_EXAMPLES, field=f, examples=examples))
     seen = [c for c in header.cells if c][:20]
     cells = ", ".join(f"'{c}'" for c in seen) or m.NO_CELLS
     raise MissingColumns(
-        m.MISSING_COLUMNS % {"missing": "; ".join(missing), "row": header.row + 1, "cells": cells}
+        Text(m.MISSING_COLUMNS, missing="; ".join(missing), row=header.row + 1, cells=cells)
     )

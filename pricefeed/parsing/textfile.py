@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from core.storedtext import Text
+
 from . import messages as m
 from .deadline import Deadline
 from .errors import (
@@ -65,9 +67,7 @@ def read_text(
             Table(reader, typed=False), options, limits, "csv", sink, deadline=deadline, nul=nul
         )
     except csv.Error as exc:
-        raise CorruptFile(
-            m.TEXT_MALFORMED % {"line": f"{reader.line_num:,}", "error": exc}
-        ) from None
+        raise CorruptFile(Text(m.TEXT_MALFORMED, line=reader.line_num, error=exc)) from None
     result.encoding = encoding
     result.delimiter = delimiter
     return result
@@ -157,18 +157,19 @@ class Records:
                     line = readline(1 << 16)
                 raise _Skip(too_long)
             if self.undecodable and _ESCAPED.search(line):
-                raise _Skip(m.LINE_NOT_UTF8 % {"line": f"{self.line_num + 1:,}"})
+                raise _Skip(Text(m.LINE_NOT_UTF8, line=self.line_num + 1))
             state[0] += len(line)
             if state[0] > limit:
                 raise _Skip(self._too_long())
             yield line
 
     def _too_long(self) -> str:
-        return m.RECORD_TOO_LONG % {
-            "line": f"{self.line_num + 1:,}",
-            "limit": f"{self.max_chars:,}",
-            "setting": limit_name("max_line_bytes"),
-        }
+        return Text(
+            m.RECORD_TOO_LONG,
+            line=self.line_num + 1,
+            limit=self.max_chars,
+            setting=limit_name("max_line_bytes"),
+        )
 
 
 def _has_long_line(data: bytes, limit: int) -> bool:

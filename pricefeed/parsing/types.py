@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 
+from core.storedtext import Text
+
 from . import messages as m
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")
@@ -44,7 +46,7 @@ CELLS_CUT = (
 
 def limit_name(field: str) -> str:
     """A limit as an operator finds it: "max_cells, setting PRICEFEED_PARSE_MAX_CELLS"."""
-    return m.LIMIT_SETTING % {"field": field, "setting": SETTING_PREFIX + field.upper()}
+    return Text(m.LIMIT_SETTING, field=field, setting=SETTING_PREFIX + field.upper())
 
 
 @dataclass(frozen=True)
@@ -283,9 +285,10 @@ class ColumnCuts:
     def warning(self, width: int) -> str | None:
         if not self.rows:
             return None
-        return CELLS_CUT % {
-            "rows": f"{self.rows:,}",
-            "width": f"{width:,}",
-            "setting": limit_name("max_columns"),
-            "first": f"{self.first:,}",
-        }
+        return Text(
+            CELLS_CUT,
+            rows=self.rows,
+            width=width,
+            setting=limit_name("max_columns"),
+            first=str(self.first),
+        )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 
+from core.storedtext import Text
+
 from . import messages as m
 from .deadline import Deadline
 from .errors import (
@@ -26,9 +28,9 @@ from .types import (
 def _calamine_failure(exc: BaseException) -> ParseError:
     name = type(exc).__name__
     if name == "PasswordError":
-        return UnsupportedFormat(m.FORMAT_UNSUPPORTED % {"format": m.FORMAT_ENCRYPTED})
+        return UnsupportedFormat(Text(m.FORMAT_UNSUPPORTED, format=m.FORMAT_ENCRYPTED))
     message = str(exc).splitlines()[0][:200] if str(exc) else name
-    return CorruptFile(m.WORKBOOK_DAMAGED % {"error": message})
+    return CorruptFile(Text(m.WORKBOOK_DAMAGED, error=message))
 
 
 def read_workbook(
@@ -75,7 +77,7 @@ def _choose_sheet(wb, wanted: str):
         if wanted.isdigit() and 1 <= int(wanted) <= len(names):
             return wb.get_sheet_by_index(int(wanted) - 1)
         listed = ", ".join(f"'{n}'" for n in names[:20])
-        raise SheetNotFound(m.SHEET_NOT_FOUND % {"sheet": wanted, "sheets": listed})
+        raise SheetNotFound(Text(m.SHEET_NOT_FOUND, sheet=wanted, sheets=listed))
     meta = list(wb.sheets_metadata)
     order = [i for i, m in enumerate(meta) if _visible(m)] + [
         i for i, m in enumerate(meta) if not _visible(m)

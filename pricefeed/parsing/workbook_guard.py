@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from operator import itemgetter
 
+from core.storedtext import Text
+
 from . import messages
 from .archives import Budget, member_chunks, mib, open_zip
 from .errors import SheetTooLarge, XmlRefused
@@ -74,7 +76,7 @@ def check_workbook(data: bytes, limits: Limits) -> None:
         for info in infos:
             if info.is_dir():
                 continue
-            label = messages.WORKBOOK_PART % {"name": info.filename}
+            label = Text(messages.WORKBOOK_PART, name=info.filename)
             scan = _PartScan(info.filename)
             for chunk in _member_chunks(zf, info, label, budget, limits):
                 scan.feed(chunk)
@@ -153,14 +155,12 @@ class _PartScan:
                 return  # the root element, or not XML at all
             if end < 0:
                 if self.size > len(self.head):
-                    raise XmlRefused(
-                        messages.XML_PROLOG % {"name": self.name, "limit": mib(_PROLOG)}
-                    )
+                    raise XmlRefused(Text(messages.XML_PROLOG, name=self.name, limit=mib(_PROLOG)))
                 return
             i = end + close
 
     def _refuse_dtd(self) -> None:
-        raise XmlRefused(messages.XML_DTD % {"name": self.name})
+        raise XmlRefused(Text(messages.XML_DTD, name=self.name))
 
     def _check_shared_strings(self) -> None:
         head = self.head
@@ -173,12 +173,12 @@ class _PartScan:
         # Every string needs at least "<si/>": a table cannot hold more than size/5.
         if u and int(u.group(1)) > self.size // 5 + 1:
             raise XmlRefused(
-                messages.XML_SHARED_STRINGS
-                % {
-                    "name": self.name,
-                    "claimed": f"{int(u.group(1)):,}",
-                    "most": f"{self.size // 5 + 1:,}",
-                }
+                Text(
+                    messages.XML_SHARED_STRINGS,
+                    name=self.name,
+                    claimed=int(u.group(1)),
+                    most=self.size // 5 + 1,
+                )
             )
 
 
@@ -216,13 +216,9 @@ def _exact_span(data: bytes, name: str, limits: Limits) -> None:
     cols = max_col + max(0, rless_cells) + 1
     if rows * cols > limits.max_cells:
         raise SheetTooLarge(
-            messages.XLSX_SHEET_SPAN
-            % {
-                "name": name,
-                "rows": f"{rows:,}",
-                "columns": f"{cols:,}",
-                "limit": f"{limits.max_cells:,}",
-            }
+            Text(
+                messages.XLSX_SHEET_SPAN, name=name, rows=rows, columns=cols, limit=limits.max_cells
+            )
         )
 
 

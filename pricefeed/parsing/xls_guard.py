@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 import struct
 
+from core.storedtext import Text
+
 from . import messages
 from .cfb import CompoundFile
 from .errors import CorruptFile, SheetTooLarge, WorkbookRefused
@@ -90,7 +92,7 @@ class _Scan:
         held = widest = read = 0
         for position, name in sheets:
             if position > self.size:
-                raise CorruptFile(messages.XLS_SHEET_PAST_END % {"sheet": name})
+                raise CorruptFile(Text(messages.XLS_SHEET_PAST_END, sheet=name))
             if position not in spans:
                 spans[position] = self._sheet(position, name)
             end, cells, formulas = spans[position]
@@ -100,18 +102,18 @@ class _Scan:
             # that share records make it read them again, once per sheet.
             read += end - position
             if read > self.size:
-                raise WorkbookRefused(messages.XLS_SHARED_RECORDS % {"sheet": name})
+                raise WorkbookRefused(Text(messages.XLS_SHARED_RECORDS, sheet=name))
         # Calamine holds every sheet's grid (and its formulas' grid) from the start, and
         # python-calamine copies the grid of the sheet that is read.
         held += widest
         if held > self.limits.max_cells:
             raise SheetTooLarge(
-                messages.XLS_CELLS_HELD
-                % {
-                    "cells": f"{held:,}",
-                    "limit": f"{self.limits.max_cells:,}",
-                    "setting": limit_name("max_cells"),
-                }
+                Text(
+                    messages.XLS_CELLS_HELD,
+                    cells=held,
+                    limit=self.limits.max_cells,
+                    setting=limit_name("max_cells"),
+                )
             )
 
     def _globals(self) -> list[tuple[int, str]] | None:
@@ -150,8 +152,7 @@ class _Scan:
         # Each string takes at least 3 bytes (length and flags).
         if claimed > size // 3 + 1:
             raise WorkbookRefused(
-                messages.XLS_SHARED_STRINGS
-                % {"claimed": f"{claimed:,}", "most": f"{size // 3 + 1:,}"}
+                Text(messages.XLS_SHARED_STRINGS, claimed=claimed, most=size // 3 + 1)
             )
 
     def _sheet(self, pos: int, name: str) -> tuple[int, int, int]:
@@ -210,14 +211,14 @@ class _Scan:
         rows, cols = r_hi - r_lo + 1, c_hi - c_lo + 1
         if rows * cols > limits.max_cells:
             raise SheetTooLarge(
-                messages.XLS_SHEET_SPAN
-                % {
-                    "sheet": name,
-                    "rows": f"{rows:,}",
-                    "columns": f"{cols:,}",
-                    "limit": f"{limits.max_cells:,}",
-                    "setting": limit_name("max_cells"),
-                }
+                Text(
+                    messages.XLS_SHEET_SPAN,
+                    sheet=name,
+                    rows=rows,
+                    columns=cols,
+                    limit=limits.max_cells,
+                    setting=limit_name("max_cells"),
+                )
             )
         formulas = (f_r_hi - f_r_lo + 1) * (f_c_hi - f_c_lo + 1) if f_r_hi >= 0 else 0
         return end, rows * cols, formulas
@@ -239,14 +240,14 @@ class _Scan:
         cols = ((last_col - first_col) % _WRAP + 1) % _WRAP
         if rows * cols > self.limits.max_cells:
             raise SheetTooLarge(
-                messages.XLS_DIMENSIONS
-                % {
-                    "sheet": name,
-                    "rows": f"{rows:,}",
-                    "columns": f"{cols:,}",
-                    "limit": f"{self.limits.max_cells:,}",
-                    "setting": limit_name("max_cells"),
-                }
+                Text(
+                    messages.XLS_DIMENSIONS,
+                    sheet=name,
+                    rows=rows,
+                    columns=cols,
+                    limit=self.limits.max_cells,
+                    setting=limit_name("max_cells"),
+                )
             )
 
     def _check_formula(self, formula: bytes, row: int, col: int, name: str) -> None:
@@ -259,14 +260,14 @@ class _Scan:
         spaces = sum(m.group(1)[0] for m in _ATTR_SPACE.finditer(tokens))
         if spaces > FORMULA_SPACES:
             raise WorkbookRefused(
-                messages.XLS_FORMULA_SPACES
-                % {
-                    "sheet": name,
-                    "row": row + 1,
-                    "column": col + 1,
-                    "spaces": f"{spaces:,}",
-                    "limit": f"{FORMULA_SPACES:,}",
-                }
+                Text(
+                    messages.XLS_FORMULA_SPACES,
+                    sheet=name,
+                    row=row + 1,
+                    column=col + 1,
+                    spaces=spaces,
+                    limit=FORMULA_SPACES,
+                )
             )
 
 
@@ -278,4 +279,4 @@ def _sheet_name(record: bytes, index: int) -> str:
         name = raw.decode("utf-16-le" if flags & 1 else "latin-1", "replace").replace("\0", "")
         if name.strip():
             return name[:31]
-    return messages.XLS_SHEET_NUMBER % {"number": index + 1}
+    return Text(messages.XLS_SHEET_NUMBER, number=index + 1)

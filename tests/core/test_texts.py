@@ -1,19 +1,22 @@
-"""core.texts: one engine for the texts stored in English and shown in the reader's
-language: a registered template recognised in a plain stored string, and a Text kept as
-JSON beside the English."""
+"""core.texts and core.storedtext: a reason is stored in one form, a msgid and its values
+(``Text.as_json()``), and said in the reader's language when shown."""
 
 from __future__ import annotations
 
+import importlib
+import pickle
 import smtplib
 
 import pytest
 from django.utils import translation
 
-from core import claims, texts
-from core.texts import Text, as_json, error_text, translated, translated_all
+from core import claims
+from core.storedtext import CUT, FOREIGN, Text, as_json, foreign, text_of
+from core.texts import error_text, stored, translated, translated_all
 from mailboxes import texts as mailbox_texts
 from notifications import texts as notification_texts
-from pricefeed import intake
+from pricefeed import intake, matching
+from pricefeed.parsing import messages as parsing_messages
 
 
 def russian(value) -> str:
@@ -26,127 +29,149 @@ def english(value) -> str:
         return translated(value)
 
 
-# -- plain stored strings of registered templates -------------------------------------
+# -- a Text, its stored form and its translation --------------------------------------
 
 
 def test_a_stored_reason_is_said_in_russian_and_stays_english_in_english():
-    reason = claims.CLAIM_EXPIRED % {"worker": "host-1:4242"}
+    reason = Text(claims.CLAIM_EXPIRED, worker="host-1:4242")
 
     assert reason == "claim by host-1:4242 expired (worker died or timed out)"
-    assert russian(reason) == (
+    assert reason.as_json() == {
+        "text": "claim by %(worker)s expired (worker died or timed out)",
+        "params": {"worker": "host-1:4242"},
+    }
+    assert russian(reason.as_json()) == (
         "захват обработчиком host-1:4242 просрочен (обработчик завершился или не уложился во время)"
     )
-    assert english(reason) == reason
+    assert english(reason.as_json()) == reason
 
 
 def test_a_count_picks_the_russian_plural_form():
-    assert "3 раза" in russian(claims.crash_reason(3))
-    assert "5 раз " in russian(claims.crash_reason(5))
-    assert russian(claims.crash_reason(1)).startswith("процесс обработчика аварийно завершился")
+    assert "3 раза" in russian(as_json(claims.crash_reason(3)))
+    assert "5 раз " in russian(as_json(claims.crash_reason(5)))
+    assert russian(as_json(claims.crash_reason(1))).startswith(
+        "процесс обработчика аварийно завершился"
+    )
 
 
 def test_texts_inside_a_text_are_translated_in_their_sentence():
-    reason = claims.LAST_DETAIL % {
-        "reason": claims.crash_reason(2),
-        "detail": claims.WORKER_DIED % {"worker": "host-1:77"},
-    }
+    reason = Text(
+        claims.LAST_DETAIL,
+        reason=claims.crash_reason(2),
+        detail=Text(claims.WORKER_DIED, worker="host-1:77"),
+    )
 
-    assert russian(reason) == (
+    assert russian(as_json(reason)) == (
         "процесс обработчика аварийно завершался во время выполнения 2 раза (сбой чтения или "
         "нехватка памяти); последний раз: процесс обработчика host-1:77 завершился во время "
         "выполнения"
     )
 
 
-def test_a_message_refusal_of_two_apps_nests_and_numbers_take_the_locale_format():
-    refusal = intake.REFUSED % {"reason": mailbox_texts.HEADER_TOO_LARGE % {"limit": f"{65536:,}"}}
+def test_a_number_is_grouped_in_english_and_in_the_readers_format():
+    refusal = Text(intake.REFUSED, reason=Text(mailbox_texts.HEADER_TOO_LARGE, limit=65536))
 
     assert refusal == (
         "refused: a header block is over 65,536 bytes (PRICEFEED_MIME_MAX_HEADER_BYTES)"
     )
-    assert russian(refusal) == (
+    assert refusal.as_json()["params"]["reason"]["params"] == {"limit": 65536}
+    assert russian(as_json(refusal)) == (
         "отклонено: блок заголовков больше 65\xa0536 байт (PRICEFEED_MIME_MAX_HEADER_BYTES)"
     )
 
 
-def test_a_verbatim_value_is_not_shown_as_a_number():
-    text = mailbox_texts.UIDVALIDITY_CHANGED % {"old": 1700000000, "new": 1700000001}
+def test_an_identifier_given_as_a_string_is_never_shown_as_a_number():
+    text = Text(mailbox_texts.UIDVALIDITY_CHANGED, old="1700000000", new="1700000001")
 
-    assert russian(text) == "UIDVALIDITY изменился с 1700000000 на 1700000001"
+    assert text == "UIDVALIDITY changed from 1700000000 to 1700000001"
+    assert russian(as_json(text)) == "UIDVALIDITY изменился с 1700000000 на 1700000001"
 
 
 def test_foreign_text_stays_as_it_is_inside_the_translated_sentence():
-    text = mailbox_texts.NOT_RECORDED % {"error": "ValueError: bad header 'X-Ы'"}
+    text = Text(mailbox_texts.NOT_RECORDED, error="ValueError: bad header 'X-Ы'")
 
-    assert russian(text) == "не удалось записать сообщение: ValueError: bad header 'X-Ы'"
-
-
-def test_a_text_of_no_registered_template_is_shown_as_stored():
-    assert russian("TimeoutError: timed out") == "TimeoutError: timed out"
-    assert russian("") == ""
-    assert russian(None) == ""
+    assert russian(as_json(text)) == "не удалось записать сообщение: ValueError: bad header 'X-Ы'"
 
 
-def test_of_two_templates_that_fit_the_reading_that_accounts_for_more_is_taken():
-    # "the worker process %(worker)s died while running it" fits this text too (its
-    # worker would be "died while running it 2 times …; last: the worker process X").
-    reason = claims.LAST_DETAIL % {
-        "reason": claims.crash_reason(2),
-        "detail": claims.WORKER_DIED % {"worker": "X"},
+def test_a_foreign_text_is_shown_as_it_is_and_a_msgid_alone_is_translated():
+    assert as_json("TimeoutError: timed out") == {
+        "text": FOREIGN,
+        "params": {"text": "TimeoutError: timed out"},
     }
+    assert russian(as_json("TimeoutError: timed out")) == "TimeoutError: timed out"
+    # A msgid stored as it is (gettext_noop gives a Text of no values) keeps its form.
+    assert as_json(mailbox_texts.NO_MESSAGE_ID) == {"text": "no Message-ID header"}
+    assert russian(as_json(mailbox_texts.NO_MESSAGE_ID)) == "нет заголовка Message-ID"
+    assert russian("") == russian(None) == russian({}) == ""
+    assert as_json("") == {}
 
-    assert russian(reason).endswith(
-        "; последний раз: процесс обработчика X завершился во время выполнения"
+
+def test_a_plain_string_is_never_read_for_a_template():
+    """The stored form is the only one translated: English that happens to read like a
+    msgid is shown as it is, so nothing matches text against templates."""
+    assert russian("no Message-ID header") == "no Message-ID header"
+
+
+def test_a_value_from_a_file_or_a_server_is_cut_and_made_storable():
+    cell = "Ы" * 128 * 1024
+    error = Text(parsing_messages.PRICE_NOT_A_NUMBER, value=cell)
+
+    stored_value = error.as_json()["params"]["value"]
+    assert len(stored_value) == CUT and stored_value.endswith("…")
+    assert len(error) < CUT + 50
+    assert Text(mailbox_texts.NOT_RECORDED, error="a\x00b\udc80c").params["error"] == "ab?c"
+
+
+def test_a_value_that_is_an_exception_keeps_the_text_it_was_raised_with():
+    exc = ValueError(Text(mailbox_texts.TOO_DEEP, limit=20))
+
+    reason = Text(intake.REFUSED, reason=exc)
+
+    assert text_of(exc) is exc.args[0]
+    assert russian(as_json(reason)).startswith("отклонено: ")
+    assert "20" in russian(as_json(reason))
+    assert text_of(ValueError("plain")).as_json() == foreign("plain").as_json()
+
+
+def test_a_text_survives_pickling_with_its_msgid_and_values():
+    text = Text(mailbox_texts.LEASE_NOT_RENEWED, mailbox="7")
+
+    again = pickle.loads(pickle.dumps(text))
+
+    assert again == text and again.as_json() == text.as_json()
+
+
+def test_from_json_gives_back_the_english():
+    text = Text(
+        mailbox_texts.LEASE_LOST_IN_STEP,
+        mailbox="7",
+        error=Text(mailbox_texts.NOT_RECORDED, error="OSError: disk full"),
     )
 
-
-@pytest.fixture
-def registry(monkeypatch):
-    """The registry as the apps made it, given back after the test."""
-    monkeypatch.setattr(texts, "_sources", [*texts._sources])
-    monkeypatch.setattr(texts, "_plurals", {**texts._plurals})
-    monkeypatch.setattr(texts, "_verbatim", {*texts._verbatim})
-    yield
-    monkeypatch.undo()
-    texts._patterns.cache_clear()
-    texts._parse.cache_clear()
+    assert Text.from_json(text.as_json()) == text
+    assert Text.from_json({"text": "%(missing)s"}) == "%(missing)s"
+    assert Text.from_json({"nonsense": 1}) == ""
 
 
-def test_templates_registered_later_are_recognised_and_a_source_is_read_when_needed(
-    registry,
-):
-    later = "a template registered by a test: %(value)s"
-    given = []
+def test_a_stored_form_whose_translation_lost_a_value_falls_back_to_the_english():
+    stored_form = {"text": intake.REFUSED, "params": {"other": "x"}}
 
-    def source():
-        given.append(True)
-        return [later]
-
-    texts.register(source)
-    assert given == []
-    assert english(later % {"value": "x"}) == "a template registered by a test: x"
-    assert given == [True]
-    assert later in texts.templates()
+    assert russian(stored_form) == "refused: %(reason)s"
 
 
-def test_a_template_of_no_fixed_words_reads_nothing(registry):
-    texts.register(["%(anything)s"])
+def test_stored_gives_the_english_and_the_stored_form_of_a_column():
+    reason = Text(mailbox_texts.LEASE_NOT_RENEWED, mailbox="7")
 
-    assert russian("ValueError: x") == "ValueError: x"
-
-
-def test_every_registered_template_has_a_russian_translation():
-    with translation.override("ru"):
-        untranslated = [
-            template
-            for template in texts.templates()
-            if template not in texts._plurals and translation.gettext(template) == template
-        ]
-    assert untranslated == []
+    assert stored("last_error", reason) == {
+        "last_error": "lease on mailbox 7 not renewed in time",
+        "last_error_text": reason.as_json(),
+    }
+    assert stored("last_error", "") == {"last_error": "", "last_error_text": {}}
+    assert stored("last_error", "x" * 9000, limit=10)["last_error"] == "x" * 10
 
 
 def test_translated_all_translates_each():
-    warnings = [mailbox_texts.NO_MESSAGE_ID, "StartBoundaryNotFoundDefect"]
+    warnings = [as_json(mailbox_texts.NO_MESSAGE_ID), as_json("StartBoundaryNotFoundDefect")]
 
     with translation.override("ru"):
         assert translated_all(warnings) == [
@@ -155,38 +180,47 @@ def test_translated_all_translates_each():
         ]
 
 
-# -- Text and its JSON ----------------------------------------------------------------
+# Every module whose msgids are stored (gettext_noop gives each a Text).
+_STORING = [
+    "core.claims",
+    "mailboxes.texts",
+    "mailboxes.imap",
+    "mailboxes.addresses",
+    "notifications.texts",
+    "outbox.services",
+    "pricefeed.catalogue",
+    "pricefeed.intake",
+    "pricefeed.limits",
+    "pricefeed.matching",
+    "pricefeed.imports.lifecycle",
+    "pricefeed.imports.source",
+    "pricefeed.parsing.messages",
+]
 
 
-def test_a_text_and_its_json_say_themselves_in_the_active_language():
-    text = Text(mailbox_texts.LEASE_NOT_RENEWED, mailbox=7)
+def test_every_stored_msgid_has_a_russian_translation():
+    msgids = {
+        value.template
+        for name in _STORING
+        for value in vars(importlib.import_module(name)).values()
+        if isinstance(value, Text) and not value.params
+    }
+    assert len(msgids) > 150
+    with translation.override("ru"):
+        untranslated = sorted(m for m in msgids if translation.gettext(m) == m)
+    assert untranslated == []
 
-    assert text == "lease on mailbox 7 not renewed in time"
-    assert russian(text) == "аренда почтового ящика 7 не продлена вовремя"
-    assert russian(as_json(text)) == "аренда почтового ящика 7 не продлена вовремя"
-    assert english(as_json(text)) == text
-    assert russian({}) == ""
-    assert as_json("plain") == {}
 
-
-def test_a_text_nested_in_a_text_is_translated_through_its_json():
-    text = Text(
-        mailbox_texts.LEASE_LOST_IN_STEP,
-        mailbox=7,
-        error=Text(mailbox_texts.NOT_RECORDED, error="OSError: disk full"),
-    )
-
-    assert russian(as_json(text)) == (
-        "аренда почтового ящика 7 не продлена вовремя; шаг, который выполнялся, не удался: "
-        "не удалось записать сообщение: OSError: disk full"
-    )
+def test_a_plural_msgid_is_translated_for_its_count():
+    assert russian(as_json(Text(matching.MATCHED_FILES, count=1))) == "подходит 1 файл"
+    assert russian(as_json(Text(matching.MATCHED_FILES, count=5))) == "подходят 5 файлов"
 
 
 # -- what a failed attempt stores -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("error", "stored", "shown"),
+    ("error", "english_text", "shown"),
     [
         (
             smtplib.SMTPRecipientsRefused({"ops@buyer.test": (550, b"5.1.1 mailbox unavailable")}),
@@ -220,7 +254,8 @@ def test_a_text_nested_in_a_text_is_translated_through_its_json():
         ),
     ],
 )
-def test_an_smtp_error_is_stored_as_a_sentence_around_the_servers_reply(error, stored, shown):
+def test_an_smtp_error_is_stored_as_a_sentence_around_the_servers_reply(error, english_text, shown):
     assert notification_texts.smtp_error is not None  # registered by the app
-    assert error_text(error) == stored
-    assert russian(stored) == shown
+    text = error_text(error)
+    assert text == english_text
+    assert russian(as_json(text)) == shown

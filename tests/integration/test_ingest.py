@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from mailboxes.models import InboundMessage
 from pricefeed.models import PriceImport, PriceItem
+from tests.factories import english
 
 from .support import mailbox_line, price_email, wait_until
 
@@ -108,10 +109,10 @@ def test_message_matching_nothing_is_ignored_with_a_reason_per_config(
     report = {c["name"]: c for c in message.match_report["configs"]}
     assert set(report) == {"acme csv", "beta"}
     assert not report["acme csv"]["matched"]
-    acme_why = " ".join(report["acme csv"]["reasons"])
+    acme_why = " ".join(english(report["acme csv"]["reasons"]))
     assert "sender 'news@spam.test' does not match '*@acme.test'" in acme_why
     assert "flyer.pdf" in acme_why
-    beta_why = " ".join(report["beta"]["reasons"])
+    beta_why = " ".join(english(report["beta"]["reasons"]))
     assert "subject 'Weekly news' does not match 're:прайс'" in beta_why
 
 

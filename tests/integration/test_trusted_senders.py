@@ -8,6 +8,7 @@ from __future__ import annotations
 from mailboxes.models import InboundMessage
 from notifications.models import Notification, Subscription
 from pricefeed.models import PriceImport, PriceListConfig
+from tests.factories import english
 
 from .support import price_email, wait_until
 
@@ -67,7 +68,7 @@ def test_only_the_sender_the_receiving_server_authenticated_is_imported_and_answ
     (price_import,) = PriceImport.objects.all()
     assert price_import.message_id == genuine.pk
     (config,) = genuine.match_report["configs"]
-    assert config["reasons"] == [
+    assert english(config["reasons"]) == [
         "matched 1 file(s)",
         f"sender authenticated: dmarc=pass for acme.test (Authentication-Results from {MX})",
     ]
@@ -83,7 +84,7 @@ def test_only_the_sender_the_receiving_server_authenticated_is_imported_and_answ
         message = by_subject[subject]
         assert message.status == Status.IGNORED, subject
         (config,) = message.match_report["configs"]
-        assert config["reasons"] == [f"sender not authenticated: {reason}"], subject
+        assert english(config["reasons"]) == [f"sender not authenticated: {reason}"], subject
         assert message.match_report["sender_auth"]["authenticated"] is False
 
     # Nothing was imported from the spoofed ones, so their From address hears nothing.

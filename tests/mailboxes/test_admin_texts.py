@@ -1,5 +1,5 @@
-"""A message's and a mailbox's stored (English) reasons are shown in the reader's
-language on their admin lists and pages; the rows keep the English."""
+"""A message's and a mailbox's stored reasons (a msgid and its values) are shown in the
+reader's language on their admin lists and pages; the rows keep the English too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from core.claims import MARKED_FAILED_BY
-from core.texts import Text, as_json
+from core.texts import Text, as_json, stored, stored_all
 from mailboxes import texts
 from mailboxes.models import InboundMessage, Mailbox
 from pricefeed import intake
@@ -33,11 +33,13 @@ def page(client, url: str, language: str) -> str:
 def refused(make_message) -> InboundMessage:
     return make_message(
         status=Status.REJECTED,
-        last_error=intake.REFUSED % {"reason": texts.TOO_MANY_PARTS % {"limit": 500}},
-        warnings=[
-            texts.UNREADABLE_FILENAME % {"part": 3, "error": "unknown encoding: x-ы"},
-            "InvalidBase64PaddingDefect",
-        ],
+        **stored("last_error", Text(intake.REFUSED, reason=Text(texts.TOO_MANY_PARTS, limit=500))),
+        warnings=stored_all(
+            [
+                Text(texts.UNREADABLE_FILENAME, part=3, error="unknown encoding: x-ы"),
+                "InvalidBase64PaddingDefect",
+            ]
+        ),
     )
 
 
@@ -79,15 +81,17 @@ def test_a_message_marked_failed_keeps_english_and_shows_russian(
     message.refresh_from_db()
 
     assert message.status == Status.FAILED
-    assert message.last_error == MARKED_FAILED_BY % {"user": admin_user.username}
+    assert message.last_error == Text(MARKED_FAILED_BY, user=admin_user.username)
+    assert message.last_error_text == as_json(Text(MARKED_FAILED_BY, user=admin_user.username))
     assert f"помечено как завершённое с ошибкой пользователем {admin_user.username}" in page(
         admin_client, MESSAGES, "ru"
     )
 
 
-def test_a_mailbox_error_shows_in_russian_stored_plain_or_as_json(admin_client, mailbox):
-    plain = texts.LEASE_NOT_RENEWED % {"mailbox": mailbox.pk}
-    Mailbox.objects.filter(pk=mailbox.pk).update(last_error=plain, last_error_text={})
+def test_a_mailbox_error_shows_in_russian(admin_client, mailbox):
+    Mailbox.objects.filter(pk=mailbox.pk).update(
+        **stored("last_error", Text(texts.LEASE_NOT_RENEWED, mailbox=str(mailbox.pk)))
+    )
     url = reverse("admin:mailboxes_mailbox_change", args=[mailbox.pk])
 
     assert f"аренда почтового ящика {mailbox.pk} не продлена вовремя" in page(
@@ -96,7 +100,7 @@ def test_a_mailbox_error_shows_in_russian_stored_plain_or_as_json(admin_client, 
 
     error = Text(
         texts.LEASE_LOST_IN_STEP,
-        mailbox=mailbox.pk,
+        mailbox=str(mailbox.pk),
         error=Text(texts.NOT_RECORDED, error="OSError: disk full"),
     )
     Mailbox.objects.filter(pk=mailbox.pk).update(

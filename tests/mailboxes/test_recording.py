@@ -9,7 +9,7 @@ from mailboxes.exceptions import LeaseLost, UidValidityChanged
 from mailboxes.leases import lease_acquire
 from mailboxes.models import InboundMessage, MailboxCheckpoint
 from mailboxes.recording import Fetched, dedup_key
-from tests.factories import price_mail
+from tests.factories import english, price_mail
 
 pytestmark = pytest.mark.django_db
 
@@ -234,7 +234,7 @@ def test_over_size_message_fetched_as_header_only_is_rejected_without_body(
     assert rec.sha256 == ""
     assert rec.subject == "huge"
     assert rec.message_id == "<huge@supplier.ru>"
-    assert "5000 bytes, over the limit of 1000 bytes" in rec.last_error
+    assert "5,000 bytes, over the limit of 1,000 bytes" in rec.last_error
     assert "PRICEFEED_MAX_MESSAGE_BYTES" in rec.last_error
     assert enqueued == []
 
@@ -250,7 +250,7 @@ def test_message_larger_than_the_limit_despite_its_reported_size_is_rejected(
     rec.refresh_from_db()
     assert rec.status == Status.REJECTED
     assert rec.raw is None
-    assert f"{len(raw)} bytes, over the limit of 1000 bytes" in rec.last_error
+    assert f"{len(raw):,} bytes, over the limit of 1,000 bytes" in rec.last_error
 
 
 def test_message_without_message_id_is_recorded_with_a_warning(lease, checkpoint):
@@ -259,7 +259,9 @@ def test_message_without_message_id_is_recorded_with_a_warning(lease, checkpoint
     rec.refresh_from_db()
     assert rec.status == Status.RECEIVED
     assert rec.message_id == ""
-    assert rec.warnings == ["no Message-ID header: duplicates are recognised by content hash"]
+    assert english(rec.warnings) == [
+        "no Message-ID header: duplicates are recognised by content hash"
+    ]
 
 
 def test_stale_lease_token_raises_lease_lost_and_records_nothing(mailbox, lease, checkpoint):

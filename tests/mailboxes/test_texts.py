@@ -44,14 +44,17 @@ def test_a_plain_string_and_an_unknown_msgid_are_shown_as_they_are():
     with translation.override("ru"):
         assert translated("connected somehow") == "connected somehow"
         assert translated(Text("no such msgid %(n)s", n=1)) == "no such msgid 1"
-    assert as_json("plain") == {}
+    assert translated(as_json("plain")) == "plain"
+    assert as_json("") == {}
 
 
-def test_an_exception_raised_with_a_text_gives_it_back_and_pickles_as_english():
+def test_an_exception_raised_with_a_text_gives_it_back_and_pickles_with_its_msgid():
     exc = FolderMissing(
         Text("folder %(folder)s cannot be selected: %(reason)s", folder="'X'", reason="NO")
     )
 
     assert isinstance(text_of(exc), Text)
     assert text_of(socket.gaierror("plain")) == "plain"
-    assert pickle.loads(pickle.dumps(text_of(exc))) == "folder 'X' cannot be selected: NO"
+    again = pickle.loads(pickle.dumps(text_of(exc)))
+    assert again == "folder 'X' cannot be selected: NO"
+    assert again.as_json() == text_of(exc).as_json()

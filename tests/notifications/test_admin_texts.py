@@ -1,6 +1,7 @@
 """A notification's and its send event's stored reasons (an SMTP refusal, a give-up) are
-kept in English and shown in the reader's language on the notification and outbox
-pages; a mail quotes an import's reason in the mail's language."""
+kept as a msgid and its values (and their English) and shown in the reader's language on
+the notification and outbox pages; a mail quotes an import's reason in the mail's
+language."""
 
 from __future__ import annotations
 
@@ -11,13 +12,15 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from core.texts import error_text
+from core.claims import CLAIM_EXPIRED
+from core.texts import Text, as_json, error_text, store, stored
 from devkit.samples import price_list_csv
 from notifications import content, services
 from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport
+from pricefeed.parsing import messages as parsing_messages
 from tests.factories import ROWS, receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue", "fast_password_hashing")
@@ -57,12 +60,13 @@ def test_an_smtp_refusal_is_stored_in_english(notification, monkeypatch):
     assert notification.last_error == (
         "the SMTP server refused the recipient ops@buyer.test (550 5.1.1 mailbox unavailable)"
     )
+    assert notification.last_error_text == as_json(error_text(REFUSAL))
 
 
 def test_an_smtp_refusal_shows_in_russian_on_the_notification_list_and_page(
     admin_client, notification
 ):
-    Notification.objects.update(attempts=1, last_error=error_text(REFUSAL))
+    Notification.objects.update(attempts=1, **stored("last_error", error_text(REFUSAL)))
     url = reverse("admin:notifications_notification_change", args=[notification.pk])
 
     assert IN_RUSSIAN in page(admin_client, NOTIFICATIONS)
@@ -72,7 +76,9 @@ def test_an_smtp_refusal_shows_in_russian_on_the_notification_list_and_page(
 
 def test_an_smtp_refusal_shows_in_russian_on_the_outbox_list_and_page(admin_client, notification):
     event = event_of(notification)
-    OutboxEvent.objects.filter(pk=event.pk).update(attempts=1, last_error=error_text(REFUSAL))
+    OutboxEvent.objects.filter(pk=event.pk).update(
+        attempts=1, **stored("last_error", error_text(REFUSAL))
+    )
     url = reverse("admin:outbox_outboxevent_change", args=[event.pk])
 
     assert IN_RUSSIAN in page(admin_client, EVENTS)
@@ -102,7 +108,7 @@ def test_an_events_crash_reason_shows_in_russian_on_the_outbox_list(admin_client
     event = event_of(notification)
     OutboxEvent.objects.filter(pk=event.pk).update(
         status=OutboxEvent.Status.FAILED,
-        last_error="claim by host-1:4242 expired (worker died or timed out)",
+        **stored("last_error", Text(CLAIM_EXPIRED, worker="host-1:4242")),
     )
 
     assert "захват обработчиком host-1:4242 просрочен" in page(admin_client, EVENTS)
@@ -110,7 +116,7 @@ def test_an_events_crash_reason_shows_in_russian_on_the_outbox_list(admin_client
 
 def test_a_mail_quotes_the_imports_reason_in_the_mails_language(notification):
     price_import = PriceImport.objects.get()
-    price_import.last_error = lifecycle.NO_VALID_ROWS_FAILED % {"failed": 2}
+    store(price_import, "last_error", Text(lifecycle.NO_VALID_ROWS_FAILED, failed=2))
 
     with translation.override("ru"):
         russian = content.reason(price_import)
@@ -119,3 +125,18 @@ def test_a_mail_quotes_the_imports_reason_in_the_mails_language(notification):
 
     assert russian == "нет ни одной корректной строки с ценой (2 строки с ошибками)"
     assert english == "no valid price rows (2 row(s) failed)"
+
+
+def test_a_mail_names_the_file_where_an_unpacking_error_says_attachment(notification):
+    price_import = PriceImport.objects.get()
+    price_import.filename = "прайс.zip"
+    store(
+        price_import,
+        "last_error",
+        Text(parsing_messages.ZIP_DAMAGED, where=parsing_messages.ATTACHMENT_ARCHIVE, error="x"),
+    )
+
+    with translation.override("en"):
+        english = content.reason(price_import)
+
+    assert english == "archive 'прайс.zip': damaged zip archive (x)"

@@ -11,12 +11,15 @@ from django.core.management.base import SystemCheckError
 from django.urls import reverse
 from django.utils import translation
 
+from core.texts import Text, store
 from devkit.samples import supplier_email, zipped
 from notifications import content, services
 from notifications.models import Notification, Subscription, default_language
 from outbox import services as outbox_services
+from pricefeed.imports import lifecycle
 from pricefeed.intake import message_process
 from pricefeed.models import PriceImport
+from pricefeed.parsing import messages as m
 from tests.factories import create_message, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
@@ -243,16 +246,29 @@ def test_a_file_inside_an_archive_is_named_by_its_own_name(mailbox, config, mail
 @pytest.mark.parametrize(
     ("error", "said"),
     [
-        ("archive 'attachment': not a zip file", "archive 'p.zip': not a zip file"),
-        ("gzip 'attachment': truncated", "gzip 'p.zip': truncated"),
-        ("unsupported archive: rar (attachment)", "unsupported archive: rar (p.zip)"),
-        ("attachment is 31,457,280 bytes, more than 30 MiB", "p.zip is 31,457,280 bytes, more"),
-        ("archive 'inner.zip': bad", "archive 'inner.zip': bad"),
-        ("no valid price rows", "no valid price rows"),
+        (
+            Text(m.ZIP_DAMAGED, where=m.ATTACHMENT_ARCHIVE, error="not a zip file"),
+            "archive 'p.zip': damaged zip archive (not a zip file)",
+        ),
+        (Text(m.GZIP_TRUNCATED, label=m.ATTACHMENT), "p.zip: gzip data is truncated"),
+        (
+            Text(m.ARCHIVE_UNSUPPORTED, format="rar", where=m.ATTACHMENT),
+            "unsupported archive: rar (p.zip)",
+        ),
+        (
+            Text(m.ATTACHMENT_TOO_LARGE, where=m.ATTACHMENT, size=31457280, limit="30 MiB"),
+            "p.zip is 31,457,280 bytes, more",
+        ),
+        (
+            Text(m.ZIP_DAMAGED, where=Text(m.ARCHIVE, path="inner.zip"), error="bad"),
+            "archive 'inner.zip': damaged zip archive (bad)",
+        ),
+        (lifecycle.NO_VALID_ROWS, "no valid price rows"),
     ],
 )
 def test_a_reason_names_the_file_where_the_error_says_attachment(error, said):
-    price_import = PriceImport(filename="p.zip", attachment_key="part2", last_error=error)
+    price_import = PriceImport(filename="p.zip", attachment_key="part2")
+    store(price_import, "last_error", error)
     assert content.reason(price_import).startswith(said)
 
 

@@ -10,6 +10,7 @@ from django.forms.models import model_to_dict
 from django.urls import reverse
 from django.utils import translation
 
+from core.texts import Text, as_json
 from pricefeed.forms import PriceListConfigForm
 from pricefeed.models import PriceListConfig
 from pricefeed.parsing.messages import LETTER_READ_AS_HEADER
@@ -78,8 +79,8 @@ def test_the_admin_saves_the_config_and_shows_the_note_as_a_warning(admin_client
 
 
 def test_the_parsers_warning_about_a_letter_read_as_a_header_is_translated():
-    warning = LETTER_READ_AS_HEADER % {"field": "quantity", "text": "'L'", "column": "E"}
+    warning = Text(LETTER_READ_AS_HEADER, field="quantity", text="'L'", column="E")
     with translation.override("ru"):
-        assert translated(warning) == (
+        assert translated(as_json(warning)) == (
             "quantity читается из столбца с заголовком 'L' (столбец E), а не из столбца 'L'"
         )

@@ -11,7 +11,7 @@ import pytest
 from devkit.hostile_files import xls_with_cells
 from pricefeed.models import PriceImport, PriceItem
 from pricefeed.parsing import deadline
-from tests.factories import receive, run_all
+from tests.factories import english, receive, run_all
 
 Status = PriceImport.Status
 
@@ -35,7 +35,7 @@ def test_cells_cut_past_max_columns_are_a_warning_on_the_import(mailbox, config)
 
     assert price_import.status == Status.SUCCEEDED, price_import.last_error
     assert price_import.rows_ok == 31
-    assert price_import.parse_info["warnings"] == [
+    assert english(price_import.parse_info["warnings"]) == [
         "1 row(s) have cells past column 1,024 (max_columns, setting "
         "PRICEFEED_PARSE_MAX_COLUMNS); those cells were not read (first: row 32)"
     ]
@@ -48,7 +48,7 @@ def test_values_the_table_cannot_store_are_row_errors_and_the_rest_is_stored(mai
 
     assert price_import.status == Status.PARTIAL, price_import.last_error
     assert (price_import.rows_ok, price_import.rows_failed) == (2000, 2)
-    assert price_import.errors == [
+    assert english(price_import.errors) == [
         {"row": 2002, "error": "sku is longer than 255 characters (300)"},
         {"row": 2003, "error": "name contains a NUL character"},
     ]
@@ -62,7 +62,7 @@ def test_a_mostly_utf8_file_with_a_cp1251_line_keeps_its_names(mailbox, config):
 
     assert price_import.status == Status.PARTIAL
     assert price_import.parse_info["encoding"] == "utf-8"
-    assert price_import.errors == [{"row": 3002, "error": "line 3,002 is not valid UTF-8"}]
+    assert english(price_import.errors) == [{"row": 3002, "error": "line 3,002 is not valid UTF-8"}]
     item = PriceItem.objects.get(price_import=price_import, sku="A-3000")
     assert item.name == "Кабель медный 3000"
 

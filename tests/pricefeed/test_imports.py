@@ -14,7 +14,7 @@ from devkit.samples import (
 from mailboxes.models import InboundMessage
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
-from tests.factories import ROWS, receive, run_all
+from tests.factories import ROWS, english, receive, run_all
 
 Status = PriceImport.Status
 
@@ -71,7 +71,7 @@ def test_bad_rows_make_a_partial_import_and_too_many_fail_it_whole(mailbox, conf
     assert partial.status == Status.PARTIAL
     assert (partial.rows_ok, partial.rows_failed) == (19, 1)
     assert partial.errors[0]["row"] == 3
-    assert "по запросу" in partial.errors[0]["error"]
+    assert "по запросу" in english(partial.errors[0]["error"])
 
     config.max_bad_rows_percent = 1
     config.save()
@@ -120,7 +120,8 @@ def test_refused_archive_is_a_failed_import_with_the_reason(mailbox, config, set
     assert report["archive_error"]
     (price_import,) = run_all(message)
     assert price_import.status == Status.FAILED
-    assert price_import.last_error == report["archive_error"]
+    assert price_import.last_error == english(report["archive_error"])
+    assert price_import.last_error_text == report["archive_error"]
 
 
 def test_delta_config_reports_no_removals_and_the_last_duplicate_sku_counts(mailbox, config):

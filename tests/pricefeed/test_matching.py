@@ -24,6 +24,7 @@ from pricefeed.matching import (
     report,
 )
 from pricefeed.models import PriceListConfig
+from tests.factories import english
 
 
 def matches(pattern: str, value: str) -> bool:
@@ -240,7 +241,7 @@ def test_report_is_json_serialisable_and_names_every_config():
     assert decoded["configs"][0]["matched"] is True
     assert decoded["configs"][0]["attachments"] == ["part2"]
     assert decoded["configs"][1]["matched"] is False
-    assert decoded["configs"][1]["reasons"] == [
+    assert english(decoded["configs"][1]["reasons"]) == [
         "sender 'prices@supplier.ru' does not match '*@other.ru'"
     ]
     assert decoded["warnings"] == ["w1"]

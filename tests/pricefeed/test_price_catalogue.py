@@ -16,7 +16,7 @@ from devkit.samples import price_list_csv
 from pricefeed import catalogue
 from pricefeed.imports.lifecycle import price_import_run
 from pricefeed.models import CatalogueEntry, PriceImport, PriceListConfig
-from tests.factories import receive, run_all
+from tests.factories import english, receive, run_all
 
 pytestmark = pytest.mark.usefixtures("no_queue")
 
@@ -312,7 +312,7 @@ def test_a_price_of_zero_or_below_is_a_row_error_unless_the_config_allows_it(mai
     (refused,) = run_all(receive(mailbox, [(f"p.{kind}", make(rows))]))
 
     assert refused.status == Status.PARTIAL
-    assert [e["error"] for e in refused.errors] == [
+    assert [english(e["error"]) for e in refused.errors] == [
         "price '0' is zero or below (the config does not allow such prices)"
         if kind == "xlsx"
         else "price '0,00' is zero or below (the config does not allow such prices)",

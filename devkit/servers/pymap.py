@@ -166,8 +166,8 @@ class PymapServer:
             "--port",
             str(self._port),
             "dict",
-            "--demo-user",
-            self.user,
-            "--demo-password",
-            self.password,
+            # One argument each: a generated password may begin with "-", which
+            # argparse would take for an option if it stood alone.
+            f"--demo-user={self.user}",
+            f"--demo-password={self.password}",
         ]

@@ -202,6 +202,13 @@ def test_pymap_append_search_and_fetch(pymap: PymapServer) -> None:
     assert_append_search_fetch(pymap.host, pymap.port)
 
 
+def test_pymap_takes_a_password_that_begins_with_a_dash() -> None:
+    # The demo's password is secrets.token_urlsafe(12): one time in 64 it begins with "-",
+    # and pymap's argparse took such a value for an option and did not start.
+    with PymapServer(USER, "-Ab3_x") as server, login(server.host, server.port, USER, "-Ab3_x"):
+        pass
+
+
 def test_pymap_idle_client_is_told_of_appended_message(pymap: PymapServer) -> None:
     with (
         login(pymap.host, pymap.port) as watcher,

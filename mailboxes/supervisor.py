@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from core import sweeps
 from core.logs import ContextLogger, first_line
@@ -31,6 +31,10 @@ logger = logging.getLogger(__name__)
 
 # Instances not seen for a day disappear from the admin.
 HEARTBEAT_FORGET_AFTER = 24 * 3600.0
+
+# A database that cannot be reached, or that ended the session: retried like any failed
+# step, but logged without a traceback, which would only say where the query was.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 
 
 @dataclass
@@ -104,7 +108,18 @@ class Supervisor:
                     # Every step is retried at its own pace (heartbeats keep trying to
                     # win the leases back); one ERROR per distinct problem.
                     error = f"{type(exc).__name__}: {first_line(exc)}"
-                    if error != last_error:
+                    if error != last_error and isinstance(exc, DATABASE_UNAVAILABLE):
+                        # A server problem, not a fault here: the database restarted,
+                        # the network failed, or the server ended this session (a
+                        # process frozen inside a transaction, see
+                        # leases.listener_session_setup). One line; details at DEBUG.
+                        self.log.error(
+                            "supervisor step failed, the database is unavailable: %s",
+                            error,
+                            extra={"action": "database_unavailable"},
+                        )
+                        self.log.debug("details", exc_info=exc)
+                    elif error != last_error:
                         self.log.exception("supervisor step failed")
                     else:
                         self.log.info("supervisor step failed again (%s): %s", failures, error)

@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 from django.utils.timesince import timesince, timeuntil
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 # The stylesheet of the lists (column widths, one-line cells), in static files.
@@ -224,4 +224,22 @@ class SinceFilter(admin.SimpleListFilter):
         moment = self.moment()
         if moment is not None:
             return queryset.filter(**{f"{self.field}__gte": moment})
+        return queryset
+
+
+class RetriedFilter(admin.SimpleListFilter):
+    """Rows tried more than once (``attempts`` above 1) or not: the trouble a row that
+    got through in the end no longer shows by its status."""
+
+    title = _("retried")
+    parameter_name = "retried"
+
+    def lookups(self, request, model_admin):
+        return [("yes", pgettext_lazy("retried", "yes")), ("no", pgettext_lazy("retried", "no"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(attempts__gt=1)
+        if self.value() == "no":
+            return queryset.filter(attempts__lte=1)
         return queryset

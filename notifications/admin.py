@@ -3,7 +3,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin, messages
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.formats import date_format
+from django.utils.html import format_html, format_html_join
+from django.utils.timezone import localtime
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -11,6 +13,7 @@ from core.adminutils import (
     EMPTY,
     AuditAdminMixin,
     ListAdminMixin,
+    RetriedFilter,
     SinceFilter,
     annotated,
     due,
@@ -74,17 +77,24 @@ class SubscriptionAdmin(ListAdminMixin, admin.ModelAdmin):
 
 @admin.register(Notification)
 class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
-    # Its attempts, when it was sent and its Message-ID are on the notification's page.
+    # When it was sent, its Message-ID and each attempt are on the notification's page.
     list_display = [
         "created",
         "short_recipient",
         "outcome",
         "status",
+        "attempts",
         "next_attempt",
         "short_error",
         "about",
     ]
-    list_filter = ["status", SinceFilter.on("created_at"), KindFilter, OutcomeFilter]
+    list_filter = [
+        "status",
+        RetriedFilter,
+        SinceFilter.on("created_at"),
+        KindFilter,
+        OutcomeFilter,
+    ]
     search_fields = ["recipient", "message_id"]
     actions = ["retry_now", "requeue", "give_up"]
     # Shown by their names: "about", "outcome", "mail_language".
@@ -101,6 +111,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         "error_text",
         "created_at",
         "sent_at",
+        "delivery_history",
     ]
 
     def get_queryset(self, request):
@@ -155,6 +166,36 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def error_text(self, obj: Notification) -> str:
         """The stored reason in the reader's language."""
         return shown(obj, "last_error") or EMPTY
+
+    @admin.display(description=_("delivery attempts"))
+    def delivery_history(self, obj: Notification) -> str:
+        """Each try at handing the mail to the SMTP server, oldest first: when, how it
+        ended, the server's reply code and its words (or the error)."""
+        attempts = obj.delivery_attempts.order_by("pk")
+        if not attempts:
+            return EMPTY
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    date_format(localtime(a.at), "DATETIME_FORMAT"),
+                    a.get_outcome_display(),
+                    a.code or EMPTY,
+                    shown(a, "reply") or EMPTY,
+                )
+                for a in attempts
+            ),
+        )
+        return format_html(
+            '<table class="delivery-attempts"><thead><tr><th>{}</th><th>{}</th><th>{}</th>'
+            "<th>{}</th></tr></thead><tbody>{}</tbody></table>",
+            gettext("time"),
+            gettext("outcome"),
+            gettext("SMTP code"),
+            gettext("server reply"),
+            rows,
+        )
 
     @admin.display(description=_("about"))
     def about(self, obj: Notification) -> str:

@@ -177,3 +177,42 @@ class Notification(models.Model):
             except ValueError:
                 return self.outcome
         return kind_label(self.kind)
+
+
+class DeliveryAttempt(models.Model):
+    """One try at handing a notification's mail to the SMTP server, with the server's
+    reply: what a notification refused twice and then sent went through, which its
+    ``last_error`` (cleared on success) and ``attempts`` (a count) do not keep.
+
+    Written in the transaction that records the attempt's outcome on the notification;
+    at most ``KEPT`` per notification (the oldest go when a failure is recorded)."""
+
+    KEPT = 20
+
+    class Outcome(models.TextChoices):
+        ACCEPTED = "ACCEPTED", _("accepted")
+        REFUSED = "REFUSED", _("refused, to be retried")
+        FAILED = "FAILED", _("refused, given up")
+
+    notification = models.ForeignKey(
+        Notification,
+        on_delete=models.CASCADE,
+        related_name="delivery_attempts",
+        verbose_name=_("notification"),
+    )
+    at = models.DateTimeField(pgettext_lazy("delivery attempt", "at"), db_default=Now())
+    outcome = models.CharField(_("outcome"), max_length=10, choices=Outcome)
+    # The SMTP reply code ("" when there was none: no connection, another backend).
+    code = models.CharField(_("code"), max_length=3, blank=True, default="")
+    # The server's reply, or the error, as core.texts stores it (its values cut to 200
+    # characters: a server's text is foreign input).
+    reply = models.TextField(_("reply"), blank=True, default="")
+    reply_text = models.JSONField(default=dict, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = _("delivery attempt")
+        verbose_name_plural = _("delivery attempts")
+        ordering = ["notification", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.get_outcome_display()} {self.code}".strip()

@@ -11,7 +11,8 @@ each reused across its share of the batch (``PRICEFEED_NOTIFICATION_SMTP_CONNECT
 default 4, per worker), with a Message-ID derived from the notification id (a digest's:
 from its first); the batch's sent notifications are marked SENT in one UPDATE, a
 failure is recorded as its error (``core.texts.error_text``) and, past the outbox's
-last attempt, FAILED. A notification already SENT is never sent again, whatever the
+last attempt, FAILED. Every attempt is kept as a DeliveryAttempt with the server's reply
+(its 250 too, which smtplib drops: ``_data_replies``), written with the outcome. A notification already SENT is never sent again, whatever the
 retries.
 
 A mail is written in its notification's language, which is its subscription's (for
@@ -24,18 +25,19 @@ the subject is made one line, so nothing in a file name or config name can add a
 from __future__ import annotations
 
 import logging
+import smtplib
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from email.utils import formatdate
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import forbid_multi_line_headers
 from django.db import transaction
-from django.db.models import CharField, F, Model, Prefetch, Q, Value
+from django.db.models import CharField, F, Model, OuterRef, Prefetch, Q, Subquery, Value
 from django.db.models.functions import Cast, Concat, Now
 from django.template.loader import render_to_string
 from django.utils import translation
@@ -52,11 +54,19 @@ from pricefeed.models import PriceImport, PriceListConfig
 
 from . import content
 from .kinds import Kind, kind_for, register
-from .models import Notification, Subscription, default_language, supported_language
+from .models import (
+    DeliveryAttempt,
+    Notification,
+    Subscription,
+    default_language,
+    supported_language,
+)
+from .texts import server_reply, smtp_code
 
 logger = logging.getLogger(__name__)
 
 Status = Notification.Status
+Attempt = DeliveryAttempt.Outcome
 
 # -- the mail about an import's outcome (or a digest of several) --------------------------
 
@@ -484,40 +494,74 @@ def _smtp_connections(mails: int) -> int:
 MAILS_PER_CONNECTION = 10  # fewer than this per extra connection: not worth its handshake
 
 
-def _send_over_one_connection(
-    mails: list[tuple[uuid.UUID, EmailMultiAlternatives]],
-) -> dict[uuid.UUID, BaseException | None]:
+class Reply(NamedTuple):
+    """The server's reply to a mail it took (code "" and no text from a backend that
+    is not SMTP: locmem, console)."""
+
+    code: str
+    text: str
+
+
+NO_REPLY = Reply("", "")
+
+# Per event: the server's reply to its mail, or the exception that stopped it.
+Outcomes = dict[uuid.UUID, "BaseException | Reply"]
+
+
+def _data_replies(connection: Any) -> list[tuple[int, bytes]]:
+    """The replies to DATA on ``connection`` (a Django mail backend) from now on, in
+    order: smtplib's ``sendmail`` checks the 250 and drops it, so the SMTP connection's
+    ``data`` is wrapped to keep it. Another backend: none, ever."""
+    replies: list[tuple[int, bytes]] = []
+    smtp = getattr(connection, "connection", None)
+    if isinstance(smtp, smtplib.SMTP):
+        data = smtp.data
+
+        def kept(msg: Any) -> tuple[int, bytes]:
+            reply = data(msg)
+            replies.append(reply)
+            return reply
+
+        smtp.data = kept  # type: ignore[method-assign]
+    return replies
+
+
+def _send_over_one_connection(mails: list[tuple[uuid.UUID, EmailMultiAlternatives]]) -> Outcomes:
     """Sends ``mails`` in order over one connection of Django's configured backend (TLS
-    verified, timeout set as configured); per event, None or the exception."""
-    results: dict[uuid.UUID, BaseException | None] = {}
+    verified, timeout set as configured); per event, the server's reply or the
+    exception."""
+    results: Outcomes = {}
     try:
         with get_connection(fail_silently=False) as connection:
+            replies = _data_replies(connection)
             for event_id, email in mails:
+                replies.clear()
                 try:
                     connection.send_messages([email])
                     crash_point("notification_after_smtp")
                 except Exception as exc:
                     results[event_id] = exc
                 else:
-                    results[event_id] = None
+                    code, text = replies[-1] if replies else (None, b"")
+                    results[event_id] = (
+                        Reply(str(code), server_reply(text)) if code is not None else NO_REPLY
+                    )
     except Exception as exc:  # could not connect, or closing failed
         for event_id, _ in mails:
-            if results.get(event_id, exc) is not None:
+            if isinstance(results.get(event_id, exc), BaseException):
                 results[event_id] = exc
     return results
 
 
-def _send(
-    mails: list[tuple[uuid.UUID, EmailMultiAlternatives]],
-) -> dict[uuid.UUID, BaseException | None]:
+def _send(mails: list[tuple[uuid.UUID, EmailMultiAlternatives]]) -> Outcomes:
     """Spreads ``mails`` over a few connections (threads that only talk SMTP; the
-    database stays with the caller's thread) and gathers the results."""
+    database stays with the caller's thread) and gathers the outcomes."""
     count = _smtp_connections(len(mails))
     if count == 1:
         return _send_over_one_connection(mails)
     shares = [mails[i::count] for i in range(count)]
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="smtp") as pool:
-        results: dict[uuid.UUID, BaseException | None] = {}
+        results: Outcomes = {}
         for part in pool.map(_send_over_one_connection, shares):
             results.update(part)
     return results
@@ -576,9 +620,13 @@ def send(kind: Kind, events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException
             results[event.id] = exc
             continue
         to_send.append((event.id, email))
-    if to_send:
-        results.update(_send(to_send))
-    _mark_sent(kind, wanted, covered, results, domain)
+    replies: dict[uuid.UUID, Reply] = {}
+    for event_id, outcome in (_send(to_send) if to_send else {}).items():
+        if isinstance(outcome, Reply):
+            replies[event_id], results[event_id] = outcome, None
+        else:
+            results[event_id] = outcome
+    _mark_sent(kind, wanted, covered, replies, domain)
     _record_failures(events, covered, results)
     return results
 
@@ -587,34 +635,53 @@ def _mark_sent(
     kind: Kind,
     wanted: dict[uuid.UUID, list[int]],
     covered: dict[uuid.UUID, list[Notification]],
-    results: dict[uuid.UUID, BaseException | None],
+    replies: dict[uuid.UUID, Reply],
     domain: str,
 ) -> None:
     """The notifications whose mail took effect → SENT, with its Message-ID: those
     delivered alone in one UPDATE (the Message-ID made in SQL as message_id makes it),
-    each digest's together."""
-    done = [event_id for event_id in covered if results.get(event_id) is None]
+    each digest's together; and an accepted attempt each, with the server's reply, in
+    one INSERT, in the same transaction."""
+    done = [event_id for event_id in covered if event_id in replies]
+    if not done:
+        return
     single = [covered[e][0].pk for e in done if len(wanted[e]) == 1]
     sent = {"status": Status.SENT, "sent_at": Now(), "attempts": F("attempts") + 1}
-    if single:
-        before, after = _message_id_parts(kind, domain)
-        marked = Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
-            message_id=Concat(Value(before), Cast("pk", output_field=CharField()), Value(after)),
-            **stored("last_error", ""),
-            **sent,
+    with transaction.atomic():
+        if single:
+            before, after = _message_id_parts(kind, domain)
+            marked = Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
+                message_id=Concat(
+                    Value(before), Cast("pk", output_field=CharField()), Value(after)
+                ),
+                **stored("last_error", ""),
+                **sent,
+            )
+            metrics.NOTIFICATIONS_SENT.inc(marked)
+        for event_id in done:
+            if len(wanted[event_id]) == 1:
+                continue
+            marked = Notification.objects.filter(
+                pk__in=[n.pk for n in covered[event_id]], status=Status.PENDING
+            ).update(
+                message_id=message_id(kind, min(wanted[event_id]), domain),
+                **stored("last_error", ""),
+                **sent,
+            )
+            metrics.NOTIFICATIONS_SENT.inc(marked)
+        DeliveryAttempt.objects.bulk_create(
+            _attempt(n, Attempt.ACCEPTED, replies[e].code, replies[e].text)
+            for e in done
+            for n in covered[e]
         )
-        metrics.NOTIFICATIONS_SENT.inc(marked)
-    for event_id in done:
-        if len(wanted[event_id]) == 1:
-            continue
-        marked = Notification.objects.filter(
-            pk__in=[n.pk for n in covered[event_id]], status=Status.PENDING
-        ).update(
-            message_id=message_id(kind, min(wanted[event_id]), domain),
-            **stored("last_error", ""),
-            **sent,
-        )
-        metrics.NOTIFICATIONS_SENT.inc(marked)
+
+
+def _attempt(notification: Notification, outcome: str, code: str, reply: object) -> DeliveryAttempt:
+    """One attempt's record; ``reply`` (the server's text or the error) as core.texts
+    stores it, a server's words cut as every foreign value is."""
+    return DeliveryAttempt(
+        notification=notification, outcome=outcome, code=code, **stored("reply", reply)
+    )
 
 
 def _record_failures(
@@ -622,22 +689,45 @@ def _record_failures(
     covered: dict[uuid.UUID, list[Notification]],
     results: dict[uuid.UUID, BaseException | None],
 ) -> None:
-    """Each failed mail's notifications: one more attempt and its error; FAILED past the
-    outbox's last attempt."""
+    """Each failed mail's notifications: one more attempt and its error (on the
+    notification, and as a refused attempt, in one transaction); FAILED past the
+    outbox's last attempt. Only the latest DeliveryAttempt.KEPT attempts of each are
+    kept (a notification requeued again and again would gather them without end)."""
     last_attempt = outbox_retry_policy().max_attempts
     attempts = {event.id: event.attempts for event in events}
     for event_id, error in results.items():
         if error is None or event_id not in covered:
             continue
         given_up = attempts[event_id] >= last_attempt
-        marked = Notification.objects.filter(pk__in=[n.pk for n in covered[event_id]]).update(
-            attempts=F("attempts") + 1,
-            **stored("last_error", error_text(error), limit=2000),
-            **({"status": Status.FAILED} if given_up else {}),
-        )
+        ids = [n.pk for n in covered[event_id]]
+        reason = error_text(error)
+        with transaction.atomic():
+            marked = Notification.objects.filter(pk__in=ids).update(
+                attempts=F("attempts") + 1,
+                **stored("last_error", reason, limit=2000),
+                **({"status": Status.FAILED} if given_up else {}),
+            )
+            outcome = Attempt.FAILED if given_up else Attempt.REFUSED
+            code = smtp_code(error)
+            DeliveryAttempt.objects.bulk_create(
+                _attempt(n, outcome, code, reason) for n in covered[event_id]
+            )
+            _prune_attempts(ids)
         metrics.NOTIFICATION_SEND_ERRORS.inc(marked)
         if given_up:
             metrics.NOTIFICATIONS_FAILED.inc(marked)
+
+
+def _prune_attempts(notification_ids: list[int]) -> None:
+    """All but the latest DeliveryAttempt.KEPT attempts of these notifications go."""
+    kth_latest = (
+        DeliveryAttempt.objects.filter(notification=OuterRef("notification"))
+        .order_by("-pk")
+        .values("pk")[DeliveryAttempt.KEPT - 1 : DeliveryAttempt.KEPT]
+    )
+    DeliveryAttempt.objects.filter(
+        notification__in=notification_ids, pk__lt=Subquery(kth_latest)
+    ).delete()
 
 
 def notifications_send(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:

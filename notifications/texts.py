@@ -29,7 +29,8 @@ SMTP_ERROR = gettext_noop("SMTP error: %(reply)s")
 GIVEN_UP_BY = gettext_noop("given up by %(user)s")
 
 
-def _reply(reply: bytes | str) -> str:
+def server_reply(reply: bytes | str) -> str:
+    """A server's reply as one line of text (its bytes decoded, whitespace runs one space)."""
     text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
     return " ".join(text.split())
 
@@ -38,13 +39,15 @@ def smtp_error(error: BaseException) -> Text:
     """An smtplib exception as the text stored for it."""
     if isinstance(error, smtplib.SMTPRecipientsRefused) and error.recipients:
         recipient, (code, reply) = next(iter(error.recipients.items()))
-        return Text(RECIPIENT_REFUSED, recipient=recipient, code=str(code), reply=_reply(reply))
+        return Text(
+            RECIPIENT_REFUSED, recipient=recipient, code=str(code), reply=server_reply(reply)
+        )
     if isinstance(error, smtplib.SMTPSenderRefused):
         return Text(
             SENDER_REFUSED,
             sender=error.sender,
             code=str(error.smtp_code),
-            reply=_reply(error.smtp_error),
+            reply=server_reply(error.smtp_error),
         )
     for kind, template in (
         (smtplib.SMTPDataError, DATA_REFUSED),
@@ -53,10 +56,21 @@ def smtp_error(error: BaseException) -> Text:
         (smtplib.SMTPResponseException, SERVER_ANSWERED),
     ):
         if isinstance(error, kind):
-            return Text(template, code=str(error.smtp_code), reply=_reply(error.smtp_error))
+            return Text(template, code=str(error.smtp_code), reply=server_reply(error.smtp_error))
     if isinstance(error, smtplib.SMTPServerDisconnected):
-        return Text(DISCONNECTED, reply=_reply(str(error)) or "-")
-    return Text(SMTP_ERROR, reply=_reply(str(error)))
+        return Text(DISCONNECTED, reply=server_reply(str(error)) or "-")
+    return Text(SMTP_ERROR, reply=server_reply(str(error)))
+
+
+def smtp_code(error: BaseException) -> str:
+    """The SMTP reply code an smtplib exception carries ("" for none: no connection,
+    a mail that could not be made)."""
+    if isinstance(error, smtplib.SMTPRecipientsRefused) and error.recipients:
+        (code, _reply_text) = next(iter(error.recipients.values()))
+        return str(code)[:3]
+    if isinstance(error, smtplib.SMTPResponseException):
+        return str(error.smtp_code)[:3]
+    return ""
 
 
 texts.register_error(smtplib.SMTPException, smtp_error)

@@ -9,7 +9,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import AuditAdminMixin, due, truncated, when
+from core.adminutils import AuditAdminMixin, RetriedFilter, due, truncated, when
 from core.claims import MARKED_FAILED_BY
 from core.texts import Text, shown
 
@@ -70,7 +70,7 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
         "next_attempt",
         "short_error",
     ]
-    list_filter = ["status", WaitingFilter, "kind", AgeFilter]
+    list_filter = ["status", WaitingFilter, RetriedFilter, "kind", AgeFilter]
     search_fields = ["id", "aggregate_id"]
     date_hierarchy = "created_at"
     actions = ["retry_now", "requeue", "mark_failed"]

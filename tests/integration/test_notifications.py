@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+from django.urls import reverse
+
 from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceImport
+from tests.notifications.test_admin_trouble import cells
 
 from .support import price_email, received, wait_until
 
@@ -70,7 +75,7 @@ def _imported(mailbox_factory, config_factory, dovecot):
 
 
 def test_a_temporary_smtp_failure_is_retried_after_backoff_and_delivered(
-    dovecot, make_mailbox, make_config, manage, smtp_server
+    dovecot, make_mailbox, make_config, manage, smtp_server, admin_client
 ):
     port, path = smtp_server("--fail-first", "2", "--code", "451")
     _imported(make_mailbox, make_config, dovecot)
@@ -95,6 +100,27 @@ def test_a_temporary_smtp_failure_is_retried_after_backoff_and_delivered(
     assert notification.attempts == 3
     send_event = OutboxEvent.objects.get(kind="notification.send")
     assert (send_event.status, send_event.attempts) == (OutboxEvent.Status.SENT, 3)
+
+    # The trouble stays visible: the list's attempts column and "retried" filter, and each
+    # attempt with the server's reply on the notification's page.
+    listed = admin_client.get(
+        reverse("admin:notifications_notification_changelist"),
+        {"retried": "yes"},
+        HTTP_ACCEPT_LANGUAGE="ru",
+    )
+    assert [n.pk for n in listed.context["cl"].result_list] == [notification.pk]
+    assert cells(listed.content.decode(), "attempts") == ["3"]
+    events = admin_client.get(reverse("admin:outbox_outboxevent_changelist"), {"retried": "yes"})
+    assert [e.pk for e in events.context["cl"].result_list] == [send_event.pk]
+    page = admin_client.get(
+        reverse("admin:notifications_notification_change", args=[notification.pk]),
+        HTTP_ACCEPT_LANGUAGE="ru",
+    ).content.decode()
+    attempts = re.findall(r"<tr><td>.*?</tr>", page)
+    assert len(attempts) == 3
+    assert all("отказ, будет повтор" in a and "451 scripted failure" in a for a in attempts[:2])
+    assert "принято" in attempts[2] and "250" in attempts[2]
+    assert "Message accepted for delivery" in attempts[2]
 
 
 def test_a_permanent_smtp_failure_ends_failed_with_exactly_one_alert(

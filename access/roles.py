@@ -5,8 +5,8 @@ Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
   downloads their raw ``.eml``), configs (and previews files against them), imports and
-  their items, subscriptions, notifications, outbox events, and django-q2's task results
-  and queue. It changes nothing.
+  their items, subscriptions, notifications (and their delivery attempts), outbox
+  events, and django-q2's task results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds, changes and deletes
@@ -57,6 +57,7 @@ VIEW = frozenset(
         "outbox.view_outboxevent",
         "notifications.view_subscription",
         "notifications.view_notification",
+        "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",

@@ -12,8 +12,8 @@ default 4, per worker), with a Message-ID derived from the notification id (a di
 from its first); the batch's sent notifications are marked SENT in one UPDATE, a
 failure is recorded as its error (``core.texts.error_text``) and, past the outbox's
 last attempt, FAILED. Every attempt is kept as a DeliveryAttempt with the server's reply
-(its 250 too, which smtplib drops: ``_data_replies``), written with the outcome. A notification already SENT is never sent again, whatever the
-retries.
+(its 250 too, which smtplib drops: ``_data_replies``), written with the outcome. A
+notification already SENT is never sent again, whatever the retries.
 
 A mail is written in its notification's language, which is its subscription's (for
 "reply to sender", the language of the subscription that asked for it): every mail is

@@ -14,7 +14,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
@@ -90,6 +90,12 @@ class VersionsFilter(admin.SimpleListFilter):
         return queryset.filter(catalogue.current_at(self.moment()))
 
 
+def _export_url(config_id: int, file_format: str, as_of: str) -> str:
+    """A config's catalogue export, now or ``as_of`` (ISO 8601)."""
+    url = reverse("admin:pricefeed_catalogueentry_export", args=[config_id, file_format])
+    return f"{url}?{urlencode({'as_of': as_of})}" if as_of else url
+
+
 @admin.register(CatalogueEntry)
 class CatalogueEntryAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
@@ -128,8 +134,24 @@ class CatalogueEntryAdmin(AuditAdminMixin, admin.ModelAdmin):
                 self.admin_site.admin_view(self.export_view),
                 name="pricefeed_catalogueentry_export",
             ),
+            path(
+                "export/",
+                self.admin_site.admin_view(self.export_choice_view),
+                name="pricefeed_catalogueentry_export_choice",
+            ),
             *super().get_urls(),
         ]
+
+    def export_choice_view(self, request):
+        """The export the unfiltered list's form asks for (``?config=&file_format=``,
+        ``as_of`` kept): on to that config's export."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        config_id = request.GET.get("config", "")
+        file_format = request.GET.get("file_format", "")
+        if not config_id.isdigit() or file_format not in exports.FORMATS:
+            raise Http404
+        return redirect(_export_url(int(config_id), file_format, request.GET.get("as_of", "")))
 
     def export_view(self, request, config_id: int, file_format: str):
         """A config's catalogue (now, or ``?as_of=``) as a file (pricefeed.exports), for
@@ -156,21 +178,24 @@ class CatalogueEntryAdmin(AuditAdminMixin, admin.ModelAdmin):
         )
 
     def changelist_view(self, request, extra_context=None):
-        """The export links of the config the list is filtered by (now or as of)."""
+        """The export links of the config the list is filtered by (now or as of); on a
+        list of every config, a form to export any one of them (pricefeed's catalogue is
+        per config: one file is one config's)."""
         config_id = request.GET.get("config__id__exact", "")
-        links = []
+        as_of = request.GET.get(VersionsFilter.parameter_name, "")
+        as_of = as_of if as_of != HISTORY else ""
+        context: dict[str, Any] = {"export_as_of": as_of}
         if config_id.isdigit():
-            as_of = request.GET.get(VersionsFilter.parameter_name, "")
-            query = f"?{urlencode({'as_of': as_of})}" if as_of and as_of != HISTORY else ""
-            links = [
-                (
-                    reverse("admin:pricefeed_catalogueentry_export", args=[int(config_id), fmt])
-                    + query,
-                    text,
-                )
+            context["exports"] = [
+                (_export_url(int(config_id), fmt, as_of), text)
                 for fmt, text in exports.FORMATS.items()
             ]
-        return super().changelist_view(request, {"exports": links, **(extra_context or {})})
+        else:
+            context["export_configs"] = PriceListConfig.objects.order_by("name").values_list(
+                "pk", "name"
+            )
+            context["export_formats"] = exports.FORMATS.items()
+        return super().changelist_view(request, {**context, **(extra_context or {})})
 
     def get_list_display(self, request):
         """The config's column when the list is not of one config, and "until" when it

@@ -374,6 +374,54 @@ def test_the_catalogue_exports_as_csv_and_xlsx_now_and_as_of(mailbox, config, ad
     assert sheet["A2"].data_type == "s"  # text, not a formula
 
 
+def test_the_list_of_every_config_offers_each_configs_export(mailbox, config, admin_client):
+    import html
+    import re
+
+    from tests.factories import create_config
+
+    other = create_config(mailbox, name="Другой поставщик", filename_pattern="*.xlsx")
+    send(mailbox, [("A-1", "Болт", Decimal(10), 1)])
+    page = admin_client.get("/admin/pricefeed/catalogueentry/").content.decode()
+    form = page[page.index('id="catalogue-export"') :]
+    form = form[: form.index("</form>")]
+    options = re.findall(r'<option value="(\d+)">([^<]*)</option>', form)
+    assert [(int(pk), html.unescape(name)) for pk, name in options] == sorted(
+        [(config.pk, config.name), (other.pk, other.name)], key=lambda option: option[1]
+    )
+    assert re.findall(r'name="file_format" value="([^"]+)"', form) == ["csv", "csv-comma", "xlsx"]
+
+    chosen = admin_client.get(
+        "/admin/pricefeed/catalogueentry/export/",
+        {"config": config.pk, "file_format": "xlsx", "as_of": "2026-12-01T10:00:00"},
+    )
+    assert chosen.status_code == 302
+    assert chosen["Location"] == (
+        f"/admin/pricefeed/catalogueentry/export/{config.pk}/xlsx/?as_of=2026-12-01T10%3A00%3A00"
+    )
+    csv_export = admin_client.get(
+        "/admin/pricefeed/catalogueentry/export/",
+        {"config": config.pk, "file_format": "csv"},
+        follow=True,
+    )
+    body = b"".join(csv_export.streaming_content).decode("utf-8-sig")
+    assert "A-1;Болт;10" in body
+    for wrong in (
+        {"config": "x", "file_format": "csv"},
+        {"config": config.pk, "file_format": "pdf"},
+    ):
+        assert admin_client.get("/admin/pricefeed/catalogueentry/export/", wrong).status_code == 404
+
+
+def test_the_export_choice_needs_the_catalogues_view_permission(client, config):
+    user = User.objects.create_user("staff", password="pw", is_staff=True)
+    client.force_login(user)
+    response = client.get(
+        "/admin/pricefeed/catalogueentry/export/", {"config": config.pk, "file_format": "csv"}
+    )
+    assert response.status_code == 403
+
+
 def test_an_xlsx_export_past_the_limit_says_to_use_csv(mailbox, config, admin_client, settings):
     settings.PRICEFEED_EXPORT_XLSX_MAX_ROWS = 10
     send(mailbox, items(11))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, OuterRef, Subquery, Sum
+from django.db.models import BooleanField, Count, ExpressionWrapper, OuterRef, Subquery, Sum
 from django.db.models.functions import Now
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -35,7 +35,7 @@ from .models import (
     MailboxLease,
 )
 from .texts import shown, translated, translated_all
-from .weights import weight_expression
+from .weights import listened_to, weight_expression
 
 # The list columns, for the admins of apps that extend these pages (pricefeed).
 MAILBOX_COLUMNS: tuple[str, ...] = (
@@ -139,7 +139,12 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("lease")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("lease")
+            .annotate(to_listen=ExpressionWrapper(listened_to(), output_field=BooleanField()))
+        )
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -164,6 +169,9 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
     def holder(self, obj: Mailbox) -> str:
         lease = getattr(obj, "lease", None)
         if lease is None or not lease.owner:
+            if obj.enabled and not annotated(obj, "to_listen"):
+                # Saved before its configs: nothing is fetched until one is enabled.
+                return gettext("not listened to: no enabled config")
             return "—"
         if lease.expires_at and lease.expires_at < timezone.now():
             return truncated(gettext("%(owner)s (expired)") % {"owner": lease.owner}, width="s")

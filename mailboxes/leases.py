@@ -23,7 +23,7 @@ from . import sql
 from .exceptions import LeaseLost
 from .models import InstanceHeartbeat, Mailbox, MailboxLease
 from .rebalance import Snapshot
-from .weights import weight_expression
+from .weights import listened_to, weight_expression
 
 logger = logging.getLogger(__name__)
 
@@ -240,8 +240,9 @@ def heartbeats_prune(*, older_than: float) -> int:
 
 def snapshot(*, me: str, live_within: float) -> Snapshot:
     """What rebalancing decides from, read from the database on database time: live
-    instances (a heartbeat within ``live_within`` seconds), enabled mailboxes with their
-    weights, who holds what, how long the free ones have been free."""
+    instances (a heartbeat within ``live_within`` seconds), the mailboxes to listen to
+    (``weights.listened_to``) with their weights, who holds what, how long the free ones
+    have been free."""
     live = set(
         InstanceHeartbeat.objects.filter(
             last_seen__gt=db_now_minus(live_within), stopping=False
@@ -249,7 +250,7 @@ def snapshot(*, me: str, live_within: float) -> Snapshot:
     )
     live.add(me)
     weights = dict(
-        Mailbox.objects.filter(enabled=True).annotate(w=weight_expression()).values_list("pk", "w")
+        Mailbox.objects.filter(listened_to()).annotate(w=weight_expression()).values_list("pk", "w")
     )
     leases_ensure(mailbox_ids=list(weights))
     owners: dict[int, str] = {}

@@ -29,6 +29,7 @@ from . import sql
 from .exceptions import RawMessageMissing
 from .models import InstanceHeartbeat, Mailbox, MailboxLease
 from .processing import MESSAGE_WORK
+from .weights import listened_to
 
 
 def message_raw(message_id: int) -> bytes:
@@ -197,14 +198,15 @@ def _listened() -> Exists:
 
 
 def mailboxes_listened(rows: QuerySet[Mailbox], listened: bool) -> QuerySet[Mailbox]:
-    """The enabled mailboxes of ``rows`` that a live instance listens to, or (``listened``
-    False) that none does."""
-    return rows.filter(enabled=True).filter(_listened() if listened else ~_listened())
+    """The mailboxes of ``rows`` to be listened to (enabled, with an enabled config:
+    ``weights.listened_to``) that a live instance listens to, or (``listened`` False)
+    that none does."""
+    return rows.filter(listened_to()).filter(_listened() if listened else ~_listened())
 
 
 def mailboxes_unlistened() -> list[str]:
-    """The names of the enabled mailboxes no live instance listens to: none holds an
-    unexpired lease on it with a heartbeat fresher than a lease's TTL."""
+    """The names of the mailboxes to be listened to that no live instance listens to:
+    none holds an unexpired lease on it with a heartbeat fresher than a lease's TTL."""
     return list(
         mailboxes_listened(Mailbox.objects.all(), False)
         .order_by("name")

@@ -142,7 +142,7 @@ def _state_families(report: status.StatusReport) -> Iterable[GaugeMetricFamily]:
 
     unlistened = GaugeMetricFamily(
         "pricefeed_mailboxes_unlistened",
-        "Enabled mailboxes without a live listen_mail holding their lease.",
+        "Enabled mailboxes with an enabled config without a live listen_mail holding their lease.",
     )
     unlistened.add_metric([], len(report.unlistened))
     yield unlistened

@@ -19,9 +19,11 @@ class PricefeedConfig(AppConfig):
         from .models import PriceListConfig
 
         # The seams of the apps below: who processes a recorded message, what a mailbox
-        # weighs, what is swept, which changes running listeners must hear of.
+        # weighs and when it is worth listening to, what is swept, which changes running
+        # listeners must hear of.
         processing.set_message_task("pricefeed.tasks.process_message")
         weights.set_default_weight(selectors.enabled_configs_count)
+        weights.set_wanted(selectors.has_enabled_config)
         sweeps.register("imports", lifecycle.price_imports_sweep)
         sweeps.register("overdue lists", overdue.overdue_sweep)
         workers.watch("imports", lifecycle.IMPORT_WORK)

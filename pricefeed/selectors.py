@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce, Now
 
 from core.backlog import WorkSummary, work_summary
@@ -31,6 +31,14 @@ def enabled_configs_count(mailbox: str = "") -> Subquery:
         .annotate(n=Count("pk"))
         .values("n")
     )
+
+
+def has_enabled_config(mailbox: str = "") -> Exists:
+    """Whether a mailbox has an enabled config, in SQL (``mailbox`` as for
+    ``enabled_configs_count``): until it has one, it is not listened to (see
+    mailboxes.weights)."""
+    prefix = f"{mailbox}__" if mailbox else ""
+    return Exists(PriceListConfig.objects.filter(mailbox=OuterRef(f"{prefix}pk"), enabled=True))
 
 
 def imports_summary() -> WorkSummary:

@@ -158,3 +158,45 @@ def test_a_steady_trickle_of_messages_is_each_recorded_without_waiting_for_a_wak
             interval=0.002,
             on_timeout=listener.log,
         )
+
+
+def test_a_mailbox_is_listened_to_from_its_first_enabled_config_so_its_backlog_is_not_ignored(
+    dovecot, make_mailbox, make_config, manage
+):
+    from imapclient import IMAPClient
+
+    client = IMAPClient(dovecot.host, dovecot.port, ssl=False, timeout=10)
+    client.login(dovecot.user, dovecot.password)
+    client.create_folder("Other")
+    client.logout()
+    # Saved before its configs, with mail already in it (backfill: all messages).
+    early = make_mailbox(dovecot, "early")
+    dovecot.append(price_email(subject="Waiting since before any config"))
+    # Another mailbox of the same instance, with its config: once its mail is in, the
+    # supervisor has weighed both.
+    other = make_mailbox(dovecot, "other", folder="Other")
+    make_config(other, "other's")
+    dovecot.append(price_email(subject="Other"), folder="Other")
+    listener = manage("listen_mail")
+    manage("qcluster")
+
+    wait_until(
+        lambda: InboundMessage.objects.filter(mailbox=other, status=Status.DONE).exists(),
+        30,
+        "the other mailbox's message DONE",
+        on_timeout=listener.log,
+    )
+    assert not InboundMessage.objects.filter(mailbox=early).exists()
+    assert not early.checkpoints.exists()
+    assert listener.count(mailbox_line("early", "listening token=")) == 0
+
+    make_config(early, "early's")  # reaches the running listener (LISTEN/NOTIFY)
+    message = wait_until(
+        lambda: InboundMessage.objects.filter(mailbox=early, status=Status.DONE).first(),
+        30,
+        "the early mailbox's backlog DONE",
+        on_timeout=listener.log,
+    )
+    assert message.subject == "Waiting since before any config"
+    assert message.imports.get().config.name == "early's"
+    assert not InboundMessage.objects.filter(status=Status.IGNORED).exists()

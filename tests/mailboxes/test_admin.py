@@ -249,6 +249,16 @@ def test_mailbox_list_and_page_show_the_last_connection_error_and_the_listener(
     assert "authentication failed for user &#x27;buyer&#x27;" in page
 
 
+def test_a_mailbox_with_no_enabled_config_says_it_is_not_listened_to(admin_client, mailbox):
+    with translation.override("ru"):
+        listing = admin_client.get(reverse(MAILBOXES_URL), HTTP_ACCEPT_LANGUAGE="ru")
+    assert "не слушается: нет включённой настройки" in listing.content.decode()
+
+    create_config(mailbox)
+    listing = admin_client.get(reverse(MAILBOXES_URL), HTTP_ACCEPT_LANGUAGE="ru")
+    assert "не слушается" not in listing.content.decode()
+
+
 def test_mailbox_change_page_renders_without_the_password(admin_client):
     mailbox = create_mailbox(host="imap.supplier.example", password=SECRET)
     create_config(mailbox, name="Опт", filename_pattern="прайс*")

@@ -58,3 +58,20 @@ def test_with_no_default_registered_a_mailbox_weighs_one_unless_it_has_a_weight(
     heavy = create_mailbox(name="heavy", weight=5)
 
     assert weighed(plain, heavy) == {"plain": 1, "heavy": 5}
+
+
+def test_a_mailbox_is_listened_to_once_it_has_an_enabled_config():
+    early = create_mailbox(name="early")
+    create_config(early, name="off", enabled=False)
+    ready = create_mailbox(name="ready")
+    create_config(ready)
+    create_config(create_mailbox(name="disabled", enabled=False))
+
+    def to_listen() -> set[str]:
+        rows = Mailbox.objects.filter(weights.listened_to())
+        return set(rows.values_list("name", flat=True))
+
+    assert to_listen() == {"ready"}
+    assert set(leases.snapshot(me="i:1", live_within=10).weights) == {ready.pk}
+    create_config(early, name="on")
+    assert to_listen() == {"ready", "early"}

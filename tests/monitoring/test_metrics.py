@@ -138,7 +138,8 @@ def test_listener_instances_and_their_leases_are_gauges(token):
     mailbox = factories.create_mailbox()
     leases.heartbeat(instance_id="host-a:1")
     leases.lease_acquire(mailbox_id=mailbox.pk, owner="host-a:1", ttl=600)
-    factories.create_mailbox(name="nobody listens")
+    factories.create_config(factories.create_mailbox(name="nobody listens"))
+    factories.create_mailbox(name="no config yet")  # not to be listened to
 
     found = series()
 

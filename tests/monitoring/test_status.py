@@ -45,13 +45,16 @@ def timeouts(settings):
 
 
 def make_installation() -> dict[str, object]:
-    """Two listen_mail instances (one live, one dead), three mailboxes (one listened,
-    one whose lease its dead owner let expire, one disabled), messages, imports, outbox
-    events and notifications in every interesting state. Returns a few of the rows."""
+    """Two listen_mail instances (one live, one dead), four mailboxes (one listened,
+    one whose lease its dead owner let expire, one disabled, one with no config yet),
+    messages, imports, outbox events and notifications in every interesting state.
+    Returns a few of the rows."""
     prices = factories.create_mailbox(name="prices")
     orphan = factories.create_mailbox(name="orphan")
     factories.create_mailbox(name="off", enabled=False)
+    factories.create_mailbox(name="no config yet")  # not listened to: nothing to miss
     config = factories.create_config(prices)
+    factories.create_config(orphan, name="orphan's")
 
     leases.heartbeat(instance_id="host-a:1")
     leases.heartbeat(instance_id="host-b:2")
@@ -244,7 +247,11 @@ def test_stuck_work_alone_exits_4():
 def test_an_enabled_mailbox_without_a_live_listener_alone_exits_8():
     listened = factories.create_mailbox(name="listened")
     held_by_stopped = factories.create_mailbox(name="held-by-stopped")
-    factories.create_mailbox(name="never-leased")
+    never_leased = factories.create_mailbox(name="never-leased")
+    for mailbox in (listened, held_by_stopped, never_leased):
+        factories.create_config(mailbox, name=mailbox.name)
+    # Its config disabled: not to be listened to, so not missing a listener.
+    factories.create_config(factories.create_mailbox(name="config off"), enabled=False)
     leases.heartbeat(instance_id="host-a:1")
     leases.heartbeat(instance_id="host-c:3", stopping=True)
     leases.lease_acquire(mailbox_id=listened.pk, owner="host-a:1", ttl=600)

@@ -87,6 +87,7 @@ def run(bench_url: str, args: argparse.Namespace) -> None:
     from devkit.servers.listeners import ListenerProcess
     from devkit.servers.processes import wait_until
     from mailboxes.models import Mailbox, MailboxLease
+    from pricefeed.models import PriceListConfig
 
     count = max(args.mailboxes, len(WEIGHTS))
     users = {f"box{n:03d}": "secret" for n in range(count)}
@@ -147,6 +148,11 @@ def run(bench_url: str, args: argparse.Namespace) -> None:
             )
             for n, user in enumerate(users)
         ]
+        # A mailbox is listened to only with an enabled config; this one matches no mail.
+        PriceListConfig.objects.bulk_create(
+            PriceListConfig(mailbox=m, name=m.name, sender_pattern="*@matches-nothing.invalid")
+            for m in mailboxes
+        )
         few = mailboxes[: len(WEIGHTS)]
         print(
             f"defaults: lease TTL {settings.PRICEFEED_LEASE_TTL:g} s, heartbeat "

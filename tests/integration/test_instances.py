@@ -20,7 +20,7 @@ from devkit.servers import ImapAppender
 from devkit.servers.dovecot import DovecotServer
 from devkit.servers.listeners import ListenerProcess, OverlapSampler
 from mailboxes.models import InboundMessage, Mailbox, MailboxCheckpoint
-from tests.factories import create_mailbox, price_mail
+from tests.factories import create_config, create_mailbox, price_mail
 from tests.requirements import require_dovecot
 
 from .conftest import REQUIRE_DOVECOT
@@ -102,8 +102,10 @@ def cluster(transactional_db, tmp_path):
 
 
 def _mailbox(server: DovecotServer, user: str, **fields) -> Mailbox:
-    """A mailbox for a Dovecot user whose password is "secret"."""
-    return create_mailbox(
+    """A mailbox for a Dovecot user whose password is "secret", with an enabled config
+    (a mailbox is listened to only with one) that matches none of the mail: these tests
+    are about recording, and every message ends IGNORED at once."""
+    mailbox = create_mailbox(
         name=user,
         host=server.host,
         port=server.port,
@@ -112,6 +114,8 @@ def _mailbox(server: DovecotServer, user: str, **fields) -> Mailbox:
         password="secret",
         **fields,
     )
+    create_config(mailbox, name=user, sender_pattern="*@matches-nothing.invalid")
+    return mailbox
 
 
 def lease_rows(unexpired: bool = False) -> list[tuple[int, str, int]]:

@@ -17,6 +17,7 @@ from core.adminutils import (
     SinceFilter,
     annotated,
     due,
+    numbered,
     truncated,
     when,
 )
@@ -204,7 +205,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
         if obj.price_import is not None:
             url = reverse("admin:pricefeed_priceimport_change", args=[obj.price_import_id])
             text = (
-                f"#{obj.price_import_id} {obj.price_import.config.name}: "
+                f"{numbered(obj.price_import_id)} {obj.price_import.config.name}: "
                 f"{obj.price_import.filename}"
             )
         elif obj.alert is not None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import cast
 
 from django.contrib import admin, messages
@@ -22,6 +23,7 @@ from core.adminutils import (
     annotated,
     duration,
     label,
+    numbered,
     truncated,
     when,
 )
@@ -33,6 +35,7 @@ from . import (
     catalogue,
     exports,
 )
+from .admin_catalogue import amount
 from .filters import ImportStatusFilter
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
@@ -226,6 +229,15 @@ class PriceListConfigAdmin(ListAdminMixin, admin.ModelAdmin):
             "preview_rows": PREVIEW_ROWS,
         }
         return TemplateResponse(request, "admin/pricefeed/pricelistconfig/preview.html", context)
+
+
+def _price(stored: str | None) -> str:
+    """A price the diff stored ("1234.5") as the catalogue shows one, in the reader's
+    language ("1234,50" in Russian)."""
+    try:
+        return amount(Decimal(stored), places=2) if stored is not None else EMPTY
+    except (InvalidOperation, TypeError):
+        return str(stored)
 
 
 @admin.register(PriceImport)
@@ -451,7 +463,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         return format_html(
             '<a href="{}">{}</a>',
             url,
-            truncated(f"#{obj.message_id} {obj.message.subject}", width="s"),
+            truncated(f"{numbered(obj.message_id)} {obj.message.subject}", width="s"),
         )
 
     @admin.display(description=_("price items"))
@@ -549,7 +561,10 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         changed = format_html_join(
             "",
             "<li>{}: {} → {}</li>",
-            ((c["sku"], c["old"], c["new"]) for c in diff.get("changed_sample", [])),
+            (
+                (c["sku"], _price(c["old"]), _price(c["new"]))
+                for c in diff.get("changed_sample", [])
+            ),
         )
         summary = gettext(
             "against the catalogue (current since import #%(previous)s): %(added)s added, "
@@ -563,7 +578,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         jumps = format_html_join(
             "",
             '<li class="pf-error">{}: {} → {}</li>',
-            ((c["sku"], c["old"], c["new"]) for c in diff.get("jumps_sample", [])),
+            ((c["sku"], _price(c["old"]), _price(c["new"])) for c in diff.get("jumps_sample", [])),
         )
         added = ", ".join(diff.get("added_sample", [])) or EMPTY
         removed = ", ".join(diff.get("removed_sample", [])) or EMPTY

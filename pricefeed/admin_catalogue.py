@@ -23,7 +23,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from core.adminutils import EMPTY, AuditAdminMixin, moment_of, truncated, when
+from core.adminutils import EMPTY, AuditAdminMixin, moment_of, numbered, truncated, when
 
 from . import catalogue, exports
 from .models import CatalogueEntry, PriceListConfig
@@ -255,9 +255,9 @@ class CatalogueEntryAdmin(AuditAdminMixin, admin.ModelAdmin):
         )
         history = reverse("admin:pricefeed_catalogueentry_changelist")
         return format_html(
-            '<a href="{}">#{}</a> · <a href="{}?{}">{}</a>',
+            '<a href="{}">{}</a> · <a href="{}?{}">{}</a>',
             url,
-            obj.price_import_id,
+            numbered(obj.price_import_id),
             history,
             query,
             gettext("history"),

@@ -144,3 +144,5 @@ def test_the_page_lists_each_attempt_with_the_servers_reply(notification, refusi
     assert table.count("451") == 4  # code and reply, twice
     assert table.count("отказ, будет повтор") == 2
     assert "принято" in table
+    # What it is about, numbered as Russian writes it (core.adminutils.numbered).
+    assert f"№ {notification.price_import_id} " in page

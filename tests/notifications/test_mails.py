@@ -163,6 +163,11 @@ def test_a_digest_in_each_language_names_every_file_with_its_link(mailbox, confi
     assert f'"{FILE}" for {config.name}: Succeeded.' in english.body
     # The outcome counts are the notifications app's own words, in the mail's language.
     assert "1 успешно, 1 с ошибкой" in mails["ru@buyer.test"].subject
+    # The imports' numbers in one form per language, as the single mail writes its own.
+    assert f"pricefeed, imports #{good.pk}, #{bad.pk}" in english.body
+    russian_text, russian_html = _parts(mails["ru@buyer.test"])
+    for part in (russian_text, russian_html):
+        assert f"pricefeed, импорты № {good.pk}, № {bad.pk}" in part
 
 
 # -- whose language --------------------------------------------------------------------

@@ -294,9 +294,14 @@ def test_second_import_page_shows_the_diff_against_the_first(admin_client, mailb
         f"against the catalogue (current since import #{first.pk}): 1 added, 1 removed, "
         "1 price(s) changed"
     ) in content
-    assert "<li>A-1: 1234.5 → 1300</li>" in content
+    assert "<li>A-1: 1,234.50 → 1,300.00</li>" in content
     assert "<div>added: A-4</div>" in content
     assert "<div>removed: A-3</div>" in content
+    # Prices as the reader's language writes them, as the catalogue shows them.
+    russian = admin_client.get(change_url(second), HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    assert "<li>A-1: 1\xa0234,50 → 1\xa0300,00</li>" in russian
+    assert f"текущего с импорта № {first.pk}" in russian
+    assert f'"№ {second.message_id}' in russian  # its message, numbered the same way
 
 
 def test_partial_import_page_shows_the_row_errors(admin_client, mailbox, config):

@@ -171,7 +171,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
         if lease is None or not lease.owner:
             if obj.enabled and not annotated(obj, "to_listen"):
                 # Saved before its configs: nothing is fetched until one is enabled.
-                return gettext("not listened to: no enabled config")
+                return truncated(gettext("not listened to: no enabled config"), width="s")
             return "—"
         if lease.expires_at and lease.expires_at < timezone.now():
             return truncated(gettext("%(owner)s (expired)") % {"owner": lease.owner}, width="s")

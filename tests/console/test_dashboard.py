@@ -68,7 +68,9 @@ class Installation:
         self.prices = factories.create_mailbox(name="prices")
         self.orphan = factories.create_mailbox(name="orphan")
         factories.create_mailbox(name="off", enabled=False)
+        factories.create_mailbox(name="no config yet")  # not to be listened to: not unheld
         self.config = factories.create_config(self.prices)
+        factories.create_config(self.orphan, name="orphan's")
         self.keys = 0
 
         leases.heartbeat(instance_id="host-a:1")

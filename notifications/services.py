@@ -505,7 +505,7 @@ class Reply(NamedTuple):
 NO_REPLY = Reply("", "")
 
 # Per event: the server's reply to its mail, or the exception that stopped it.
-Outcomes = dict[uuid.UUID, "BaseException | Reply"]
+Outcomes = dict[uuid.UUID, BaseException | Reply]
 
 
 def _data_replies(connection: Any) -> list[tuple[int, bytes]]:
@@ -647,33 +647,33 @@ def _mark_sent(
         return
     single = [covered[e][0].pk for e in done if len(wanted[e]) == 1]
     sent = {"status": Status.SENT, "sent_at": Now(), "attempts": F("attempts") + 1}
+    marked = 0
     with transaction.atomic():
         if single:
             before, after = _message_id_parts(kind, domain)
-            marked = Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
+            marked += Notification.objects.filter(pk__in=single, status=Status.PENDING).update(
                 message_id=Concat(
                     Value(before), Cast("pk", output_field=CharField()), Value(after)
                 ),
                 **stored("last_error", ""),
                 **sent,
             )
-            metrics.NOTIFICATIONS_SENT.inc(marked)
         for event_id in done:
             if len(wanted[event_id]) == 1:
                 continue
-            marked = Notification.objects.filter(
+            marked += Notification.objects.filter(
                 pk__in=[n.pk for n in covered[event_id]], status=Status.PENDING
             ).update(
                 message_id=message_id(kind, min(wanted[event_id]), domain),
                 **stored("last_error", ""),
                 **sent,
             )
-            metrics.NOTIFICATIONS_SENT.inc(marked)
         DeliveryAttempt.objects.bulk_create(
             _attempt(n, Attempt.ACCEPTED, replies[e].code, replies[e].text)
             for e in done
             for n in covered[e]
         )
+    metrics.NOTIFICATIONS_SENT.inc(marked)
 
 
 def _attempt(notification: Notification, outcome: str, code: str, reply: object) -> DeliveryAttempt:

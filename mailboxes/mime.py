@@ -17,11 +17,11 @@ from datetime import datetime
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
-from email.utils import getaddresses, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 
 from core.texts import Text
 
-from . import texts
+from . import sender, texts
 from .exceptions import MessageRefused
 from .mimebudget import MimeBudget, check_structure, mime_budget
 
@@ -53,35 +53,9 @@ class HeaderFields:
     from_header: str
     from_address: str
     subject: str
-
-
-def _header(msg: Message, name: str) -> str:
-    try:
-        value = msg.get(name)
-    except Exception:  # a header the parser cannot make sense of: keep the raw text
-        value = msg.get_all(name, failobj=[""])[0] if hasattr(msg, "get_all") else ""
-    return clean(value)
-
-
-_ANGLE_ADDR = re.compile(r"<\s*([^<>\s@]+@[^<>\s@]+)\s*>")
-
-
-def _first_address(from_header: str) -> str:
-    """The sender's address: the first ``<angle-addr>`` when there is one, so a display
-    name that merely looks like an address (``prices@supplier.ru <x@evil>``) never wins;
-    otherwise the first bare address. Python 3.11's ``getaddresses`` lacks the strict
-    parsing fix (CVE-2023-27043), hence the explicit rule."""
-    match = _ANGLE_ADDR.search(from_header)
-    if match:
-        return clean(match.group(1).lower(), 320)
-    try:
-        addresses = getaddresses([from_header])
-    except Exception:
-        return ""
-    for _name, addr in addresses:
-        if "@" in addr:
-            return clean(addr.lower(), 320)
-    return ""
+    # An address other than the sender's that the From field's display name or a
+    # comment holds ("" when none does): recording flags it on the message.
+    from_shown: str = ""
 
 
 # What recording reads of a header field before decoding it: far more than the 998
@@ -153,15 +127,18 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
     except (TypeError, ValueError, IndexError, OverflowError):
         sent_at = None
     raw_from = text(b"from")
+    # The address comes from the undecoded field, parsed as RFC 5322 reads it: neither
+    # a comment nor a display name (encoded or not, such as
+    # "=?utf-8?q?prices=40supplier.ru?=") ever passes for the sender's address.
+    from_sender = sender.sender(raw_from, decode=_decoded)
     return HeaderFields(
         message_id=message_id,
         date=date,
         sent_at=sent_at,
         from_header=_decoded(raw_from),
-        # The address comes from the undecoded header: an encoded display name such as
-        # "=?utf-8?q?prices=40supplier.ru?=" must never pass for the sender's address.
-        from_address=_first_address(raw_from),
+        from_address=clean(from_sender.address, 320),
         subject=_decoded(_field_text(raw.get(b"subject", b"")).strip()),
+        from_shown=clean(from_sender.shown, 320),
     )
 
 

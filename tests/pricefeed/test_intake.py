@@ -474,7 +474,9 @@ def test_record_imports_an_unauthenticated_sender_and_notes_the_verdict(
 def test_a_reprocessed_message_is_judged_with_the_authserv_ids_configured_now(
     strict, make_message, settings, enqueued
 ):
-    message = make_message(received(price_mail(), "mx2.buyer.example; dmarc=pass"))
+    message = make_message(
+        received(price_mail(), "mx2.buyer.example; dmarc=pass header.from=supplier.ru")
+    )
     assert intake.message_process(message_id=message.pk, worker="w1") == Status.IGNORED
 
     settings.PRICEFEED_AUTHSERV_IDS = [MX, "mx2.buyer.example"]

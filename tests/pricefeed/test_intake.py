@@ -457,8 +457,13 @@ def test_record_imports_an_unauthenticated_sender_and_notes_the_verdict(
     mailbox, make_message, settings
 ):
     settings.PRICEFEED_AUTHSERV_IDS = [MX]
-    config = create_config(mailbox, name="Опт", sender_pattern="*@supplier.ru")
-    assert config.sender_auth == PriceListConfig.SenderAuth.RECORD  # the default
+    # Chosen: with an authserv-id trusted, a new config defaults to require.
+    create_config(
+        mailbox,
+        name="Опт",
+        sender_pattern="*@supplier.ru",
+        sender_auth=PriceListConfig.SenderAuth.RECORD,
+    )
     message = make_message(received(price_mail(), f"{MX}; dmarc=fail header.from=supplier.ru"))
 
     assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE

@@ -479,14 +479,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "PRICEFEED_MIME_MAX_CPU_SECONDS",
         float,
-        default="`20`",
+        default="`10`",
         doc=(
             "CPU time a worker may spend reading one message's structure and listing its "
-            "files (a message at the input limits needs up to ~10 s); over → REJECTED"
+            "files (a message at the input limits needs under 2 s); over → REJECTED"
         ),
         reads=("mailboxes.mimebudget",),
         section="Input limits",
-        example="20",
+        example="10",
     ),
     Setting(
         "PRICEFEED_PARSE_MAX_FILE_BYTES",

@@ -52,7 +52,7 @@ class MimeBudget:
     max_comments: int = 100
     max_content_field_bytes: int = 4096
     max_content_bytes: int = 256 * 1024
-    max_cpu_seconds: float = 20.0
+    max_cpu_seconds: float = 10.0
 
 
 def mime_budget() -> MimeBudget:

@@ -34,6 +34,7 @@ FROM_SHOWS_ANOTHER_ADDRESS = gettext_noop(
 MORE_NOTES = gettext_noop("... and %(count)s more")
 UNREADABLE_FILENAME = gettext_noop("part %(part)s: unreadable filename (%(error)s)")
 NESTED_TOO_DEEP = gettext_noop("MIME parts nested too deep for the parser")
+UNREADABLE_MESSAGE = gettext_noop("the email parser cannot read the message (%(error)s)")
 TOO_MANY_PARTS = gettext_noop("more than %(limit)s MIME parts (PRICEFEED_MIME_MAX_PARTS)")
 TOO_DEEP = gettext_noop("MIME parts nested more than %(limit)s deep (PRICEFEED_MIME_MAX_DEPTH)")
 HEADER_TOO_LARGE = gettext_noop(

@@ -70,6 +70,16 @@ def test_nesting_that_only_the_parser_would_find_is_refused_not_crashed():
         parse_message(nested(2000), MimeBudget(max_depth=10_000, max_parts=10_000))
 
 
+def test_a_content_type_the_email_parser_crashes_on_is_refused_with_the_reason():
+    # The stdlib raises IndexError on it: deterministic, so a refusal rather than an
+    # error that would be retried.
+    with pytest.raises(MessageRefused, match="the email parser cannot read the message"):
+        parse_message(multipart(b"Content-Type: text/csv; name*\r\n\r\nx"))
+    # The same in a Content-Disposition is read by get_filename, which says so.
+    parsed = parse_message(multipart(b"Content-Disposition: attachment; filename*\r\n\r\nx"))
+    assert [w for w in parsed.warnings if "unreadable filename" in w]
+
+
 def test_the_parts_of_a_digest_count_as_messages():
     inner = b"Content-Type: multipart/mixed; boundary=i\r\n\r\n--i\r\n\r\nx\r\n--i--\r\n"
     raw = (

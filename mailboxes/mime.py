@@ -80,7 +80,13 @@ def _field_text(value: bytes) -> str:
 
 def recorded_fields(raw_headers: bytes, limit: int = FIELD_READ_LIMIT) -> dict[bytes, bytes]:
     """The first Message-ID, Date, From and Subject fields of a header block, unfolded
-    and cut to ``limit`` bytes each, in one pass that never holds more than that."""
+    and cut to ``limit`` bytes each (a cut one without its last, partial word)."""
+    return {key: _uncut(value, limit) for key, value in _fields_read(raw_headers, limit).items()}
+
+
+def _fields_read(raw_headers: bytes, limit: int) -> dict[bytes, bytes]:
+    """The recorded fields, unfolded, their first ``limit`` bytes each (a field as long
+    as ``limit`` may have been cut), in one pass that never holds more than that."""
     found: dict[bytes, bytearray] = {}
     current: bytearray | None = None
     for m in _LINE.finditer(memoryview(raw_headers)[:HEADER_SCAN_LIMIT]):
@@ -96,7 +102,7 @@ def recorded_fields(raw_headers: bytes, limit: int = FIELD_READ_LIMIT) -> dict[b
         current = None
         if colon and key in _RECORDED_FIELDS and key not in found:
             current = found[key] = bytearray(value[:limit])
-    return {key: _uncut(bytes(value), limit) for key, value in found.items()}
+    return {key: bytes(value) for key, value in found.items()}
 
 
 def _uncut(value: bytes, limit: int) -> bytes:
@@ -111,7 +117,8 @@ def _uncut(value: bytes, limit: int) -> bytes:
 def header_fields(raw_headers: bytes) -> HeaderFields:
     """Reads the header fields a record keeps, in bounded time whatever the header
     block holds; never raises on malformed headers."""
-    raw = recorded_fields(raw_headers)
+    read = _fields_read(raw_headers, FIELD_READ_LIMIT)
+    raw = {key: _uncut(value, FIELD_READ_LIMIT) for key, value in read.items()}
 
     def text(name: bytes) -> str:
         return clean(_field_text(raw.get(name, b"")))
@@ -127,10 +134,7 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
     except (TypeError, ValueError, IndexError, OverflowError):
         sent_at = None
     raw_from = text(b"from")
-    # The address comes from the undecoded field, parsed as RFC 5322 reads it: neither
-    # a comment nor a display name (encoded or not, such as
-    # "=?utf-8?q?prices=40supplier.ru?=") ever passes for the sender's address.
-    from_sender = sender.sender(raw_from, decode=_decoded)
+    from_sender = _from_sender(read.get(b"from", b""))
     return HeaderFields(
         message_id=message_id,
         date=date,
@@ -140,6 +144,18 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
         subject=_decoded(_field_text(raw.get(b"subject", b"")).strip()),
         from_shown=clean(from_sender.shown, 320),
     )
+
+
+def _from_sender(value: bytes) -> sender.Sender:
+    """The sender of the From field as read, parsed whole (not the 998 characters
+    ``from_header`` keeps: "x@y", spaces, then "<z@w>" cut before the angle-addr would
+    give x@y). The address comes from the undecoded field, as RFC 5322 reads it: neither
+    a comment nor a display name (encoded or not, such as
+    "=?utf-8?q?prices=40supplier.ru?=") ever passes for it. A From as long as the read
+    limit may have lost its address to the cut: it gives none."""
+    if len(value) >= FIELD_READ_LIMIT:
+        return sender.Sender(address="")
+    return sender.sender(clean(_field_text(value), FIELD_READ_LIMIT), decode=_decoded)
 
 
 def _decoded(value: object) -> str:

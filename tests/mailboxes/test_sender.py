@@ -99,3 +99,21 @@ def test_recorded_fields_carry_the_shown_address():
 
     assert fields.from_address == "attacker@evil.example"
     assert fields.from_shown == "prices@supplier.ru"
+
+
+@pytest.mark.parametrize("fold", [b" ", b"\r\n "])
+def test_an_angle_addr_far_to_the_right_is_still_the_sender(fold):
+    # Cut where from_header is cut (998 characters), the field would read as from
+    # sales@acme.test; whole, it is from the address in angle brackets.
+    raw = b"From: sales@acme.test" + fold * 1200 + b"<attacker@evil.example>\r\n\r\n"
+
+    fields = header_fields(raw)
+
+    assert fields.from_address == "attacker@evil.example"
+    assert fields.from_shown == "sales@acme.test"
+
+
+def test_a_from_longer_than_what_is_read_gives_no_address():
+    raw = b"From: sales@acme.test" + b" " * 5000 + b"<attacker@evil.example>\r\n\r\n"
+
+    assert header_fields(raw).from_address == ""

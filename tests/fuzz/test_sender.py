@@ -9,6 +9,7 @@ import string
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from mailboxes.mime import header_fields
 from mailboxes.sender import addresses_in, sender
 
 _atoms = st.text(string.ascii_lowercase + string.digits, min_size=1, max_size=10)
@@ -56,3 +57,13 @@ def test_any_text_is_read_without_error_into_a_part_of_itself(field):
     assert len(found.address) <= len(field)
     assert found.address == "" or "@" in found.address
     assert len(found.shown) <= len(field)
+
+
+@given(addresses, addresses, st.integers(0, 6000), st.sampled_from([" ", "\r\n ", "\t"]))
+@example("sales@acme.ru", "attacker@evil.ru", 1200, " ")
+def test_padding_never_turns_a_display_name_into_the_recorded_sender(shown, address, pad, fold):
+    """However far the angle-addr is pushed to the right, what recording keeps is its
+    address, or none when the field is longer than what is read."""
+    raw = f"From: {shown}{fold * pad}<{address}>\r\n\r\n".encode()
+
+    assert header_fields(raw).from_address in (address, "")

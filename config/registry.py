@@ -444,16 +444,49 @@ SETTINGS: tuple[Setting, ...] = (
         example="100",
     ),
     Setting(
-        "PRICEFEED_MIME_MAX_CPU_SECONDS",
-        float,
-        default="`60`",
+        "PRICEFEED_MIME_MAX_COMMENTS",
+        int,
+        default="`100`",
         doc=(
-            "CPU time a worker may spend reading one message's structure and listing its "
-            "files; over → REJECTED"
+            "comments and quoted strings in one Content-* header field (the stdlib parses "
+            "them in quadratic time); over → REJECTED"
         ),
         reads=("mailboxes.mimebudget",),
         section="Input limits",
-        example="60",
+        example="100",
+    ),
+    Setting(
+        "PRICEFEED_MIME_MAX_CONTENT_FIELD_BYTES",
+        int,
+        default="`4096`",
+        doc="one Content-Type or Content-Disposition field, unfolded; over → REJECTED",
+        reads=("mailboxes.mimebudget",),
+        section="Input limits",
+        example="4096",
+    ),
+    Setting(
+        "PRICEFEED_MIME_MAX_CONTENT_BYTES",
+        int,
+        default="`262144`",
+        doc=(
+            "all the Content-Type and Content-Disposition fields of one message together; "
+            "over → REJECTED"
+        ),
+        reads=("mailboxes.mimebudget",),
+        section="Input limits",
+        example="262144",
+    ),
+    Setting(
+        "PRICEFEED_MIME_MAX_CPU_SECONDS",
+        float,
+        default="`10`",
+        doc=(
+            "CPU time a worker may spend reading one message's structure and listing its "
+            "files (a message at the input limits needs under 2 s); over → REJECTED"
+        ),
+        reads=("mailboxes.mimebudget",),
+        section="Input limits",
+        example="10",
     ),
     Setting(
         "PRICEFEED_PARSE_MAX_FILE_BYTES",

@@ -40,8 +40,10 @@ __all__ = [
     "SENDER",
     "Outcome",
     "RssSampler",
+    "content_type_comments",
     "content_type_params_bomb",
     "filename_bomb",
+    "filename_quoted_strings",
     "mail_of_size",
     "mail_with_attachment",
     "message_outcome",
@@ -188,6 +190,59 @@ def content_type_params_bomb(params: int = 20_000, *, message_id: str | None = N
             _attachment_part(SMALL_CSV, filename=b'"price.csv"', content_type=content_type),
         ],
     )
+
+
+def content_type_comments(comments: int = 20_000, *, message_id: str | None = None) -> bytes:
+    """A message whose CSV attachment's Content-Type is followed by ``comments`` comments
+    "(a)" on one unbroken line (folding would put white space between them, and the
+    email parser is quadratic only in a run without it, gh-136063): ~60 KB that cost
+    32 s of CPU (Python 3.13) before the MIME budget counted comments."""
+    content_type = b"text/csv" + b"(a)" * comments
+    return _multipart(
+        _envelope(b"Price list", message_id, "ct-comments"),
+        f"cc-{uuid.uuid4().hex}",
+        [
+            _text_part(),
+            _attachment_part(SMALL_CSV, filename=b'"price.csv"', content_type=content_type),
+        ],
+    )
+
+
+def filename_quoted_strings(strings: int = 40_000, *, message_id: str | None = None) -> bytes:
+    """A message whose CSV attachment's filename is ``strings`` quoted strings "a" on one
+    unbroken line, which the email parser joins in quadratic time: ~120 KB, 21 s of CPU
+    before the MIME budget counted them."""
+    return _multipart(
+        _envelope(b"Price list", message_id, "fn-quoted"),
+        f"fq-{uuid.uuid4().hex}",
+        [
+            _text_part(),
+            _attachment_part(SMALL_CSV, filename=b'"a"' * strings, content_type=b"text/csv"),
+        ],
+    )
+
+
+# -- forged senders and supplier text ---------------------------------------------------
+
+# A From whose comment, then whose display name, holds the supplier's address: neither
+# may supply the sender's address (the real one is the attacker's).
+FORGED_FROM_COMMENT = "attacker@evil.example (<sales@acme.test>)"
+FORGED_FROM_NAME = '"sales@acme.test" <attacker@evil.example>'
+# A price cell of 128 KiB (issue #30: stored whole, it took the imports list 52.7 s).
+BIG_CELL = 128 * 1024
+
+
+def forged_from(sender: str) -> Callable[[], bytes]:
+    """A builder of an ordinary price list whose From field is ``sender``."""
+    return lambda: mail_with_attachment("price.csv", SMALL_CSV, sender=sender)
+
+
+def big_price_cell(size: int = BIG_CELL) -> bytes:
+    """An ordinary-looking CSV price list whose one row has a price cell of ``size``
+    characters of text: its row error quotes the cell."""
+    cell = ("по запросу " * (size // 11 + 1))[:size]
+    data = ("sku;price\r\nA-1;" + cell + "\r\n").encode("utf-8")
+    return mail_with_attachment("price.csv", data)
 
 
 # -- structure bombs ---------------------------------------------------------------------
@@ -563,6 +618,36 @@ CASES = (
         "Content-Type with 20,000 parameters",
         content_type_params_bomb,
         refusal=r"param",
+    ),
+    Case(
+        "ct-comments",
+        "Content-Type with 20,000 comments on one line",
+        content_type_comments,
+        refusal=r"comments and quoted strings",
+    ),
+    Case(
+        "fn-quoted",
+        "filename of 40,000 quoted strings on one line",
+        filename_quoted_strings,
+        refusal=r"comments and quoted strings",
+    ),
+    Case(
+        "from-comment",
+        "From attacker@evil.example with the supplier's address in a comment",
+        forged_from(FORGED_FROM_COMMENT),
+        refusal=r"shows the address sales@acme\.test, but the message is from attacker@evil",
+    ),
+    Case(
+        "from-display-name",
+        "From attacker@evil.example with the supplier's address as its display name",
+        forged_from(FORGED_FROM_NAME),
+        refusal=r"shows the address sales@acme\.test, but the message is from attacker@evil",
+    ),
+    Case(
+        "big-price-cell",
+        "CSV with a 128 KiB price cell",
+        big_price_cell,
+        refusal=r"no valid price rows",
     ),
 )
 CASES_BY_NAME = {case.name: case for case in CASES}

@@ -20,7 +20,9 @@ renames the incoming fields that claim its authserv-id. Otherwise a message it l
 unchecked would carry the sender's forged field on top. docs/operations.md (trusted
 senders) says what to set up on the MTA.
 
-A verdict passes on ``dmarc=pass`` for the From domain, or on a ``dkim=pass`` whose
+A verdict passes on ``dmarc=pass`` whose ``header.from`` is the From domain (a pass that
+names no ``header.from`` does not count: which From it was about cannot be told), or on
+a ``dkim=pass`` whose
 signing domain (``header.d``, else the domain of ``header.i``) is aligned with the From
 domain. Alignment here is relaxed alignment without the public suffix list: the two
 domains are equal, or one is a subdomain of the other (never a bare top-level domain).
@@ -34,7 +36,8 @@ first: ``dmarc=fail`` is final, whatever DKIM says, and a DMARC result about ano
 ``header.from`` than the message's From domain means the server read another From and
 fails the message too. A message with several From fields or several From addresses
 never passes: RFC 7489 §6.6.1 leaves such mail to local policy, and which address the
-server checked cannot be told.
+server checked cannot be told. The From address is read by mailboxes.sender, as RFC 5322
+reads it: a comment or a display name never supplies it.
 
 The parser is bounded for hostile input: one field is read up to MAX_FIELD_BYTES (a
 longer one is not believed), at most MAX_FIELDS fields are looked at, every character is
@@ -48,8 +51,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from email.utils import getaddresses
 
+from . import sender
 from .mime import HEADER_SCAN_LIMIT, clean
 
 # One Authentication-Results field, unfolded. Real ones are well under 2 KiB (Gmail's,
@@ -525,18 +528,10 @@ def _summary(results: Sequence[ResInfo]) -> str:
     return ", ".join(parts)
 
 
-_ANGLE_ADDR = re.compile(r"<\s*[^<>\s@]+@[^<>\s@]+\s*>")
-
-
 def _from_addresses(from_value: str) -> int:
     """How many addresses a From field holds (RFC 5322 allows one mailbox per From
-    unless a Sender says who sent; DMARC evaluates one)."""
-    angles = len(_ANGLE_ADDR.findall(from_value))
-    try:
-        parsed = sum(1 for _name, addr in getaddresses([from_value]) if "@" in addr)
-    except Exception:  # any parse trouble: count what looks like an address
-        parsed = 0
-    return max(angles, parsed)
+    unless a Sender says who sent; DMARC evaluates one), as mailboxes.sender reads it."""
+    return sender.sender(from_value).count
 
 
 def sender_verdict(raw: bytes, *, from_address: str, authserv_ids: Sequence[str]) -> SenderVerdict:
@@ -634,7 +629,9 @@ def _decide(
             return False, f"{why} {from_domain}", ""
     if any(r.result == "fail" for r in dmarc):
         return False, _summary(results), ""
-    if any(r.result == "pass" for r in dmarc):
+    # A pass counts only when it says which From domain it was about: one that names
+    # none may have been computed on another From than the one read here.
+    if any(r.result == "pass" and _dmarc_domain(r) == from_domain for r in dmarc):
         return True, f"dmarc=pass for {from_domain}", from_domain
     for r in results:
         signer = _dkim_domain(r) if r.method == "dkim" else ""

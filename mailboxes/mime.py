@@ -17,11 +17,11 @@ from datetime import datetime
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser, HeaderParser
-from email.utils import getaddresses, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 
 from core.texts import Text
 
-from . import texts
+from . import sender, texts
 from .exceptions import MessageRefused
 from .mimebudget import MimeBudget, check_structure, mime_budget
 
@@ -53,35 +53,9 @@ class HeaderFields:
     from_header: str
     from_address: str
     subject: str
-
-
-def _header(msg: Message, name: str) -> str:
-    try:
-        value = msg.get(name)
-    except Exception:  # a header the parser cannot make sense of: keep the raw text
-        value = msg.get_all(name, failobj=[""])[0] if hasattr(msg, "get_all") else ""
-    return clean(value)
-
-
-_ANGLE_ADDR = re.compile(r"<\s*([^<>\s@]+@[^<>\s@]+)\s*>")
-
-
-def _first_address(from_header: str) -> str:
-    """The sender's address: the first ``<angle-addr>`` when there is one, so a display
-    name that merely looks like an address (``prices@supplier.ru <x@evil>``) never wins;
-    otherwise the first bare address. Python 3.11's ``getaddresses`` lacks the strict
-    parsing fix (CVE-2023-27043), hence the explicit rule."""
-    match = _ANGLE_ADDR.search(from_header)
-    if match:
-        return clean(match.group(1).lower(), 320)
-    try:
-        addresses = getaddresses([from_header])
-    except Exception:
-        return ""
-    for _name, addr in addresses:
-        if "@" in addr:
-            return clean(addr.lower(), 320)
-    return ""
+    # An address other than the sender's that the From field's display name or a
+    # comment holds ("" when none does): recording flags it on the message.
+    from_shown: str = ""
 
 
 # What recording reads of a header field before decoding it: far more than the 998
@@ -106,7 +80,13 @@ def _field_text(value: bytes) -> str:
 
 def recorded_fields(raw_headers: bytes, limit: int = FIELD_READ_LIMIT) -> dict[bytes, bytes]:
     """The first Message-ID, Date, From and Subject fields of a header block, unfolded
-    and cut to ``limit`` bytes each, in one pass that never holds more than that."""
+    and cut to ``limit`` bytes each (a cut one without its last, partial word)."""
+    return {key: _uncut(value, limit) for key, value in _fields_read(raw_headers, limit).items()}
+
+
+def _fields_read(raw_headers: bytes, limit: int) -> dict[bytes, bytes]:
+    """The recorded fields, unfolded, their first ``limit`` bytes each (a field as long
+    as ``limit`` may have been cut), in one pass that never holds more than that."""
     found: dict[bytes, bytearray] = {}
     current: bytearray | None = None
     for m in _LINE.finditer(memoryview(raw_headers)[:HEADER_SCAN_LIMIT]):
@@ -122,7 +102,7 @@ def recorded_fields(raw_headers: bytes, limit: int = FIELD_READ_LIMIT) -> dict[b
         current = None
         if colon and key in _RECORDED_FIELDS and key not in found:
             current = found[key] = bytearray(value[:limit])
-    return {key: _uncut(bytes(value), limit) for key, value in found.items()}
+    return {key: bytes(value) for key, value in found.items()}
 
 
 def _uncut(value: bytes, limit: int) -> bytes:
@@ -137,7 +117,8 @@ def _uncut(value: bytes, limit: int) -> bytes:
 def header_fields(raw_headers: bytes) -> HeaderFields:
     """Reads the header fields a record keeps, in bounded time whatever the header
     block holds; never raises on malformed headers."""
-    raw = recorded_fields(raw_headers)
+    read = _fields_read(raw_headers, FIELD_READ_LIMIT)
+    raw = {key: _uncut(value, FIELD_READ_LIMIT) for key, value in read.items()}
 
     def text(name: bytes) -> str:
         return clean(_field_text(raw.get(name, b"")))
@@ -153,16 +134,28 @@ def header_fields(raw_headers: bytes) -> HeaderFields:
     except (TypeError, ValueError, IndexError, OverflowError):
         sent_at = None
     raw_from = text(b"from")
+    from_sender = _from_sender(read.get(b"from", b""))
     return HeaderFields(
         message_id=message_id,
         date=date,
         sent_at=sent_at,
         from_header=_decoded(raw_from),
-        # The address comes from the undecoded header: an encoded display name such as
-        # "=?utf-8?q?prices=40supplier.ru?=" must never pass for the sender's address.
-        from_address=_first_address(raw_from),
+        from_address=clean(from_sender.address, 320),
         subject=_decoded(_field_text(raw.get(b"subject", b"")).strip()),
+        from_shown=clean(from_sender.shown, 320),
     )
+
+
+def _from_sender(value: bytes) -> sender.Sender:
+    """The sender of the From field as read, parsed whole (not the 998 characters
+    ``from_header`` keeps: "x@y", spaces, then "<z@w>" cut before the angle-addr would
+    give x@y). The address comes from the undecoded field, as RFC 5322 reads it: neither
+    a comment nor a display name (encoded or not, such as
+    "=?utf-8?q?prices=40supplier.ru?=") ever passes for it. A From as long as the read
+    limit may have lost its address to the cut: it gives none."""
+    if len(value) >= FIELD_READ_LIMIT:
+        return sender.Sender(address="")
+    return sender.sender(clean(_field_text(value), FIELD_READ_LIMIT), decode=_decoded)
 
 
 def _decoded(value: object) -> str:
@@ -284,6 +277,12 @@ def attachment_payload(raw: bytes, key: str, *, quick: bool = True) -> bytes:
     raise KeyError(key)
 
 
+# What the email parser raises on some malformed fields instead of noting a defect: a
+# parameter name ending in "*" with no value ("Content-Type: text/csv; name*") raises
+# IndexError on every Python here (3.11 to 3.13), found by tests/fuzz/test_mime.py.
+PARSER_BUGS = (LookupError, ValueError, TypeError, AttributeError)
+
+
 def _parsed(raw: bytes, budget: MimeBudget) -> EmailMessage:
     """The ``email`` parser's reading of a message that fits ``budget``."""
     check_structure(raw, budget)
@@ -293,6 +292,9 @@ def _parsed(raw: bytes, budget: MimeBudget) -> EmailMessage:
             part.get_content_type()
     except RecursionError:
         raise MessageRefused(texts.NESTED_TOO_DEEP) from None
+    except PARSER_BUGS as exc:
+        # The same bytes fail the same way every time: refused, never retried.
+        raise MessageRefused(Text(texts.UNREADABLE_MESSAGE, error=_defect_text(exc))) from None
     return msg
 
 

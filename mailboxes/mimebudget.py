@@ -1,9 +1,10 @@
 """MIME budgets: how much structure a message may have before anything decodes it.
 
 The stdlib's ``email`` package is quadratic or worse on some hostile shapes (tens of
-thousands of RFC 2047 encoded words in one header, thousands of parameters, multiparts
-nested thousands deep), so a message is first walked here, in time linear in its size
-times the allowed depth, counting what the parser would have to chew on. A message over
+thousands of RFC 2047 encoded words in one header, thousands of parameters, thousands of
+comments or quoted strings in a field it parses, multiparts nested thousands deep), so a
+message is first walked here, in time linear in its size times the allowed depth,
+counting what the parser would have to chew on. A message over
 any budget is refused with the budget's name; nothing is decoded.
 
 The walk follows the feedparser's rules where they decide what is a header: a header
@@ -35,6 +36,10 @@ class MimeBudget:
     ``max_header_fields``  header fields of one entity;
     ``max_encoded_words``  RFC 2047 encoded words in one header field;
     ``max_params``         parameters of one header field (Content-Type, -Disposition);
+    ``max_comments``       comments and quoted strings of one Content-* field;
+    ``max_content_field_bytes``  one Content-Type or Content-Disposition field, unfolded;
+    ``max_content_bytes``  all the Content-Type and Content-Disposition fields of the
+                           message together;
     ``max_cpu_seconds``    CPU time to read the message and list its files.
     """
 
@@ -44,7 +49,10 @@ class MimeBudget:
     max_header_fields: int = 500
     max_encoded_words: int = 100
     max_params: int = 100
-    max_cpu_seconds: float = 60.0
+    max_comments: int = 100
+    max_content_field_bytes: int = 4096
+    max_content_bytes: int = 256 * 1024
+    max_cpu_seconds: float = 10.0
 
 
 def mime_budget() -> MimeBudget:
@@ -56,6 +64,9 @@ def mime_budget() -> MimeBudget:
         max_header_fields=settings.PRICEFEED_MIME_MAX_HEADER_FIELDS,
         max_encoded_words=settings.PRICEFEED_MIME_MAX_ENCODED_WORDS,
         max_params=settings.PRICEFEED_MIME_MAX_PARAMS,
+        max_comments=settings.PRICEFEED_MIME_MAX_COMMENTS,
+        max_content_field_bytes=settings.PRICEFEED_MIME_MAX_CONTENT_FIELD_BYTES,
+        max_content_bytes=settings.PRICEFEED_MIME_MAX_CONTENT_BYTES,
         max_cpu_seconds=settings.PRICEFEED_MIME_MAX_CPU_SECONDS,
     )
 
@@ -69,6 +80,15 @@ _BOUNDARY = re.compile(rb"""boundary\*?\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))
 _CONTENT_TYPE = re.compile(rb"\s*([!#-'*+.0-9A-Z^-~-]+)\s*/\s*([!#-'*+.0-9A-Z^-~-]+)", re.I)
 # The start of an RFC 2047 encoded word: =?charset?B? or =?charset*lang?Q?
 _ENCODED_WORD = re.compile(rb"=\?[^?\s]*\?[bBqQ]\?")
+# Fields the email parser itself parses as structured (content type, disposition,
+# transfer encoding): its parsing is quadratic in the comments and quoted strings of one
+# field (gh-136063: 4,000 "(a)" in a Content-Type took 1.1 s, 30,000 a minute), and
+# linear in the rest, but up to ~17 µs a byte for a field of many short tokens ("a a a"):
+# 500 parts with 4 KiB fields so took 47 s, hence the cap on the message's total too
+# (the worst shape found within every cap, 32 such parts, takes 3.4 s).
+# Other fields are read from the raw bytes, never by the email parser.
+_PARSED_FIELD = b"content-"
+_LENGTH_CAPPED = (b"content-type", b"content-disposition")
 
 
 @dataclass
@@ -76,6 +96,8 @@ class _Entity:
     content_type: bytes = b"text/plain"
     boundary: bytes = b""
     body: int = 0
+    # Bytes of its Content-Type and Content-Disposition fields.
+    content_bytes: int = 0
 
 
 def check_structure(raw: bytes, budget: MimeBudget) -> int:
@@ -83,6 +105,7 @@ def check_structure(raw: bytes, budget: MimeBudget) -> int:
 
     Raises MessageRefused naming the budget (and its setting) that was overrun."""
     parts = 0
+    content_bytes = 0
     stack = [(0, len(raw), 0, b"text/plain")]
     while stack:
         start, end, depth, default_type = stack.pop()
@@ -92,6 +115,11 @@ def check_structure(raw: bytes, budget: MimeBudget) -> int:
         if depth > budget.max_depth:
             raise MessageRefused(Text(texts.TOO_DEEP, limit=budget.max_depth))
         entity = _read_headers(raw, start, end, default_type, budget)
+        content_bytes += entity.content_bytes
+        if content_bytes > budget.max_content_bytes:
+            raise MessageRefused(
+                Text(texts.CONTENT_FIELDS_TOO_LONG, limit=budget.max_content_bytes)
+            )
         if entity.content_type.startswith(b"multipart/"):
             # The parts of a digest are messages unless they say otherwise.
             inner = b"message/rfc822" if entity.content_type == b"multipart/digest" else b""
@@ -153,6 +181,10 @@ def _field_done(lines: list[bytes], entity: _Entity, budget: MimeBudget) -> None
         raise MessageRefused(
             Text(texts.TOO_MANY_PARAMS, header=_name_text(name), limit=budget.max_params)
         )
+    if name.startswith(_PARSED_FIELD):
+        _check_parsed_field(name, value, budget)
+    if name in _LENGTH_CAPPED:
+        entity.content_bytes += len(value)
     if name == b"content-type" and name_match is not None:
         rest = value[name_match.end() :]
         kind = _CONTENT_TYPE.match(rest)
@@ -162,6 +194,26 @@ def _field_done(lines: list[bytes], entity: _Entity, budget: MimeBudget) -> None
         if boundary:
             quoted, bare = boundary.groups()
             entity.boundary = (quoted if quoted is not None else bare).strip()
+
+
+def _check_parsed_field(name: bytes, value: bytes, budget: MimeBudget) -> None:
+    """Caps what makes the email parser slow on a field it parses: its length (Content-Type
+    and Content-Disposition; real ones, a long Cyrillic file name in RFC 2231 form
+    included, stay under 2 KiB) and its comments and quoted strings, counted as every
+    "(" and every second '"' (so a parenthesis inside a quoted file name counts too:
+    more, never less)."""
+    if value.count(b"(") + (value.count(b'"') + 1) // 2 > budget.max_comments:
+        raise MessageRefused(
+            Text(texts.TOO_MANY_COMMENTS, header=_name_text(name), limit=budget.max_comments)
+        )
+    if name in _LENGTH_CAPPED and len(value) > budget.max_content_field_bytes:
+        raise MessageRefused(
+            Text(
+                texts.FIELD_TOO_LONG,
+                header=_name_text(name),
+                limit=budget.max_content_field_bytes,
+            )
+        )
 
 
 def _name_text(name: bytes) -> str:

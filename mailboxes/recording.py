@@ -131,6 +131,14 @@ def _build_record(
     warnings = []
     if not fields.message_id:
         warnings.append(texts.NO_MESSAGE_ID_HASHED if item.raw is not None else texts.NO_MESSAGE_ID)
+    if fields.from_shown:  # how a forged sender looks to a reader who sees the name
+        warnings.append(
+            Text(
+                texts.FROM_SHOWS_ANOTHER_ADDRESS,
+                shown=fields.from_shown,
+                address=fields.from_address,
+            )
+        )
     raw = item.raw
     if raw is not None and len(raw) > limit:
         raw = None  # the server's RFC822.SIZE understated the message

@@ -25,11 +25,16 @@ NO_MESSAGE_ID_HASHED = gettext_noop(
     "no Message-ID header: duplicates are recognised by content hash"
 )
 NO_MESSAGE_ID = gettext_noop("no Message-ID header")
+FROM_SHOWS_ANOTHER_ADDRESS = gettext_noop(
+    "the From field's display name or a comment shows the address %(shown)s, but the "
+    "message is from %(address)s"
+)
 
 # mime.py and mimebudget.py: warnings, and refusals over the MIME budget.
 MORE_NOTES = gettext_noop("... and %(count)s more")
 UNREADABLE_FILENAME = gettext_noop("part %(part)s: unreadable filename (%(error)s)")
 NESTED_TOO_DEEP = gettext_noop("MIME parts nested too deep for the parser")
+UNREADABLE_MESSAGE = gettext_noop("the email parser cannot read the message (%(error)s)")
 TOO_MANY_PARTS = gettext_noop("more than %(limit)s MIME parts (PRICEFEED_MIME_MAX_PARTS)")
 TOO_DEEP = gettext_noop("MIME parts nested more than %(limit)s deep (PRICEFEED_MIME_MAX_DEPTH)")
 HEADER_TOO_LARGE = gettext_noop(
@@ -43,6 +48,17 @@ TOO_MANY_ENCODED_WORDS = gettext_noop(
 )
 TOO_MANY_PARAMS = gettext_noop(
     "header %(header)s has more than %(limit)s parameters (PRICEFEED_MIME_MAX_PARAMS)"
+)
+TOO_MANY_COMMENTS = gettext_noop(
+    "header %(header)s holds more than %(limit)s comments and quoted strings "
+    "(PRICEFEED_MIME_MAX_COMMENTS)"
+)
+FIELD_TOO_LONG = gettext_noop(
+    "header %(header)s is longer than %(limit)s bytes (PRICEFEED_MIME_MAX_CONTENT_FIELD_BYTES)"
+)
+CONTENT_FIELDS_TOO_LONG = gettext_noop(
+    "the Content-Type and Content-Disposition fields of the message are longer than "
+    "%(limit)s bytes together (PRICEFEED_MIME_MAX_CONTENT_BYTES)"
 )
 
 # listener.py: what a listener that lost its lease says (stored as the mailbox's error).

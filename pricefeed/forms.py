@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from .exceptions import PatternError
 from .limits import file_size_problem
 from .matching import compile_pattern
-from .models import PriceListConfig
+from .models import PriceListConfig, default_sender_auth
 from .schedule import ISO_WEEKDAYS, zone_problem
 from .texts import text_of, translated
 
@@ -81,7 +81,7 @@ class PriceListConfigForm(forms.ModelForm):
         return self._clean_pattern("filename_pattern")
 
     def clean_sender_auth(self) -> str:
-        value = self.cleaned_data.get("sender_auth") or PriceListConfig.SenderAuth.RECORD
+        value = self.cleaned_data.get("sender_auth") or default_sender_auth()
         if value == PriceListConfig.SenderAuth.REQUIRE and not settings.PRICEFEED_AUTHSERV_IDS:
             raise forms.ValidationError(
                 _(

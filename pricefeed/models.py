@@ -13,6 +13,16 @@ from django.utils.translation import gettext_lazy as _
 from .schedule import Schedule
 
 
+def default_sender_auth() -> str:
+    """A new config's sender authentication: ``require`` once PRICEFEED_AUTHSERV_IDS
+    names a receiving server, so that a forged From imports nothing by default;
+    ``record`` before (``require`` would then match no mail at all). Read when a config
+    is made: existing configs keep theirs."""
+    if settings.PRICEFEED_AUTHSERV_IDS:
+        return PriceListConfig.SenderAuth.REQUIRE
+    return PriceListConfig.SenderAuth.RECORD
+
+
 class PriceListConfig(models.Model):
     """How to recognise one supplier's price list in a mailbox, and how to read it.
 
@@ -58,10 +68,14 @@ class PriceListConfig(models.Model):
         _("sender authentication"),
         max_length=10,
         choices=SenderAuth,
-        default=SenderAuth.RECORD,
+        default=default_sender_auth,
         help_text=_(
             "What the receiving server's Authentication-Results (from "
-            "PRICEFEED_AUTHSERV_IDS) must say of the sender."
+            "PRICEFEED_AUTHSERV_IDS) must say of the sender. “Record” only notes the "
+            "verdict: mail with a forged From address is still imported, and answered "
+            "when the config replies to the sender. Choose “Require” once "
+            "PRICEFEED_AUTHSERV_IDS names your receiving servers (new configs then "
+            "default to it)."
         ),
     )
     columns = models.JSONField(

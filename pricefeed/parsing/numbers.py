@@ -124,7 +124,12 @@ class NumberReader:
                     return make_decimal(s.replace(" ", "").replace("\xa0", "")), None
                 except DecimalException:
                     pass
-        return self._read(s)
+        try:
+            return self._read(s)
+        except DecimalException:
+            # Past the context's exponent (a thousand digits): no price, and a row error
+            # rather than a parse that fails whole (found by tests/fuzz/test_stored_texts).
+            raise ValueError(s) from None
 
     def _read(self, s: str) -> tuple[Decimal, str | None]:
         if s.isascii():

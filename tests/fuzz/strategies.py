@@ -323,6 +323,32 @@ _header_values = st.one_of(
 )
 
 
+# Content-Type and Content-Disposition values made of what the email parser is slow on
+# (comments, nested or not, quoted strings, runs of short tokens and specials), with
+# quoted pairs, folding and parameters between them.
+_CONTENT_FIELD_PIECES = (
+    b"(a)",
+    b"((a)(b))",
+    b'"a"',
+    b'"(a)"',
+    b'("a")',
+    b'"a\\""',
+    b"\\(",
+    b"a",
+    b" ",
+    b";",
+    b"=",
+    b"@,",
+    b"\r\n ",
+    b'; x="v"',
+)
+content_field_values = st.lists(
+    st.sampled_from(_CONTENT_FIELD_PIECES)
+    | st.binary(max_size=3).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b"")),
+    max_size=80,
+).map(b"".join)
+
+
 @st.composite
 def header_blocks(draw: st.DrawFn) -> bytes:
     eol = draw(st.sampled_from([b"\r\n", b"\n", b"\r"]))

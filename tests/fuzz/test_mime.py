@@ -4,12 +4,14 @@ returns from hostile bytes is unfit for the database (NUL, unbounded, unencodabl
 from __future__ import annotations
 
 import hashlib
+from email import policy
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mailboxes.exceptions import MessageRefused
 from mailboxes.mime import (
+    PARSER_BUGS,
     HeaderFields,
     _fast_payload,
     attachment_payload,
@@ -17,8 +19,9 @@ from mailboxes.mime import (
     parse_message,
     split_headers,
 )
+from mailboxes.mimebudget import MimeBudget, check_structure
 
-from .strategies import header_blocks, mails, mutated
+from .strategies import content_field_values, header_blocks, mails, mutated
 
 # The columns the values end in (mailboxes.models.InboundMessage and
 # pricefeed.models.PriceImport; test_bounds_are_the_model_columns checks them).
@@ -156,3 +159,55 @@ def test_bounds_are_the_model_columns():
     ):
         for name in names:
             assert getattr(model._meta.get_field(name), "max_length", None) == COLUMNS[name]
+
+
+def assert_refused_or_filename_unreadable(field: bytes, budget: MimeBudget) -> None:
+    raw = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+    raw += field + b"\r\n\r\nx\r\n--b--\r\n"
+    try:
+        parsed = parse_message(raw, budget)
+    except MessageRefused as exc:
+        assert "the email parser cannot read the message" in str(exc)
+        return
+    assert any("unreadable filename" in warning for warning in parsed.warnings)
+
+
+def _parser_counts(token) -> int:
+    """Comments and quoted strings in the email parser's parse tree of a field."""
+    own = getattr(token, "token_type", None) in ("comment", "bare-quoted-string")
+    children = token if isinstance(token, list) else []
+    return int(own) + sum(_parser_counts(child) for child in children)
+
+
+@given(
+    st.sampled_from([b"Content-Type: text/csv; name=", b"Content-Disposition: attachment; x="]),
+    content_field_values,
+)
+@example(b"Content-Type: text/csv; name=", b"(a)" * 6)
+@example(b"Content-Disposition: attachment; x=", b'"a"' * 6)
+@example(b"Content-Type: text/csv; name=", b";\x00*")
+@example(b"Content-Disposition: attachment; x=", b";\x00*")
+def test_a_content_field_the_budget_passes_is_short_and_has_few_comments_for_the_parser(
+    head, value
+):
+    """The budget counts before the parser reads: whatever it lets through holds no more
+    comments and quoted strings, as the parser finds them, than the budget allows (so
+    the parser's quadratic path stays short), and is no longer than the cap."""
+    budget = MimeBudget(max_comments=5, max_content_field_bytes=200)
+    field = head + value
+    try:
+        check_structure(field + b"\r\n\r\nbody", budget)
+    except MessageRefused as exc:
+        assert_storable(str(exc), REASON_BOUND)
+        return
+    name, _, text = field.decode("ascii", "surrogateescape").partition(": ")
+    unfolded = text.replace("\r\n", "")
+    assert len(field.replace(b"\r\n", b"")) <= budget.max_content_field_bytes
+    try:
+        parsed = policy.default.header_factory(name, unfolded)
+    except PARSER_BUGS:
+        # The parser's own bugs ("name*" with no value): a message with such a
+        # Content-Type is refused, such a Content-Disposition's filename is unreadable.
+        assert_refused_or_filename_unreadable(field, budget)
+        return
+    assert _parser_counts(parsed._parse_tree) <= budget.max_comments

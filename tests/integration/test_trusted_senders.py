@@ -91,3 +91,61 @@ def test_only_the_sender_the_receiving_server_authenticated_is_imported_and_answ
     (notification,) = Notification.objects.select_related("price_import")
     assert notification.recipient == "sales@acme.test"
     assert notification.price_import.message_id == genuine.pk
+
+
+def test_a_from_whose_comment_or_name_holds_the_supplier_never_passes_for_it(
+    dovecot, make_mailbox, make_config, manage
+):
+    """Issue #30: the sender's address came out of a comment or a quoted display name, and
+    a dmarc=pass naming no header.from passed under ``require``. Each forgery here carries
+    the receiving server's dmarc=pass as the MTA would write it for the attacker's own
+    domain (or with no header.from at all); none imports."""
+    mailbox = make_mailbox(dovecot)
+    make_config(mailbox, sender_auth=PriceListConfig.SenderAuth.REQUIRE)
+    listener = manage("listen_mail", env=ENV)
+    manage("qcluster", env=ENV)
+
+    def forged(subject: str, sender: str, results: str) -> bytes:
+        added = f"Authentication-Results: {MX}; {results}\n".encode()
+        return added + price_email(sender=sender, subject=subject)
+
+    dovecot.append(
+        forged(
+            "comment",
+            "attacker@evil.example (<sales@acme.test>)",
+            "dmarc=pass header.from=evil.example",
+        )
+    )
+    dovecot.append(
+        forged(
+            "display name",
+            '"sales@acme.test" <attacker@evil.example>',
+            "dmarc=pass header.from=evil.example",
+        )
+    )
+    dovecot.append(forged("no header.from", "Sales <sales@acme.test>", "dmarc=pass"))
+
+    wait_until(
+        lambda: InboundMessage.objects.filter(status=Status.IGNORED).count() == 3,
+        60,
+        "three forged messages IGNORED",
+        on_timeout=listener.log,
+    )
+    by_subject = {m.subject: m for m in InboundMessage.objects.all()}
+    assert not PriceImport.objects.exists()
+    for subject in ("comment", "display name"):
+        message = by_subject[subject]
+        assert message.from_address == "attacker@evil.example", subject
+        assert english(message.warnings) == [
+            "the From field's display name or a comment shows the address sales@acme.test,"
+            " but the message is from attacker@evil.example"
+        ], subject
+        assert message.match_report["sender_auth"]["from_domain"] == "evil.example"
+    unnamed = by_subject["no header.from"]
+    assert unnamed.from_address == "sales@acme.test"
+    assert unnamed.match_report["sender_auth"]["authenticated"] is False
+    (config,) = unnamed.match_report["configs"]
+    assert english(config["reasons"]) == [
+        "sender not authenticated: dmarc=pass, dkim=none; nothing aligned with acme.test"
+        f" passed (Authentication-Results from {MX})"
+    ]

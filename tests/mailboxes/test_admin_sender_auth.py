@@ -50,7 +50,10 @@ def test_message_page_shows_why_a_requiring_config_did_not_match(
 def test_message_page_shows_an_authenticated_sender(admin_client, mailbox, make_message, settings):
     settings.PRICEFEED_AUTHSERV_IDS = [MX]
     create_config(mailbox, name="Опт", sender_pattern="*@supplier.ru", sender_auth="require")
-    raw = f"Authentication-Results: {MX}; dmarc=pass\r\n".encode() + price_mail()
+    raw = (
+        f"Authentication-Results: {MX}; dmarc=pass header.from=supplier.ru\r\n".encode()
+        + price_mail()
+    )
     message = make_message(raw)
     intake.message_process(message_id=message.pk, worker="w1")
 

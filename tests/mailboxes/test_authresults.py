@@ -381,8 +381,17 @@ def test_dmarc_pass_for_the_from_domain_authenticates():
     assert v.reason == f"dmarc=pass for supplier.ru (Authentication-Results from {MX})"
 
 
-def test_dmarc_pass_without_header_from_authenticates():
-    assert verdict(headers(f"{MX}; dmarc=pass")).authenticated
+def test_dmarc_pass_without_header_from_does_not_authenticate():
+    # Which From the server's DMARC read cannot be told (issue #30: a From whose
+    # comment held the supplier's address passed so).
+    v = verdict(headers(f"{MX}; dmarc=pass"))
+
+    assert not v.authenticated
+    assert v.reason == (
+        "dmarc=pass, dkim=none; nothing aligned with supplier.ru passed"
+        f" (Authentication-Results from {MX})"
+    )
+    assert verdict(headers(f"{MX}; dmarc=pass; dkim=pass header.d=supplier.ru")).authenticated
 
 
 def test_dmarc_pass_about_another_header_from_does_not_authenticate():
@@ -583,7 +592,9 @@ def test_a_from_field_with_several_addresses_never_authenticates(sender):
 def test_a_display_name_with_an_at_sign_is_one_address():
     sender = '"prices@supplier.ru, sales" <prices@supplier.ru>'
 
-    assert verdict(headers(f"{MX}; dmarc=pass", sender=sender)).authenticated
+    assert verdict(
+        headers(f"{MX}; dmarc=pass header.from=supplier.ru", sender=sender)
+    ).authenticated
 
 
 def test_no_from_address_does_not_authenticate():

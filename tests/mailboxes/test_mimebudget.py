@@ -4,6 +4,7 @@ name before the email parser sees it, and recording reads a bounded part of a he
 from __future__ import annotations
 
 import base64
+import urllib.parse
 
 import pytest
 
@@ -69,6 +70,16 @@ def test_nesting_that_only_the_parser_would_find_is_refused_not_crashed():
         parse_message(nested(2000), MimeBudget(max_depth=10_000, max_parts=10_000))
 
 
+def test_a_content_type_the_email_parser_crashes_on_is_refused_with_the_reason():
+    # The stdlib raises IndexError on it: deterministic, so a refusal rather than an
+    # error that would be retried.
+    with pytest.raises(MessageRefused, match="the email parser cannot read the message"):
+        parse_message(multipart(b"Content-Type: text/csv; name*\r\n\r\nx"))
+    # The same in a Content-Disposition is read by get_filename, which says so.
+    parsed = parse_message(multipart(b"Content-Disposition: attachment; filename*\r\n\r\nx"))
+    assert [w for w in parsed.warnings if "unreadable filename" in w]
+
+
 def test_the_parts_of_a_digest_count_as_messages():
     inner = b"Content-Type: multipart/mixed; boundary=i\r\n\r\n--i\r\n\r\nx\r\n--i--\r\n"
     raw = (
@@ -105,6 +116,80 @@ def test_a_header_with_thousands_of_parameters_is_refused_by_name():
     reason = refusal(raw)
     assert "content-type" in reason
     assert "PRICEFEED_MIME_MAX_PARAMS" in reason
+
+
+def test_comments_in_a_content_type_are_refused_before_the_quadratic_parser_sees_them():
+    # 30,000 "(a)" took the email parser a minute of CPU (gh-136063); the count refuses
+    # them at once, by name.
+    raw = multipart(b"Content-Type: text/csv" + b"(a)" * 30_000 + b"\r\n\r\nx")
+
+    reason = refusal(raw)
+    assert "content-type" in reason
+    assert "PRICEFEED_MIME_MAX_COMMENTS" in reason
+    budget = MimeBudget(max_comments=100, max_content_field_bytes=10**6)
+    assert "PRICEFEED_MIME_MAX_COMMENTS" in refusal(
+        multipart(b"Content-Type: text/csv" + b"(a)" * 101 + b"\r\n\r\nx"), budget
+    )
+    assert check_structure(
+        multipart(b"Content-Type: text/csv" + b"(a)" * 100 + b"\r\n\r\nx"), budget
+    )
+
+
+def test_quoted_strings_in_a_filename_are_refused_by_name():
+    quoted = b'"a"' * 20_000
+
+    reason = refusal(multipart(attachment(quoted)), MimeBudget(max_content_field_bytes=10**6))
+    assert "content-disposition" in reason
+    assert "PRICEFEED_MIME_MAX_COMMENTS" in reason
+
+
+def test_quotes_and_parentheses_in_other_fields_are_not_counted():
+    # The email parser never parses a Subject or a To as structured here: recording
+    # reads them from the raw bytes.
+    raw = b"Subject: " + b'"(x)" ' * 500 + b"\r\nTo: " + b'"A" <a@b.c>, ' * 300 + b"\r\n\r\nx"
+
+    assert check_structure(raw, MimeBudget()) == 1
+
+
+def test_a_long_content_type_or_disposition_is_refused_by_name():
+    long_name = b"; name=" + b"a " * 3000
+    reason = refusal(b"Content-Type: text/csv" + long_name + b"\r\n\r\nx")
+    assert "content-type" in reason
+    assert "PRICEFEED_MIME_MAX_CONTENT_FIELD_BYTES" in reason
+    assert "PRICEFEED_MIME_MAX_CONTENT_FIELD_BYTES" in refusal(multipart(attachment(b"a" * 5000)))
+
+
+def test_the_content_fields_of_the_whole_message_have_a_budget():
+    parts = [attachment(b"p%d.csv" % i + b" " * 3000) for i in range(10)]
+
+    reason = refusal(multipart(*parts), MimeBudget(max_content_bytes=20_000))
+    assert "PRICEFEED_MIME_MAX_CONTENT_BYTES" in reason
+    assert check_structure(multipart(*parts), MimeBudget(max_content_bytes=40_000)) == 11
+
+
+def test_a_long_cyrillic_filename_as_mail_programs_write_it_fits_the_budget():
+    # 255 characters, RFC 2231 in continuations (Thunderbird) and as encoded words in
+    # the Content-Type's name (Outlook): both well under the caps.
+    name = "Прайс-лист ООО «Ромашка» (опт, розница) от 04.12.2026 " * 5
+    name = name[:251] + ".xls"
+    pieces = [
+        urllib.parse.quote(name[i : i + 20].encode(), safe="") for i in range(0, len(name), 20)
+    ]
+    continued = ";\r\n ".join(
+        f"filename*{i}*={'utf-8' + chr(39) * 2 if i == 0 else ''}{p}" for i, p in enumerate(pieces)
+    )
+    words = " ".join(
+        "=?utf-8?b?" + base64.b64encode(name[i : i + 20].encode()).decode() + "?="
+        for i in range(0, len(name), 20)
+    )
+    part = (
+        f'Content-Type: application/vnd.ms-excel;\r\n name="{words}"\r\n'
+        f"Content-Disposition: attachment;\r\n {continued}\r\n\r\n"
+    ).encode() + b"x"
+
+    assert check_structure(multipart(part), MimeBudget()) == 2
+    (att,) = parse_message(multipart(part)).attachments
+    assert att.filename == name
 
 
 def test_a_huge_header_block_and_too_many_fields_are_refused_by_name():

@@ -264,6 +264,19 @@ def test_message_without_message_id_is_recorded_with_a_warning(lease, checkpoint
     ]
 
 
+def test_a_display_name_holding_another_address_is_flagged_on_the_message(lease, checkpoint):
+    raw = price_mail(sender='"prices@supplier.ru" <attacker@evil.example>')
+
+    (rec,) = record(lease, fetched(1, raw))
+
+    rec.refresh_from_db()
+    assert rec.from_address == "attacker@evil.example"
+    assert english(rec.warnings) == [
+        "the From field's display name or a comment shows the address prices@supplier.ru,"
+        " but the message is from attacker@evil.example"
+    ]
+
+
 def test_stale_lease_token_raises_lease_lost_and_records_nothing(mailbox, lease, checkpoint):
     newer = lease_acquire(mailbox_id=mailbox.pk, owner=OWNER, ttl=60)
     assert newer.token == lease.token + 1

@@ -51,6 +51,13 @@ def test_text_that_is_not_a_number_is_refused(text):
         NumberReader().read(text)
 
 
+@pytest.mark.parametrize("number_format", ["auto", "comma", "dot"])
+@pytest.mark.parametrize("text", ["9" * 1001, "9" * 1001 + ",5", "1 " + "0" * 1200])
+def test_digits_past_the_decimal_context_are_not_a_number_not_a_crash(number_format, text):
+    with pytest.raises(ValueError):
+        NumberReader(number_format).read(text)
+
+
 @pytest.mark.parametrize(
     ("number_format", "text", "value"),
     [

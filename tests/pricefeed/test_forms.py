@@ -130,6 +130,30 @@ def test_require_with_a_trusted_authserv_id_is_accepted(mailbox, settings):
     assert f.save().sender_auth == PriceListConfig.SenderAuth.REQUIRE
 
 
+def test_new_configs_require_an_authenticated_sender_once_an_authserv_id_is_trusted(
+    mailbox, settings
+):
+    settings.PRICEFEED_AUTHSERV_IDS = []
+    before = PriceListConfig.objects.create(mailbox=mailbox, name="before")
+    assert before.sender_auth == PriceListConfig.SenderAuth.RECORD
+    assert PriceListConfigForm()["sender_auth"].value() == PriceListConfig.SenderAuth.RECORD
+
+    settings.PRICEFEED_AUTHSERV_IDS = ["mx.buyer.example"]
+
+    assert PriceListConfigForm()["sender_auth"].value() == PriceListConfig.SenderAuth.REQUIRE
+    after = PriceListConfig.objects.create(mailbox=mailbox, name="after")
+    assert after.sender_auth == PriceListConfig.SenderAuth.REQUIRE
+    before.refresh_from_db()
+    assert before.sender_auth == PriceListConfig.SenderAuth.RECORD
+
+
+def test_the_config_form_states_the_risk_of_record():
+    help_text = str(PriceListConfigForm()["sender_auth"].help_text)
+
+    assert "forged From address is still imported" in help_text
+    assert "PRICEFEED_AUTHSERV_IDS" in help_text
+
+
 @pytest.mark.parametrize("policy", ["ignore", "record"])
 def test_ignore_and_record_need_no_trusted_authserv_id(mailbox, settings, policy):
     settings.PRICEFEED_AUTHSERV_IDS = []

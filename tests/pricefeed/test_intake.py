@@ -457,8 +457,13 @@ def test_record_imports_an_unauthenticated_sender_and_notes_the_verdict(
     mailbox, make_message, settings
 ):
     settings.PRICEFEED_AUTHSERV_IDS = [MX]
-    config = create_config(mailbox, name="Опт", sender_pattern="*@supplier.ru")
-    assert config.sender_auth == PriceListConfig.SenderAuth.RECORD  # the default
+    # Chosen: with an authserv-id trusted, a new config defaults to require.
+    create_config(
+        mailbox,
+        name="Опт",
+        sender_pattern="*@supplier.ru",
+        sender_auth=PriceListConfig.SenderAuth.RECORD,
+    )
     message = make_message(received(price_mail(), f"{MX}; dmarc=fail header.from=supplier.ru"))
 
     assert intake.message_process(message_id=message.pk, worker="w1") == Status.DONE
@@ -474,7 +479,9 @@ def test_record_imports_an_unauthenticated_sender_and_notes_the_verdict(
 def test_a_reprocessed_message_is_judged_with_the_authserv_ids_configured_now(
     strict, make_message, settings, enqueued
 ):
-    message = make_message(received(price_mail(), "mx2.buyer.example; dmarc=pass"))
+    message = make_message(
+        received(price_mail(), "mx2.buyer.example; dmarc=pass header.from=supplier.ru")
+    )
     assert intake.message_process(message_id=message.pk, worker="w1") == Status.IGNORED
 
     settings.PRICEFEED_AUTHSERV_IDS = [MX, "mx2.buyer.example"]

@@ -282,9 +282,12 @@ def with_verdict(verdict: SenderVerdict | None, **fields) -> Envelope:
     return dataclasses.replace(envelope(**fields), sender_auth=verdict)
 
 
-def test_the_policies_are_the_configs_choices():
+def test_the_policies_are_the_configs_choices(settings):
+    settings.PRICEFEED_AUTHSERV_IDS = []
+
     assert {c.value for c in PriceListConfig.SenderAuth} == {IGNORE, RECORD, REQUIRE}
-    assert Rule(1, "r").sender_auth == PriceListConfig._meta.get_field("sender_auth").default
+    # A rule's default is a config's while no authserv-id is trusted.
+    assert Rule(1, "r").sender_auth == PriceListConfig._meta.get_field("sender_auth").default()
 
 
 def test_require_matches_an_authenticated_sender_and_says_so():

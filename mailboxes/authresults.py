@@ -50,7 +50,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from email.utils import getaddresses
 
+from core.storedtext import Text, gettext_noop
+
 from .mime import HEADER_SCAN_LIMIT, clean
+
+# The verdict when nothing was checked, the one a reader meets on every message page of
+# an instance that trusts no server (said in their language; the others are data).
+NOTHING_TRUSTED = gettext_noop("no authserv-id is trusted (PRICEFEED_AUTHSERV_IDS is empty)")
 
 # One Authentication-Results field, unfolded. Real ones are well under 2 KiB (Gmail's,
 # with ARC comments, about 1 KiB); a longer one is not believed.
@@ -467,7 +473,10 @@ class SenderVerdict:
     aligned_domain: str = ""
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The verdict as a match report keeps it: a reason of ours in its stored form
+        (core.storedtext), said in the reader's language where it is shown."""
+        reason = self.reason.as_json() if isinstance(self.reason, Text) else self.reason
+        return {**asdict(self), "reason": reason}
 
 
 def domain_of(value: str) -> str:
@@ -547,7 +556,7 @@ def sender_verdict(raw: bytes, *, from_address: str, authserv_ids: Sequence[str]
     if not trusted:
         return SenderVerdict(
             authenticated=False,
-            reason="no authserv-id is trusted (PRICEFEED_AUTHSERV_IDS is empty)",
+            reason=NOTHING_TRUSTED,
             checked=False,
         )
     return judge(

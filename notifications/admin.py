@@ -78,7 +78,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
         "created",
         "short_recipient",
-        "outcome",
+        "outcome_shown",
         "status",
         "next_attempt",
         "short_error",
@@ -87,12 +87,13 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_filter = ["status", SinceFilter.on("created_at"), KindFilter, OutcomeFilter]
     search_fields = ["recipient", "message_id"]
     actions = ["retry_now", "requeue", "give_up"]
-    # Shown by their names: "about", "outcome", "mail_language".
-    exclude = ["kind", "price_import", "alert", "outcome", "language"]
+    # Shown by their names: "about", "outcome_shown", "mail_language"; the last error
+    # once, in the reader's language ("error_text").
+    exclude = ["kind", "price_import", "alert", "outcome", "language", "last_error"]
     readonly_fields = [
         "about",
         "recipient",
-        "outcome",
+        "outcome_shown",
         "mail_language",
         "status",
         "message_id",
@@ -119,8 +120,9 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def short_recipient(self, obj: Notification) -> str:
         return truncated(obj.recipient, width="s")
 
+    # Not named "outcome": the admin would show the field of that name, its stored value.
     @admin.display(description=_("outcome"), ordering="outcome")
-    def outcome(self, obj: Notification) -> str:
+    def outcome_shown(self, obj: Notification) -> str:
         return obj.outcome_label()
 
     @admin.display(description=_("language"))

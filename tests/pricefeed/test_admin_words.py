@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 from django.utils import translation
 
+from core.texts import translated
 from devkit.samples import price_list_csv
+from mailboxes.authresults import sender_verdict
 from mailboxes.models import Mailbox
 from notifications.models import Notification
 from outbox.models import OutboxEvent
@@ -116,3 +118,17 @@ def test_a_mailbox_server_is_said_in_words_and_its_add_page_shows_no_placeholder
     assert f"{mailbox.username} на {mailbox.host}:{mailbox.port}, без шифрования" in listed
     for add in ("/admin/mailboxes/mailbox/add/", "/admin/api/apitoken/add/"):
         assert "DatabaseDefault" not in page(admin_client, add)
+
+
+def test_the_senders_verdict_is_said_in_the_readers_language():
+    untrusted = sender_verdict(b"", from_address="a@supplier.ru", authserv_ids=[])
+    unsigned = sender_verdict(
+        b"From: a@supplier.ru\r\n\r\n", from_address="a@supplier.ru", authserv_ids=["mx.buyer.ru"]
+    )
+    with translation.override("ru"):
+        assert translated(untrusted.as_dict()["reason"]) == (
+            "доверенные серверы-получатели не заданы (PRICEFEED_AUTHSERV_IDS пуст)"
+        )
+        said = translated(unsigned.as_dict()["reason"])
+    assert said == "нет Authentication-Results от mx.buyer.ru"
+    assert unsigned.reason == "no Authentication-Results from mx.buyer.ru"  # the English

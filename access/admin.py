@@ -81,11 +81,28 @@ def named(field, db_field):
     return field
 
 
+class RoleFilter(admin.RelatedFieldListFilter):
+    """The users' filter by group, the roles named in the reader's language."""
+
+    def field_choices(self, field, request, model_admin):
+        return [
+            (group.pk, permissions.role_name(group)) for group in Group.objects.order_by("name")
+        ]
+
+
 class GroupAdmin(auth_admin.GroupAdmin):
+    """Groups, the roles among them named in the reader's language: in the list, the
+    page's title and its breadcrumbs (templates/admin/auth/group/change_form.html)."""
+
     list_display = ["role"]
 
     def formfield_for_manytomany(self, db_field, request=None, **kwargs):
         return named(super().formfield_for_manytomany(db_field, request, **kwargs), db_field)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        group = self.get_object(request, object_id)
+        shown = {"subtitle": permissions.role_name(group)} if group is not None else {}
+        return super().change_view(request, object_id, form_url, {**shown, **(extra_context or {})})
 
     @admin.display(description=Group._meta.get_field("name").verbose_name, ordering="name")
     def role(self, obj: Group) -> str:
@@ -93,6 +110,8 @@ class GroupAdmin(auth_admin.GroupAdmin):
 
 
 class UserAdmin(auth_admin.UserAdmin):
+    list_filter = ["is_staff", "is_superuser", "is_active", ("groups", RoleFilter)]
+
     def formfield_for_manytomany(self, db_field, request=None, **kwargs):
         return named(super().formfield_for_manytomany(db_field, request, **kwargs), db_field)
 

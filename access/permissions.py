@@ -31,6 +31,7 @@ CUSTOM = (
     gettext_noop("Can reprocess inbound messages"),
     gettext_noop("Can mark inbound messages failed"),
     gettext_noop("Can run failed imports again"),
+    gettext_noop("Can approve or reject held imports"),
 )
 ROLE_NAMES = {
     VIEWER: pgettext_lazy("role", "viewer"),

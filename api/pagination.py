@@ -3,6 +3,7 @@ before through an index, so page 10,000 costs what page 1 does."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from rest_framework import pagination
 
 
@@ -13,6 +14,10 @@ class CursorPagination(pagination.CursorPagination):
 
     page_size = 100
     page_size_query_param = "page_size"
+    # The parameters' descriptions in the reference page's language (REST framework's
+    # have no Russian).
+    cursor_query_description = _("The cursor of the page: the next and previous links hold it.")  # type: ignore[assignment]
+    page_size_query_description = _("Rows per page (at most 1000).")  # type: ignore[assignment]
     max_page_size = 1000
     ordering = "-id"
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
-from . import views
+from . import reference, views
 
 app_name = "api"
 
@@ -19,5 +19,5 @@ urlpatterns = [
     path("imports/<int:pk>/", views.ImportDetail.as_view(), name="import-detail"),
     path("imports/<int:import_id>/items/", views.ImportItems.as_view(), name="import-items"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", reference.reference, name="docs"),
 ]

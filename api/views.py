@@ -50,6 +50,10 @@ class ApiView(generics.GenericAPIView):
 # -- configs ------------------------------------------------------------------------------
 
 
+@extend_schema(
+    summary=_("Price-list configs"),
+    description=_("Which supplier's lists are read from which mailbox (no mailbox credentials)."),
+)
 class ConfigList(ApiView, generics.ListAPIView):
     """Price-list configs: which supplier's lists are read from which mailbox (no
     mailbox credentials)."""
@@ -60,6 +64,7 @@ class ConfigList(ApiView, generics.ListAPIView):
     queryset = PriceListConfig.objects.select_related("mailbox")
 
 
+@extend_schema(summary=_("A price-list config"), description=_("One config by its id."))
 class ConfigDetail(ApiView, generics.RetrieveAPIView):
     model = PriceListConfig
     serializer_class = serializers.ConfigSerializer
@@ -69,7 +74,11 @@ class ConfigDetail(ApiView, generics.RetrieveAPIView):
 # -- imports ------------------------------------------------------------------------------
 
 
-@extend_schema(parameters=[serializers.ImportFilter])
+@extend_schema(
+    summary=_("Imports"),
+    description=_("Imports, the latest first; by config, status and creation time."),
+    parameters=[serializers.ImportFilter],
+)
 class ImportList(ApiView, generics.ListAPIView):
     """Imports, the latest first; by config, status and creation time."""
 
@@ -89,12 +98,17 @@ class ImportList(ApiView, generics.ListAPIView):
         return imports
 
 
+@extend_schema(summary=_("An import"), description=_("One import by its id."))
 class ImportDetail(ApiView, generics.RetrieveAPIView):
     model = PriceImport
     serializer_class = serializers.ImportSerializer
     queryset = PriceImport.objects.all()
 
 
+@extend_schema(
+    summary=_("An import's price rows"),
+    description=_("The price rows of an import in the order of its file."),
+)
 class ImportItems(ApiView, generics.ListAPIView):
     """An import's price rows in file order."""
 
@@ -112,7 +126,11 @@ class ImportItems(ApiView, generics.ListAPIView):
 # -- a config's catalogue -----------------------------------------------------------------
 
 
-@extend_schema(parameters=[serializers.CatalogueQuery])
+@extend_schema(
+    summary=_("A config's catalogue"),
+    description=_("A config's catalogue now (or at the moment as_of), by SKU: one entry per SKU."),
+    parameters=[serializers.CatalogueQuery],
+)
 class Catalogue(ApiView, generics.ListAPIView):
     """A config's catalogue now (or ``as_of`` a moment), by SKU: one entry per SKU."""
 
@@ -133,7 +151,11 @@ class Catalogue(ApiView, generics.ListAPIView):
         return serializers.EntrySerializer.rows(entries)
 
 
-@extend_schema(parameters=[serializers.HistoryQuery])
+@extend_schema(
+    summary=_("A SKU's history"),
+    description=_("Every value a SKU has had in a config's catalogue, the latest first."),
+    parameters=[serializers.HistoryQuery],
+)
 class SkuHistory(ApiView, generics.ListAPIView):
     """Every value a SKU has had in a config's catalogue, the latest first."""
 
@@ -150,6 +172,13 @@ class SkuHistory(ApiView, generics.ListAPIView):
 
 
 @extend_schema(
+    summary=_("Changes of a catalogue"),
+    description=_(
+        "What changed in a config's catalogue after a moment (since) or after an import "
+        "became current (since_import), by SKU: each SKU added or changed since with its "
+        "entry now (change: current), each SKU removed since with the entry it had "
+        "(change: removed)."
+    ),
     parameters=[
         OpenApiParameter(
             "since",
@@ -161,7 +190,7 @@ class SkuHistory(ApiView, generics.ListAPIView):
             OpenApiTypes.INT,
             description=_("An import of the config: the changes after it became current."),
         ),
-    ]
+    ],
 )
 class Changes(ApiView, generics.ListAPIView):
     """What changed in a config's catalogue after a moment (``since``) or after an

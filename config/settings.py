@@ -107,10 +107,9 @@ INSTALLED_APPS = [
     # The admin's front page: what is failing, waiting and listening, at a glance.
     "console",
     # The read-only API under /api/ (REST framework), its OpenAPI schema and reference
-    # page (the sidecar: Swagger UI's files served as our own static files).
+    # page (api.reference: the schema shown in the admin's look and language).
     "rest_framework",
     "drf_spectacular",
-    "drf_spectacular_sidecar",
     "api",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
@@ -435,11 +434,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    # Swagger UI from the sidecar's static files: the reference page fetches nothing
-    # from the internet.
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
 }
 
 # --- django-q2 ----------------------------------------------------------------------

@@ -139,13 +139,42 @@ def duration(value: timedelta | None) -> str:
     return gettext("%(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": rest}
 
 
+def fields_without(fields, names: set[str]) -> list:
+    """A fieldset's fields (names, or tuples of names on one line) but ``names``."""
+    kept: list = []
+    for field in fields:
+        if isinstance(field, list | tuple):
+            line = tuple(f for f in field if f not in names)
+            if line:
+                kept.append(line)
+        elif field not in names:
+            kept.append(field)
+    return kept
+
+
 class ListAdminMixin:
     """Every list of the apps: its stylesheet (one-line cells, column widths), and its
     model's plural name as its title ("Импорты прайс-листов"), where Django's "Select %s
-    to change" cannot be said in Russian without declining the name."""
+    to change" cannot be said in Russian without declining the name. Its add page leaves
+    out the fields the database fills (``db_default``): before the row is saved they
+    have no value, and Django would show its placeholder's repr."""
 
     class Media:
         css = {"all": [LIST_CSS]}
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)  # type: ignore[misc]
+        if obj is not None:
+            return fieldsets
+        given = {
+            field.name
+            for field in self.model._meta.concrete_fields  # type: ignore[attr-defined]
+            if field.has_db_default()
+        }
+        return [
+            (name, {**options, "fields": fields_without(options["fields"], given)})
+            for name, options in fieldsets
+        ]
 
     def changelist_view(self, request, extra_context=None):
         title = capfirst(self.model._meta.verbose_name_plural)  # type: ignore[attr-defined]

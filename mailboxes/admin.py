@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -17,6 +18,7 @@ from core.adminutils import (
     ListAdminMixin,
     SinceFilter,
     annotated,
+    fields_without,
     truncated,
     when,
 )
@@ -67,19 +69,6 @@ LEASE_STATES = {
 INSTANCE_STATES = {"live": _("live"), "dead": _("dead"), "stopped": _("stopped")}
 
 
-def without_password(fields) -> list:
-    """A fieldset's fields (names, or tuples of names on one line) but the password."""
-    kept: list = []
-    for field in fields:
-        if isinstance(field, list | tuple):
-            line = tuple(f for f in field if f != "password")
-            if line:
-                kept.append(line)
-        elif field != "password":
-            kept.append(field)
-    return kept
-
-
 class CheckpointInline(admin.TabularInline):
     model = MailboxCheckpoint
     extra = 0
@@ -88,6 +77,15 @@ class CheckpointInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
+
+
+# The connection's security in a list's cell: the protocols by their names, no
+# encryption in the reader's language.
+SECURITY_SHORT: dict[str, str | Promise] = {
+    Mailbox.Security.SSL: "SSL/TLS",
+    Mailbox.Security.STARTTLS: "STARTTLS",
+    Mailbox.Security.PLAIN: _("unencrypted"),
+}
 
 
 @admin.register(Mailbox)
@@ -153,7 +151,7 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
         # A view-only page shows each field's stored value instead of the form's
         # write-only input: the password, decrypted.
         return [
-            (name, {**options, "fields": without_password(options["fields"])})
+            (name, {**options, "fields": fields_without(options["fields"], {"password"})})
             for name, options in fieldsets
         ]
 
@@ -163,7 +161,12 @@ class MailboxAdmin(ListAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("server"))
     def address(self, obj: Mailbox) -> str:
-        return truncated(f"{obj.username}@{obj.host}:{obj.port} ({obj.security})", width="m")
+        security = SECURITY_SHORT.get(obj.security, obj.security)
+        return truncated(
+            gettext("%(username)s on %(host)s:%(port)s, %(security)s")
+            % {"username": obj.username, "host": obj.host, "port": obj.port, "security": security},
+            width="m",
+        )
 
     @admin.display(description=_("listener"))
     def holder(self, obj: Mailbox) -> str:
@@ -416,7 +419,7 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
         sender = format_html(
             "<p>{}</p>{}",
             gettext("Sender %(state)s: %(reason)s")
-            % {"state": state, "reason": auth.get("reason", "")},
+            % {"state": state, "reason": translated(auth.get("reason", ""))},
             found,
         )
         return format_html(

@@ -52,8 +52,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from core.storedtext import Text, foreign, gettext_noop
+
 from . import sender
 from .mime import HEADER_SCAN_LIMIT, clean
+
+# The verdict's reasons, said in the reader's language where a message's page shows them
+# (core.storedtext); what a field says ("dmarc=fail, dkim=none") is a value, as written.
+NOTHING_TRUSTED = gettext_noop("no authserv-id is trusted (PRICEFEED_AUTHSERV_IDS is empty)")
+NO_FIELD = gettext_noop("no Authentication-Results from %(names)s")
+UNREADABLE = gettext_noop("unreadable: %(problem)s")
+BY = gettext_noop("%(reason)s (Authentication-Results from %(authserv_id)s)")
+NO_FROM = gettext_noop("the message has no From address")
+FROM_FIELDS = gettext_noop("the message has %(count)s From fields")
+FROM_ADDRESSES = gettext_noop("the From field holds more than one address")
+DMARC_OTHER_DOMAIN = gettext_noop(
+    "dmarc=%(result)s is about header.from=%(checked)s, not the From domain %(domain)s"
+)
+DMARC_PASSED = gettext_noop("dmarc=pass for %(domain)s")
+DKIM_ALIGNED = gettext_noop("dkim=pass header.d=%(signer)s, aligned with %(domain)s")
+NOTHING_ALIGNED = gettext_noop("%(summary)s; nothing aligned with %(domain)s passed")
+# How long a value of a reason may be: a reason (a template, two values, the authserv-id)
+# stays one line of at most 500 characters.
+REASON_VALUE = 100
 
 # One Authentication-Results field, unfolded. Real ones are well under 2 KiB (Gmail's,
 # with ARC comments, about 1 KiB); a longer one is not believed.
@@ -460,7 +481,7 @@ class SenderVerdict:
     authentication counted; ``reason`` says it in one line."""
 
     authenticated: bool
-    reason: str
+    reason: str  # a Text: said in the reader's language
     checked: bool = True
     authserv_id: str = ""
     from_domain: str = ""
@@ -470,7 +491,9 @@ class SenderVerdict:
     aligned_domain: str = ""
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The verdict as a match report keeps it: a reason of ours in its stored form
+        (core.storedtext), said in the reader's language where it is shown."""
+        return {**asdict(self), "reason": foreign(self.reason).as_json()}
 
 
 def domain_of(value: str) -> str:
@@ -542,7 +565,7 @@ def sender_verdict(raw: bytes, *, from_address: str, authserv_ids: Sequence[str]
     if not trusted:
         return SenderVerdict(
             authenticated=False,
-            reason="no authserv-id is trusted (PRICEFEED_AUTHSERV_IDS is empty)",
+            reason=NOTHING_TRUSTED,
             checked=False,
         )
     return judge(
@@ -561,15 +584,18 @@ def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str)
     if believed is None:
         return SenderVerdict(
             authenticated=False,
-            reason=clean(f"no Authentication-Results from {names}", 500),
+            reason=Text(NO_FIELD, names=clean(names, 2 * REASON_VALUE)),
             from_domain=clean(from_domain, 255),
         )
     authserv_id = clean(believed.authserv_id, 255)
-    by = f" (Authentication-Results from {authserv_id})"
+
+    def by(reason: Text) -> Text:
+        return Text(BY, reason=reason, authserv_id=clean(authserv_id, REASON_VALUE))
+
     if believed.problem:
         return SenderVerdict(
             authenticated=False,
-            reason=clean(f"unreadable: {believed.problem}{by}", 500),
+            reason=by(Text(UNREADABLE, problem=clean(believed.problem, REASON_VALUE))),
             authserv_id=authserv_id,
             from_domain=clean(from_domain, 255),
         )
@@ -580,7 +606,7 @@ def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str)
     authenticated, reason, aligned_domain = _decide(scan, from_domain, results)
     return SenderVerdict(
         authenticated=authenticated,
-        reason=clean(reason + by, 500),
+        reason=by(reason),
         authserv_id=authserv_id,
         from_domain=clean(from_domain, 255),
         dmarc=clean(_with(dmarc[0].result, "header.from", _dmarc_domain(dmarc[0])), 300)
@@ -611,30 +637,38 @@ def _believed(scan: HeaderScan, trusted: set[str]) -> AuthResults | None:
 
 def _decide(
     scan: HeaderScan, from_domain: str, results: tuple[ResInfo, ...]
-) -> tuple[bool, str, str]:
+) -> tuple[bool, Text, str]:
     """(authenticated, why, the domain aligned with From) from the trusted results: the
     From field must be one address; then DMARC about that domain decides, or a passing
     DKIM signature aligned with it."""
     dmarc = [r for r in results if r.method == "dmarc"]
+    domain = clean(from_domain, REASON_VALUE)
     if not from_domain:
-        return False, "the message has no From address", ""
+        return False, Text(NO_FROM), ""
     if scan.from_fields > 1:
-        return False, f"the message has {scan.from_fields} From fields", ""
+        return False, Text(FROM_FIELDS, count=str(scan.from_fields)), ""
     if _from_addresses(scan.from_value) > 1:
-        return False, "the From field holds more than one address", ""
+        return False, Text(FROM_ADDRESSES), ""
     for r in dmarc:
         checked = _dmarc_domain(r)
         if checked and checked != from_domain:
-            why = f"dmarc={r.result} is about header.from={checked}, not the From domain"
-            return False, f"{why} {from_domain}", ""
+            why = Text(
+                DMARC_OTHER_DOMAIN,
+                result=clean(r.result, REASON_VALUE),
+                checked=clean(checked, REASON_VALUE),
+                domain=domain,
+            )
+            return False, why, ""
+    summary = clean(_summary(results), REASON_VALUE + REASON_VALUE // 2)
     if any(r.result == "fail" for r in dmarc):
-        return False, _summary(results), ""
+        return False, foreign(summary), ""
     # A pass counts only when it says which From domain it was about: one that names
     # none may have been computed on another From than the one read here.
     if any(r.result == "pass" and _dmarc_domain(r) == from_domain for r in dmarc):
-        return True, f"dmarc=pass for {from_domain}", from_domain
+        return True, Text(DMARC_PASSED, domain=domain), from_domain
     for r in results:
         signer = _dkim_domain(r) if r.method == "dkim" else ""
         if r.method == "dkim" and r.result == "pass" and aligned(signer, from_domain):
-            return True, f"dkim=pass header.d={signer}, aligned with {from_domain}", signer
-    return False, f"{_summary(results)}; nothing aligned with {from_domain} passed", ""
+            why = Text(DKIM_ALIGNED, signer=clean(signer, REASON_VALUE), domain=domain)
+            return True, why, signer
+    return False, Text(NOTHING_ALIGNED, summary=summary, domain=domain), ""

@@ -194,7 +194,14 @@ class MailboxCheckpoint(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.mailbox}/{self.folder} uidvalidity={self.uidvalidity} uid={self.last_uid}"
+        return gettext(
+            "%(mailbox)s, folder %(folder)s: UIDVALIDITY %(uidvalidity)s, UID %(uid)s"
+        ) % {
+            "mailbox": self.mailbox,
+            "folder": self.folder,
+            "uidvalidity": self.uidvalidity,
+            "uid": self.last_uid,
+        }
 
 
 class MessageStatus(models.TextChoices):
@@ -277,4 +284,8 @@ class InboundMessage(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.subject[:60]!r} ({self.status})"
+        return gettext("№ %(pk)s «%(subject)s» (%(status)s)") % {
+            "pk": self.pk,
+            "subject": self.subject[:60],
+            "status": self.get_status_display(),
+        }

@@ -82,7 +82,7 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
         "created",
         "short_recipient",
-        "outcome",
+        "outcome_shown",
         "status",
         "attempts",
         "next_attempt",
@@ -98,12 +98,13 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     ]
     search_fields = ["recipient", "message_id"]
     actions = ["retry_now", "requeue", "give_up"]
-    # Shown by their names: "about", "outcome", "mail_language".
-    exclude = ["kind", "price_import", "alert", "outcome", "language"]
+    # Shown by their names: "about", "outcome_shown", "mail_language"; the last error
+    # once, in the reader's language ("error_text").
+    exclude = ["kind", "price_import", "alert", "outcome", "language", "last_error"]
     readonly_fields = [
         "about",
         "recipient",
-        "outcome",
+        "outcome_shown",
         "mail_language",
         "status",
         "message_id",
@@ -131,8 +132,9 @@ class NotificationAdmin(AuditAdminMixin, admin.ModelAdmin):
     def short_recipient(self, obj: Notification) -> str:
         return truncated(obj.recipient, width="s")
 
+    # Not named "outcome": the admin would show the field of that name, its stored value.
     @admin.display(description=_("outcome"), ordering="outcome")
-    def outcome(self, obj: Notification) -> str:
+    def outcome_shown(self, obj: Notification) -> str:
         return obj.outcome_label()
 
     @admin.display(description=_("language"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import uuid
 
+from django.utils.translation import gettext_lazy as _
+
 from outbox.handlers import handler
 from outbox.models import OutboxEvent
 from pricefeed.imports.outcome import MESSAGE_OUTCOME_EVENT, OUTCOME_EVENT
@@ -14,7 +16,7 @@ from pricefeed.overdue import LIST_OVERDUE_EVENT
 from . import overdue, services
 
 
-@handler(OUTCOME_EVENT)
+@handler(OUTCOME_EVENT, label=_("import finished: notify"))
 def fan_out(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     results: dict[uuid.UUID, BaseException | None] = {}
     for event in events:
@@ -26,7 +28,7 @@ def fan_out(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     return results
 
 
-@handler(MESSAGE_OUTCOME_EVENT)
+@handler(MESSAGE_OUTCOME_EVENT, label=_("message imports finished: notify"))
 def fan_out_message(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     """The outcomes of a message's imports, announced together: one mail per recipient."""
     results: dict[uuid.UUID, BaseException | None] = {}
@@ -39,7 +41,7 @@ def fan_out_message(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException 
     return results
 
 
-@handler(LIST_OVERDUE_EVENT)
+@handler(LIST_OVERDUE_EVENT, label=_("price list overdue: notify"))
 def fan_out_overdue(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
     """A price list that did not come on time: one mail per subscriber."""
     results: dict[uuid.UUID, BaseException | None] = {}

@@ -17,6 +17,8 @@ from typing import Any
 
 from django.db.models import Model, QuerySet
 from django.utils.functional import Promise
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
 
 def _no_sender(subject: Any) -> str:
@@ -70,7 +72,9 @@ def register(kind: Kind) -> Kind:
         return services.send(kind, events)
 
     _kinds[kind.name] = kind
-    handler(kind.send_event)(send)
+    handler(
+        kind.send_event, label=format_lazy(_("sending a notification ({kind})"), kind=kind.label)
+    )(send)
     return kind
 
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from django.apps import apps
 from django.contrib import admin, messages
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext, ngettext, pgettext_lazy
@@ -14,7 +16,34 @@ from core.claims import MARKED_FAILED_BY
 from core.texts import Text, shown
 
 from . import selectors, services
+from .handlers import kind_label
 from .models import OutboxEvent
+
+
+def aggregate_link(obj: OutboxEvent) -> str:
+    """The row an event is about, by its name, linked to its admin page when it has one."""
+    name = obj.aggregate_name()
+    try:
+        opts = apps.get_model(obj.aggregate_type)._meta
+        url = reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.aggregate_id])
+    except (LookupError, ValueError, NoReverseMatch):
+        return name
+    return format_html('<a href="{}">{}</a>', url, name)
+
+
+class KindFilter(admin.SimpleListFilter):
+    """The kinds present, by their names in the reader's language."""
+
+    title = _("kind")
+    parameter_name = "kind__exact"
+
+    def lookups(self, request, model_admin):
+        kinds = OutboxEvent.objects.order_by().values_list("kind", flat=True).distinct()
+        return sorted(((kind, kind_label(kind)) for kind in kinds), key=lambda k: k[1])
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(kind=value) if value else queryset
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -70,15 +99,14 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
         "next_attempt",
         "short_error",
     ]
-    list_filter = ["status", WaitingFilter, RetriedFilter, "kind", AgeFilter]
+    list_filter = ["status", WaitingFilter, RetriedFilter, KindFilter, AgeFilter]
     search_fields = ["id", "aggregate_id"]
     date_hierarchy = "created_at"
     actions = ["retry_now", "requeue", "mark_failed"]
     readonly_fields = [
         "id",
-        "kind",
-        "aggregate_type",
-        "aggregate_id",
+        "kind_shown",
+        "aggregate",
         "payload_pretty",
         "status",
         "attempts",
@@ -90,12 +118,17 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
         "sent_at",
         "finished_at",
     ]
-    exclude = ["payload"]
+    # The payload as a page shows it; the last error once, in the reader's language.
+    exclude = ["kind", "aggregate_type", "aggregate_id", "payload", "last_error"]
 
     @admin.display(description=_("payload"))
     def payload_pretty(self, obj: OutboxEvent) -> str:
+        """The payload as its handler reads it, folded: the ids it holds are for whoever
+        debugs a handler; the operator has the kind and the row it is about."""
         return format_html(
-            "<pre>{}</pre>", json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True)
+            "<details><summary>{}</summary><pre>{}</pre></details>",
+            gettext("JSON, as the handler reads it"),
+            json.dumps(obj.payload, indent=2, ensure_ascii=False, sort_keys=True),
         )
 
     @admin.display(description=pgettext_lazy("outbox event", "created"), ordering="created_at")
@@ -104,11 +137,15 @@ class OutboxEventAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("kind"), ordering="kind")
     def short_kind(self, obj: OutboxEvent) -> str:
-        return truncated(obj.kind, width="s")
+        return truncated(kind_label(obj.kind), width="s")
+
+    @admin.display(description=_("kind"))
+    def kind_shown(self, obj: OutboxEvent) -> str:
+        return kind_label(obj.kind)
 
     @admin.display(description=_("aggregate"), ordering="aggregate_id")
     def aggregate(self, obj: OutboxEvent) -> str:
-        return truncated(f"{obj.aggregate_type}:{obj.aggregate_id}", width="s")
+        return aggregate_link(obj)
 
     @admin.display(description=_("next attempt"), ordering="next_attempt_at")
     def next_attempt(self, obj: OutboxEvent) -> str:

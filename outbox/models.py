@@ -4,6 +4,7 @@ import os
 import time
 import uuid
 
+from django.apps import apps
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
@@ -87,4 +88,15 @@ class OutboxEvent(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.aggregate_type}:{self.aggregate_id} ({self.status})"
+        from .handlers import kind_label
+
+        return f"{kind_label(self.kind)}: {self.aggregate_name()} ({self.get_status_display()})"
+
+    def aggregate_name(self) -> str:
+        """The row the event is about, named in the reader's language ("импорт
+        прайс-листа № 63")."""
+        try:
+            model = apps.get_model(self.aggregate_type)
+        except (LookupError, ValueError):
+            return f"{self.aggregate_type} № {self.aggregate_id}"
+        return f"{model._meta.verbose_name} № {self.aggregate_id}"

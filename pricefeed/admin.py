@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import cast
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied
 from django.db.models import Count, Exists, F, OuterRef, Q
 from django.db.models.fields.json import KT, KeyTransform
 from django.http import Http404
@@ -240,6 +242,63 @@ def _price(stored: str | None) -> str:
         return str(stored)
 
 
+ATTACHMENT_KEY = re.compile(r"part(\d+)(?:/(.+))?", re.DOTALL)
+
+
+def attachment_label(key: str) -> str:
+    """An attachment key (``part<N>`` or ``part<N>/<path in the archive>``) in words."""
+    found = ATTACHMENT_KEY.fullmatch(key or "")
+    if found is None:
+        return key or EMPTY
+    number, inner = found.groups()
+    if inner:
+        return gettext("attachment %(number)s, %(path)s in the archive") % {
+            "number": number,
+            "path": inner,
+        }
+    return gettext("attachment %(number)s") % {"number": number}
+
+
+def _parse_info_rows(info: dict) -> Iterator[tuple[str, object]]:
+    """The lines of the file-reading summary: (label, value) in the reader's language;
+    what the next import reads (digests, repeated SKUs) stays on the import only."""
+    if info.get("sheet") is not None:
+        yield gettext("sheet"), info["sheet"]
+    if info.get("encoding"):
+        yield pgettext("file reading", "encoding"), info["encoding"]
+    if info.get("delimiter"):
+        yield pgettext("file reading", "delimiter"), f"«{info['delimiter']}»"
+    if info.get("header_row") is not None:
+        yield gettext("header row"), info["header_row"]
+    for field, header in (info.get("columns") or {}).items():
+        yield gettext("column of the %(field)s") % {"field": column_label(field)}, header
+    yield gettext("rows with errors"), info.get("errors_total", 0)
+    if info.get("skipped_headings"):
+        yield gettext("group headings skipped"), info["skipped_headings"]
+    if info.get("skipped_totals"):
+        yield gettext("total rows skipped"), info["skipped_totals"]
+    for warning in info.get("warnings") or []:
+        yield pgettext("file reading", "warning"), translated(warning)
+
+
+def column_label(field: str) -> str:
+    """A column mapping's key named as the price item's field it fills."""
+    try:
+        return str(PriceItem._meta.get_field(field).verbose_name)  # type: ignore[union-attr]
+    except FieldDoesNotExist:
+        return field
+
+
+def file_reading_table(info: dict) -> str:
+    """How the file was read (an import's parse_info), as a table of two columns."""
+    if not info:
+        return EMPTY
+    return format_html(
+        "<table>{}</table>",
+        format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", _parse_info_rows(info)),
+    )
+
+
 @admin.register(PriceImport)
 class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_display = [
@@ -271,7 +330,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "catalogue_link",
         "message_link",
         "config",
-        "attachment_key",
+        "attachment",
         "filename",
         "content_type",
         "size",
@@ -285,7 +344,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "rows_skipped",
         "items_link",
         "export_links",
-        "parse_info",
+        "parse_info_table",
         "diff_summary",
         "row_errors",
         "attempts",
@@ -327,12 +386,12 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             _("File"),
             {
                 "fields": [
-                    "attachment_key",
+                    "attachment",
                     "content_type",
                     "size",
                     "sha256",
                     "format",
-                    "parse_info",
+                    "parse_info_table",
                 ]
             },
         ),
@@ -377,7 +436,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("file"), ordering="filename")
     def short_filename(self, obj: PriceImport) -> str:
-        return truncated(obj.filename or obj.attachment_key, width="s")
+        return truncated(obj.filename or attachment_label(obj.attachment_key), width="s")
 
     @admin.display(description=_("status"), ordering="status")
     def short_status(self, obj: PriceImport) -> str:
@@ -594,6 +653,14 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             gettext("removed: %(skus)s") % {"skus": removed},
             gettext("unreadable rows, previous value kept: %(skus)s") % {"skus": unreadable},
         )
+
+    @admin.display(description=_("attachment"), ordering="attachment_key")
+    def attachment(self, obj: PriceImport) -> str:
+        return attachment_label(obj.attachment_key)
+
+    @admin.display(description=_("how the file was read"))
+    def parse_info_table(self, obj: PriceImport) -> str:
+        return file_reading_table(obj.parse_info or {})
 
     @admin.display(description=_("row errors"))
     def row_errors(self, obj: PriceImport) -> str:

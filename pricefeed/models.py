@@ -340,7 +340,7 @@ class PriceImport(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.config} / {self.filename} ({self.status})"
+        return f"{self.config} / {self.filename} ({self.get_status_display()})"
 
     @admin.display(description=_("progress"), ordering="rows_read")
     def progress_display(self) -> str:

@@ -45,6 +45,7 @@ from .errors import (
     UnsafeEntryName,
     UnsupportedArchive,
 )
+from .library_errors import described
 from .types import Limits, Member
 
 CHUNK = 1 << 16
@@ -176,7 +177,7 @@ def open_zip(data: bytes, where: str, budget: Budget) -> tuple[zipfile.ZipFile, 
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        raise CorruptFile(Text(messages.ZIP_DAMAGED, where=where, error=exc)) from None
+        raise CorruptFile(Text(messages.ZIP_DAMAGED, where=where, error=described(exc))) from None
     infos = zf.infolist()
     budget.add_entries(len(infos), where)
     _check_overlaps(data, zf, infos, where)
@@ -232,7 +233,7 @@ def member_chunks(
     except NotImplementedError as exc:
         raise UnsupportedArchive(Text(messages.ENTRY_COMPRESSION, label=label, error=exc)) from None
     except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError, ValueError) as exc:
-        raise CorruptFile(Text(messages.ENTRY_DAMAGED, label=label, error=exc)) from None
+        raise CorruptFile(Text(messages.ENTRY_DAMAGED, label=label, error=described(exc))) from None
 
 
 def entry_name(info: zipfile.ZipInfo) -> str:
@@ -336,7 +337,9 @@ def gunzip(data: bytes, label: str, budget: Budget, cap: int) -> bytes:
         try:
             chunk = d.decompress(buf, CHUNK)
         except zlib.error as exc:
-            raise CorruptFile(Text(messages.GZIP_DAMAGED, label=label, error=exc)) from None
+            raise CorruptFile(
+                Text(messages.GZIP_DAMAGED, label=label, error=described(exc))
+            ) from None
         if chunk:
             total += len(chunk)
             budget.charge(len(chunk), label, total, len(data), cap)
@@ -458,7 +461,7 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
     try:
         tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # "r:" never decompresses
     except tarfile.TarError as exc:
-        raise CorruptFile(Text(messages.TAR_DAMAGED, where=where, error=exc)) from None
+        raise CorruptFile(Text(messages.TAR_DAMAGED, where=where, error=described(exc))) from None
     files = []
     with tf:
         try:
@@ -494,7 +497,9 @@ def _expand_tar(data: bytes, prefix: str, depth: int, budget: Budget, out: list[
                 path = f"{prefix}/{name}" if prefix else name
                 _expand(content, path, name, depth, budget, out)
         except tarfile.TarError as exc:
-            raise CorruptFile(Text(messages.TAR_DAMAGED, where=where, error=exc)) from None
+            raise CorruptFile(
+                Text(messages.TAR_DAMAGED, where=where, error=described(exc))
+            ) from None
 
 
 # --- entry point ------------------------------------------------------------------------

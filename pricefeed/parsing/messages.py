@@ -243,3 +243,12 @@ WORKBOOK_PART = gettext_noop("workbook part '%(name)s'")
 MIB = gettext_noop("%(count)s MiB")
 BYTES = gettext_noop("%(count)s bytes")
 LIMIT_SETTING = gettext_noop("%(field)s, setting %(setting)s")
+
+# What a reader is told of a library's own error (zipfile, tarfile, gzip, calamine),
+# whose text is English and for a programmer: our sentence for the ones a damaged file
+# commonly gives, a general one for the rest.
+NOT_A_ZIP = gettext_noop("not a zip archive")
+ZIP_TRUNCATED = gettext_noop("the archive is cut short")
+CHECKSUM_WRONG = gettext_noop("a checksum does not match: the data is damaged")
+NOT_GZIP = gettext_noop("not gzip data")
+STRUCTURE_UNREADABLE = gettext_noop("its structure cannot be read")

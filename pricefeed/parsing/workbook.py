@@ -16,6 +16,7 @@ from .errors import (
     SheetNotFound,
     UnsupportedFormat,
 )
+from .library_errors import described
 from .rows import Sink
 from .table import Table, read_table
 from .types import (
@@ -29,8 +30,7 @@ def _calamine_failure(exc: BaseException) -> ParseError:
     name = type(exc).__name__
     if name == "PasswordError":
         return UnsupportedFormat(Text(m.FORMAT_UNSUPPORTED, format=m.FORMAT_ENCRYPTED))
-    message = str(exc).splitlines()[0][:200] if str(exc) else name
-    return CorruptFile(Text(m.WORKBOOK_DAMAGED, error=message))
+    return CorruptFile(Text(m.WORKBOOK_DAMAGED, error=described(exc)))
 
 
 def read_workbook(

@@ -226,7 +226,7 @@ def test_mailbox_changelist_renders_without_the_password(admin_client):
 
     assert listed(response) == {mailbox.pk}
     content = response.content.decode()
-    assert "buyer@imap.supplier.example:993 (ssl)" in content
+    assert "buyer on imap.supplier.example:993, SSL/TLS" in content
     assert SECRET not in content
     assert "fernet:" not in content
 

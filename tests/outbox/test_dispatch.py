@@ -20,7 +20,7 @@ def flaky_handler():
     """A handler that fails every event until told otherwise."""
     state = {"error": OSError("SMTP 451 try again later")}
 
-    @handlers.handler("test.flaky")
+    @handlers.handler("test.flaky", label="flaky")
     def handle(events):
         return {event.id: state["error"] for event in events}
 
@@ -220,7 +220,7 @@ NOTHING = {"sent": 0, "retry": 0, "failed": 0}
 def touching_handler():
     """A handler that changes its own events' rows (keeping the claim) and succeeds."""
 
-    @handlers.handler("test.touch")
+    @handlers.handler("test.touch", label="touch")
     def handle(events):
         OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(last_error="touched")
         return {event.id: None for event in events}

@@ -8,6 +8,7 @@ import unicodedata
 
 import pytest
 
+from core.storedtext import as_json
 from mailboxes.authresults import SenderVerdict
 from pricefeed.matching import (
     IGNORE,
@@ -391,7 +392,7 @@ def test_report_carries_the_verdict():
 
     assert data["sender_auth"] == {
         "authenticated": False,
-        "reason": FAILED.reason,
+        "reason": as_json(FAILED.reason),  # a Text, said in the reader's language
         "checked": True,
         "authserv_id": "mx.buyer.example",
         "from_domain": "supplier.ru",

@@ -2,12 +2,14 @@
 # shellcheck shell=bash
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+# The virtualenv; PRICEFEED_VENV names another (.ci/run keeps one per interpreter).
+VENV="${PRICEFEED_VENV:-$ROOT/.venv}"
 
 say() { printf '%s\n' "$*" >&2; }
 
-# pricefeed runs on CPython 3.13 or newer (requires-python in pyproject.toml).
-PYTHON_MIN_MINOR=13
+# pricefeed runs on CPython 3.11 or newer (requires-python in pyproject.toml): Debian 12's
+# 3.11, Ubuntu 24.04's 3.12 and Debian 13's 3.13 alike.
+PYTHON_MIN_MINOR=11
 
 # Prints the version ("3.13.0") of an interpreter that runs and is a final CPython
 # release >= 3.$PYTHON_MIN_MINOR with the GIL (free-threaded builds lack wheels for some
@@ -23,13 +25,13 @@ sys.exit(not (v[:2] >= (3, int(sys.argv[1])) and v.releaselevel == "final"
 PY
 }
 
-# The interpreter .venv is made with: $PYTHON when set (it must qualify), else the newest
+# The interpreter the venv is made with: $PYTHON when set (it must qualify), else the newest
 # that qualifies among pyenv's installed versions (its shims run only the selected one)
 # and python3.N / python3 on PATH.
 find_python() {
     if [ -n "${PYTHON:-}" ]; then
         if ! python_version "$PYTHON" >/dev/null; then
-            say "PYTHON=$PYTHON is not a CPython >= 3.$PYTHON_MIN_MINOR that runs (pricefeed is tested on 3.$PYTHON_MIN_MINOR)"
+            say "PYTHON=$PYTHON is not a CPython >= 3.$PYTHON_MIN_MINOR that runs (pricefeed is tested on 3.$PYTHON_MIN_MINOR and 3.13)"
             exit 2
         fi
         printf '%s\n' "$PYTHON"
@@ -60,11 +62,11 @@ ensure_venv() {
     python="$(find_python)" || exit $?
     want_minor="$(python_version "$python" | cut -d. -f1,2)"
     if [ -e "$VENV" ]; then
-        # A .venv made by another minor version (an old checkout's 3.11), or whose
+        # A venv made by another minor version (say, with PYTHON set differently), or whose
         # interpreter no longer runs, is made again: its installed packages do not fit.
         have_minor="$("$VENV/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
         if [ "$have_minor" != "$want_minor" ]; then
-            say "recreating .venv with Python $want_minor ($python); it was made with ${have_minor:-an interpreter that no longer runs}"
+            say "recreating $VENV with Python $want_minor ($python); it was made with ${have_minor:-an interpreter that no longer runs}"
             "$python" -m venv --clear "$VENV"
         fi
     else
@@ -75,7 +77,7 @@ ensure_venv() {
     local want
     want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        say "installing pricefeed and its dev dependencies into .venv ..."
+        say "installing pricefeed and its dev dependencies into $VENV ..."
         mkdir -p "$ROOT/var"
         if ! { "$VENV/bin/python" -m pip install --upgrade pip &&
                "$VENV/bin/python" -m pip install -e "$ROOT[dev]"; } >"$ROOT/var/pip.log" 2>&1; then
@@ -91,11 +93,28 @@ ensure_venv() {
 ensure_bench_peers() {
     # The peers bench/outbox.py measures pricefeed against (the [bench] extra), for the
     # test that runs each benchmark's quick pass (tests/integration/test_benches.py).
-    "$VENV/bin/python" -c 'import procrastinate, post_office' 2>/dev/null && return 0
-    say "installing the benchmarks' peers (the [bench] extra) into .venv ..."
+    # (Found, not imported: post_office reads Django's settings when imported.)
+    "$VENV/bin/python" -c 'import importlib.util as u, sys
+sys.exit(not all(map(u.find_spec, ("procrastinate", "post_office"))))' 2>/dev/null && return 0
+    say "installing the benchmarks' peers (the [bench] extra) into $VENV ..."
     mkdir -p "$ROOT/var"
     if ! "$VENV/bin/python" -m pip install -e "$ROOT[bench]" >"$ROOT/var/pip-bench.log" 2>&1; then
         tail -n 30 "$ROOT/var/pip-bench.log" >&2; say "pip install failed (var/pip-bench.log)"; exit 1
+    fi
+}
+
+ensure_debian_python() {
+    # Debian's own python3 (3.11 on Debian 12) with its venv module (python3-venv), for
+    # .ci/run's run on the lowest supported Python.
+    /usr/bin/python3 -c 'import ensurepip' 2>/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing python3 and python3-venv for the run on the lowest Python ..."
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            python3 python3-venv >/dev/null
+    else
+        say "Debian's python3 with python3-venv is needed (apt-get install python3-venv)"
+        exit 2
     fi
 }
 

@@ -17,6 +17,16 @@ from pricefeed.models import PriceListConfig
 
 from . import factories
 
+# The parts of the suite that start real servers and manage.py processes, marked
+# ``integration`` as a whole (a pytestmark in a conftest.py marks nothing).
+REAL_COMPONENTS = ("integration", "deploy")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.parent.name in REAL_COMPONENTS and item.path.parent.parent.name == "tests":
+            item.add_marker(pytest.mark.integration)
+
 
 @pytest.fixture(autouse=True)
 def default_language():

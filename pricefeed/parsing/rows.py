@@ -814,7 +814,7 @@ def _whole_numbers_bare(texts: list[str], prices: Sequence[float | int]) -> list
     from the joined texts in one pass. A zero (perhaps "-0.0", which the row loop
     reads as 0) takes the loop."""
     if 0 in prices:
-        return [str(int(p)) if type(p) is int or p.is_integer() else repr(p) for p in prices]
+        return [str(int(p)) if isinstance(p, int) or p.is_integer() else repr(p) for p in prices]
     whole = ".0" + _SEP
     joined = _SEP.join(texts) + _SEP
     if whole not in joined:

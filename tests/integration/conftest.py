@@ -21,8 +21,6 @@ from tests.requirements import require_dovecot, require_redis
 
 from .support import FAST_ENV, ManagedProcess, database_url, wait_until
 
-pytestmark = pytest.mark.integration
-
 REQUIRE_DOVECOT = os.environ.get("PRICEFEED_REQUIRE_DOVECOT") == "1"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.urls import reverse
 
 from notifications.models import Notification, Subscription
@@ -14,6 +15,9 @@ from tests.notifications.test_admin_trouble import cells
 from .support import price_email, received, wait_until
 
 
+# Dovecot -> listen_mail -> qcluster -> dispatch_outbox -> SMTP, real processes throughout:
+# the path CI runs on the lowest supported Python as well (.ci/run).
+@pytest.mark.e2e
 def test_an_imported_price_list_is_announced_once_to_each_subscriber(
     dovecot, make_mailbox, make_config, manage, smtp_sink
 ):

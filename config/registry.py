@@ -519,6 +519,19 @@ SETTINGS: tuple[Setting, ...] = (
         example="32000000",
     ),
     Setting(
+        "PRICEFEED_PARSE_MAX_TEXT_BYTES",
+        int,
+        default="`536870912`",
+        doc=(
+            "bytes a workbook's cell texts expand to in the reader (a shared string counts "
+            "once per cell that refers to it); a workbook over it is refused before it is "
+            "read (512 MiB: a 100k-row list is ~25 MB, the worker's cap is 3 GiB)"
+        ),
+        reads=("config.settings",),
+        section="Input limits",
+        example="536870912",
+    ),
+    Setting(
         "PRICEFEED_PARSE_MAX_ERRORS",
         int,
         default="`10000`",

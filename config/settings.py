@@ -296,6 +296,7 @@ PRICEFEED_PARSE_MAX_DEPTH = env.int("PRICEFEED_PARSE_MAX_DEPTH", default=3)
 PRICEFEED_PARSE_MAX_RATIO = env.int("PRICEFEED_PARSE_MAX_RATIO", default=200)
 PRICEFEED_PARSE_MAX_ROWS = env.int("PRICEFEED_PARSE_MAX_ROWS", default=2_000_000)
 PRICEFEED_PARSE_MAX_CELLS = env.int("PRICEFEED_PARSE_MAX_CELLS", default=32_000_000)
+PRICEFEED_PARSE_MAX_TEXT_BYTES = env.int("PRICEFEED_PARSE_MAX_TEXT_BYTES", default=512 * 2**20)
 PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_000)
 # Hostile files: cells read per row, bytes per text line, seconds per file (below
 # PRICEFEED_Q_TIMEOUT, so that an import ends FAILED with the reason, not killed; with

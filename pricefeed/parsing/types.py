@@ -65,6 +65,9 @@ class Limits:
                            in memory, 32 bytes per cell: 32M cells is about 1 GiB); for an
                            xls, the cells all its sheets span, plus a copy of the widest
                            (calamine reads every sheet at once: xls_guard);
+    ``max_text_bytes``     bytes the text of a workbook's cells expands to in the reader
+                           (calamine gives every cell that refers to a shared string its
+                           own copy of it: one 32 KB string in 150,000 cells is 4.9 GB);
     ``max_errors``         row errors kept in ParsedFile.errors (all are counted);
     ``max_columns``        cells of a row that are read: the header is searched and rows
                            are converted within the first ``max_columns`` columns; cells
@@ -88,6 +91,7 @@ class Limits:
     max_ratio: int = 200
     max_rows: int = 2_000_000
     max_cells: int = 32_000_000
+    max_text_bytes: int = 512 * 2**20
     max_errors: int = 10_000
     max_columns: int = 1024
     max_line_bytes: int = 2**20

@@ -1055,6 +1055,31 @@ SETTINGS: tuple[Setting, ...] = (
         example="3221225472",
     ),
     Setting(
+        "PRICEFEED_PREVIEW_MEMORY_LIMIT",
+        int,
+        default="`805306368` (768 MiB)",
+        doc=(
+            "address space (RLIMIT_AS) of the child process the config preview reads an "
+            "upload in, bytes; past it the preview says the file needs more memory (a "
+            "gunicorn worker and its child stay under 1 GB)"
+        ),
+        reads=("pricefeed.imports.preview",),
+        section="django-q2",
+        example="805306368",
+    ),
+    Setting(
+        "PRICEFEED_PREVIEW_CPU_SECONDS",
+        int,
+        default="`20`",
+        doc=(
+            "CPU seconds the config preview's child process may spend reading an upload "
+            "(below gunicorn's 30 s timeout); past it the preview says it stopped"
+        ),
+        reads=("pricefeed.imports.preview",),
+        section="django-q2",
+        example="20",
+    ),
+    Setting(
         "PRICEFEED_Q_TIMEOUT",
         int,
         default="`300`",

@@ -464,6 +464,11 @@ Q_CLUSTER = {
 # xlsx at ~2.3 GiB. Beyond the cap an allocation fails: a MemoryError (the import FAILED)
 # or a dead worker (reaped), never the host's OOM killer.
 PRICEFEED_WORKER_MEMORY_LIMIT = env.int("PRICEFEED_WORKER_MEMORY_LIMIT", default=3 * 2**30)
+# The config preview reads an upload in a child of the web process under these caps
+# (pricefeed.imports.preview, core.capped): 768 MiB keeps a gunicorn worker (~100 MiB)
+# and its child under 1 GB; a 100k-row xlsx previews in ~1 s of CPU and ~100 MiB.
+PRICEFEED_PREVIEW_MEMORY_LIMIT = env.int("PRICEFEED_PREVIEW_MEMORY_LIMIT", default=768 * 2**20)
+PRICEFEED_PREVIEW_CPU_SECONDS = env.int("PRICEFEED_PREVIEW_CPU_SECONDS", default=20)
 _redis_url = env.str("PRICEFEED_REDIS_URL", default="")
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url

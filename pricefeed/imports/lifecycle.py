@@ -105,9 +105,11 @@ def price_imports_create(
 def options_for(config: PriceListConfig) -> parsing.ParseOptions:
     return parsing.ParseOptions(
         columns=dict(config.columns or {}),
-        sheet=config.sheet,
-        number_format=config.number_format,
-        default_currency=config.default_currency,
+        # Plain strings, not the model's choices: the preview pickles the options to a
+        # child process that loads no Django (core.capped).
+        sheet=str(config.sheet),
+        number_format=str(config.number_format),
+        default_currency=str(config.default_currency),
         allow_nonpositive=config.allow_nonpositive_prices,
     )
 

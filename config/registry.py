@@ -519,13 +519,26 @@ SETTINGS: tuple[Setting, ...] = (
         example="32000000",
     ),
     Setting(
+        "PRICEFEED_PARSE_MAX_CELLS_PER_BYTE",
+        int,
+        default="`64`",
+        doc=(
+            "cells a workbook may span per byte of its file (at least 262,144 cells): a "
+            "1.5 KB file cannot make the reader hold 31 million; a price list spans under "
+            "one cell per byte"
+        ),
+        reads=("config.settings",),
+        section="Input limits",
+        example="64",
+    ),
+    Setting(
         "PRICEFEED_PARSE_MAX_TEXT_BYTES",
         int,
         default="`536870912`",
         doc=(
             "bytes a workbook's cell texts expand to in the reader (a shared string counts "
             "once per cell that refers to it); a workbook over it is refused before it is "
-            "read (512 MiB: a 100k-row list is ~25 MB, the worker's cap is 3 GiB)"
+            "read (512 MiB: a 100k-row list is ~50 MB, the worker's cap is 3 GiB)"
         ),
         reads=("config.settings",),
         section="Input limits",

@@ -579,8 +579,24 @@ def _xls_shared_strings_mail() -> bytes:
     return mail_with_attachment("prices.xls", xls_shared_string_copies())
 
 
+def _far_cells_mail() -> bytes:
+    from devkit.hostile_files import xlsx_far_cell
+
+    files = [(f"prices_{i:03d}.xlsx", xlsx_far_cell()) for i in range(100)]
+    return supplier_email(
+        subject="Price list", sender=SENDER, attachments=files, message_id=_message_id("far")
+    )
+
+
 # Issue 30: what the cells expand to, not only how many there are.
 CASES += (
+    Case(
+        "far-cells",
+        "100 xlsx of 1.5 KB, each with one cell at AE999990 (31 M cells)",
+        _far_cells_mail,
+        refusal=r"\bcells\b",
+        patterns=("*.xlsx",),
+    ),
     Case(
         "xlsx-shared-strings",
         ".xlsx of 150,000 cells referring to one 32 KB shared string (1.15 MB, 4.9 GB copied)",

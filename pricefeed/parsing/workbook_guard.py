@@ -12,8 +12,9 @@ So every part is stream-inflated here under the Limits (never trusting header si
 and refused when its prolog declares a DTD (``<!DOCTYPE`` / ``<!ENTITY``: billion
 laughs, XXE; the first 64 KiB are searched, and a longer prolog is refused), when a
 shared-strings table claims more strings than it can hold, or when a sheet's cells can
-span more than ``Limits.max_cells``. (Calamine's XML reader does not expand entities
-anyway; the refusal makes the attack visible instead of a confusing parse error.)
+span more than ``Limits.max_cells`` (lowered for a small file: Limits.for_file).
+(Calamine's XML reader does not expand entities anyway; the refusal makes the attack
+visible instead of a confusing parse error.)
 
 The span check is cheap on ordinary files and exact on the rest. While inflating, two
 literal-prefix regex searches look for any cell tag that is not in the form every common
@@ -88,6 +89,7 @@ def check_workbook(data: bytes, limits: Limits) -> None:
     """Refuse an xlsx/xlsm that is a zip bomb, an XML bomb or XXE, or a memory bomb for
     calamine; see the module docstring. Raises ArchiveRefused, XmlRefused, SheetTooLarge
     or CorruptFile; returns None for a workbook that is safe to open."""
+    limits = limits.for_file(len(data))
     budget = Budget(limits)
     zf, infos = open_zip(data, messages.WORKBOOK, budget)
     with zf:

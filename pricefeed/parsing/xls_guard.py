@@ -21,7 +21,8 @@ BOUNDSHEET8 position up to its first EOF. Cell records place cells as calamine p
 them: NUMBER, RK, MULRK, LABEL, LABELSST, RSTRING, BOOLERR, FORMULA (and a STRING
 record at the last formula's cell, at A1 before any formula); BLANK and MULBLANK too,
 which calamine 0.9.1 skips but a reader that formats them would place. ROW records are
-not cells. Refused: a sheet whose cells span more than Limits.max_cells, sheets that
+not cells. Refused: a sheet whose cells span more than Limits.max_cells (lowered for a
+small file: Limits.for_file), sheets that
 span more in all, a DIMENSIONS claim over it (SheetTooLarge); a string table claiming
 more strings than its bytes can hold, sheets that share records (more than the stream
 read in all), a formula rendering more than FORMULA_SPACES spaces (WorkbookRefused).
@@ -87,7 +88,7 @@ def check_xls(data: bytes, limits: Limits) -> None:
     stream, encrypted)."""
     stream = CompoundFile(data).stream("Workbook", "Book")
     if stream is not None:
-        _Scan(stream, limits).run()
+        _Scan(stream, limits.for_file(len(data))).run()
 
 
 class _Scan:

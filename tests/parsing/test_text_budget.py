@@ -9,7 +9,8 @@ from decimal import Decimal
 import pytest
 
 from devkit import hostile_files as h
-from pricefeed.parsing import Limits, WorkbookRefused, parse
+from pricefeed.parsing import Limits, SheetTooLarge, WorkbookRefused, parse
+from pricefeed.parsing.types import SMALL_FILE_CELLS
 from pricefeed.parsing.workbook_guard import _shared_bytes, _string_lengths, check_workbook
 from pricefeed.parsing.xls_guard import _string_lengths as xls_string_lengths
 from pricefeed.parsing.xls_guard import check_xls
@@ -101,3 +102,26 @@ def test_an_xls_string_cut_by_continue_records_is_measured_whole():
         pos += 4 + size
     assert len(records) > 4
     assert xls_string_lengths(records)[0] == 3 * 20_000
+
+
+def test_a_far_cell_in_a_small_xlsx_is_refused_for_its_size(no_writes):
+    data = h.xlsx_far_cell()  # 1.5 KB spanning 31 x 999,990 cells: within max_cells
+    assert len(data) < 2000
+    with no_writes(), pytest.raises(SheetTooLarge):
+        parse(data)
+    # The same span is allowed to a file large enough to hold it that densely.
+    check_workbook(data, Limits(max_cells_per_byte=40_000))
+
+
+def test_a_far_cell_in_a_small_xls_is_refused_for_its_size(no_writes):
+    data = h.xls_with_cells(
+        [(0, 0, "sku"), (0, 1, "price"), (1, 0, "A-1"), (1, 1, 1.0), (65535, 200, 1.0)]
+    )
+    with no_writes(), pytest.raises(SheetTooLarge):
+        parse(data)
+
+
+def test_small_files_keep_a_floor_of_cells():
+    assert Limits().for_file(10).max_cells == SMALL_FILE_CELLS
+    assert Limits().for_file(10**9).max_cells == Limits().max_cells
+    assert Limits(max_cells_per_byte=2).for_file(500_000).max_cells == 1_000_000

@@ -116,8 +116,10 @@ def test_a_shared_string_bomb_is_refused_by_the_guard_in_the_preview(config):
 
 
 def test_a_reader_dying_in_the_child_ends_the_preview_with_why(config, settings):
-    # A far cell makes calamine allocate a dense 31 x 999,990 grid (~1 GB): within
-    # max_cells, over a 256 MiB cap, so its allocation fails and it aborts (exit 134).
+    # A far cell makes calamine allocate a dense 31 x 999,990 grid (~1 GB): let through
+    # by the guards here (no bound per byte), over a 256 MiB cap, so its allocation
+    # fails and it aborts (exit 134).
+    settings.PRICEFEED_PARSE_MAX_CELLS_PER_BYTE = 10**6
     settings.PRICEFEED_PREVIEW_MEMORY_LIMIT = 256 * 2**20
     data = hostile_files.xlsx_far_cell()
 

@@ -955,9 +955,9 @@ SETTINGS: tuple[Setting, ...] = (
         int,
         default="`2`",
         doc=(
-            "a message or import whose worker process died under it (native crash, out of "
-            "memory, killed) is retried after a short backoff, and FAILED when its worker "
-            "has died this many times"
+            "a message whose worker process died under it (native crash, out of memory, "
+            "killed) is retried after a short backoff, and FAILED when its worker has died "
+            "this many times (an import fails at its first: it reads the same bytes again)"
         ),
         reads=("core.retry",),
         section="Message processing (django-q2 task)",

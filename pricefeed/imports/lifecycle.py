@@ -410,6 +410,10 @@ IMPORT_WORK = ClaimedWork(
     on_failed=lambda import_id: publish_outcome(import_id),
     id_key="import_id",
     crashes_field="crashes",
+    # An import reads the same bytes on every run: a worker that died reading them (a
+    # reader's native abort, exit 134, or its kill at the memory cap or the task timeout)
+    # would die again. So the first crash ends it FAILED, with the reason (issue 30).
+    max_crashes=1,
     # A message refused by the MIME budget when its file is read again (the budget was
     # lowered since it was matched) is refused on every attempt.
     permanent=(*PERMANENT_ERRORS, MessageRefused),

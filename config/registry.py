@@ -519,6 +519,19 @@ SETTINGS: tuple[Setting, ...] = (
         example="32000000",
     ),
     Setting(
+        "PRICEFEED_MESSAGE_PARSE_SECONDS",
+        int,
+        default="`600`",
+        doc=(
+            "seconds the files of one message may take to read in all: each import is "
+            "charged the time its siblings took (a message of 100 files cannot take 100 x "
+            "PRICEFEED_PARSE_MAX_SECONDS); past it a file ends FAILED unread"
+        ),
+        reads=("pricefeed.imports.lifecycle",),
+        section="Input limits",
+        example="600",
+    ),
+    Setting(
         "PRICEFEED_PARSE_MAX_CELLS_PER_BYTE",
         int,
         default="`64`",

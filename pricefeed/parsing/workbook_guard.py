@@ -78,10 +78,13 @@ _ROW_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?row\s(?:[^>]*?[\s"'])?r\s*=""")
 
 # Text pass (a workbook whose cells may hold more text than allowed). An <si> element
 # spans at least its string's UTF-8 bytes (entities only shrink when decoded); a
-# shared-string cell tag (t="s") takes the first <v> number after it as its index.
+# shared-string cell tag (t="s") takes the first <v> number after it as its index. A
+# tag's attributes are scanned up to the next "<" at most (no attribute value holds one;
+# a ">" may be in one), so that a run of unclosed tags costs linear time, not quadratic.
 _SI_TAG = re.compile(rb"<(?:[\w.-]+:)?si[\s/>]")
 _SHARED_OR_VALUE = re.compile(
-    rb"""<(?:[\w.-]+:)?c\s[^>]*?\bt\s*=\s*["']s["']|<(?:[\w.-]+:)?v(?:\s[^>]*)?>\s*([0-9]{1,10})"""
+    rb"""<(?:[\w.-]+:)?c\s[^<]*?\bt\s*=\s*["']s["']"""
+    rb"""|<(?:[\w.-]+:)?v(?:\s[^<]*?)?>\s*([0-9]{1,10})"""
 )
 
 

@@ -56,14 +56,15 @@ def run_capped(
     memory: int,
     cpu_seconds: float,
     timeout: float,
-    allowed_modules: Iterable[str] = (),
+    allowed: Iterable[str] = (),
 ) -> Any:
     """``target`` ("module:function") called with ``args`` in a child process whose
     address space is capped at ``memory`` bytes and CPU time at ``cpu_seconds``; its
     return value, or the exception it raised (MemoryError, CpuBudgetExceeded, or the
     function's own), raised here. Raises ChildFailed when the child dies or outlives
-    ``timeout`` seconds (it is killed). Results are unpickled with classes of
-    ``allowed_modules`` only (and a few builtins)."""
+    ``timeout`` seconds (it is killed). Results are unpickled with the ``allowed``
+    names only ("module:Name", or "module" for every name of a module that holds
+    nothing but classes), and a few builtins."""
     payload = pickle.dumps((target, args, memory, cpu_seconds))
     child = subprocess.Popen(
         [sys.executable, "-m", "core.capped"],
@@ -81,7 +82,7 @@ def run_capped(
     if code != 0 or not out:
         logger.warning("capped child %s ended status=%s: %s", target, code, err[-2000:])
         raise ChildFailed(_how(code), code)
-    ok, value = _Unpickler(io.BytesIO(out), tuple(allowed_modules)).load()
+    ok, value = _Unpickler(io.BytesIO(out), frozenset(allowed)).load()
     if ok:
         return value
     raise value
@@ -96,12 +97,12 @@ def _how(code: int) -> str:
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, modules: tuple[str, ...]) -> None:
+    def __init__(self, file: io.BytesIO, allowed: frozenset[str]) -> None:
         super().__init__(file)
-        self.modules = modules
+        self.allowed = allowed
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ALWAYS or module in self.modules:
+        if (module, name) in _ALWAYS or {module, f"{module}:{name}"} & self.allowed:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"the child sent {module}.{name}: not allowed")
 

@@ -25,10 +25,11 @@ from .source import ARCHIVES
 
 logger = logging.getLogger(__name__)
 
-# The child reading the file (core.capped) sends back objects of these modules only.
-SAMPLE_MODULES = (
-    "pricefeed.parsing.sample",
-    "pricefeed.parsing.types",
+# What the child reading the file (core.capped) may send back: its results, and the
+# parse errors (a module of exception classes only).
+SAMPLE_CLASSES = (
+    "pricefeed.parsing.sample:Sampled",
+    "pricefeed.parsing.types:ParsedFile",
     "pricefeed.parsing.errors",
 )
 # Seconds the child may take past its CPU budget, on a busy machine, before it is killed.
@@ -132,6 +133,7 @@ class PreviewFailed(Exception):
 
 
 def _sample_capped(data, filename, archive, options, limits, rows) -> list[sample.Sampled]:
+    """parsing.sample.sample() in a capped child process; PreviewFailed says why not."""
     memory = settings.PRICEFEED_PREVIEW_MEMORY_LIMIT
     seconds = settings.PRICEFEED_PREVIEW_CPU_SECONDS
     try:
@@ -146,7 +148,7 @@ def _sample_capped(data, filename, archive, options, limits, rows) -> list[sampl
             memory=memory,
             cpu_seconds=seconds,
             timeout=seconds + WALL_MARGIN,
-            allowed_modules=SAMPLE_MODULES,
+            allowed=SAMPLE_CLASSES,
         )
     except MemoryError:
         raise PreviewFailed(Text(OUT_OF_MEMORY, limit=memory)) from None

@@ -42,6 +42,6 @@ def test_a_child_past_its_wall_clock_time_is_killed():
 
 def test_the_childs_own_exception_is_raised_only_when_its_class_is_allowed():
     with pytest.raises(ValueError, match="bad file"):
-        run_capped(f"{TARGETS}:refuse", "bad file", **CAPS, allowed_modules=["builtins"])
+        run_capped(f"{TARGETS}:refuse", "bad file", **CAPS, allowed=["builtins:ValueError"])
     with pytest.raises(pickle.UnpicklingError, match=r"builtins\.ValueError: not allowed"):
         run_capped(f"{TARGETS}:refuse", "bad file", **CAPS)

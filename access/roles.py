@@ -4,13 +4,14 @@ what in the admin.
 Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
-  downloads their raw ``.eml``), configs (and previews files against them), imports and
-  their items, subscriptions, notifications (and their delivery attempts), outbox
-  events, and django-q2's task results and queue. It changes nothing.
+  downloads their raw ``.eml``), configs, imports and their items, subscriptions,
+  notifications (and their delivery attempts), outbox events, and django-q2's task
+  results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds, changes and deletes
-  price-list configs and subscriptions, and makes and revokes API tokens of their own.
+  price-list configs and subscriptions (and previews files against configs: reading an
+  upload costs the server CPU and memory), and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission

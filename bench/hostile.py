@@ -153,6 +153,7 @@ def run(url: str, args: argparse.Namespace) -> None:
             if not result.clean:
                 rig.reset(case.name)
         print_cases(results)
+        preview_uploads()
         if not args.skip_large:
             largest_message(rig, large, message_limit)
             million_rows(rig, million, price_list_csv, price_rows, zipped, file_limit)
@@ -273,6 +274,37 @@ def million_rows(rig, case, price_list_csv, price_rows, zipped, file_limit: int)
         f"{seconds(result.hostile_settled_after)} after its APPEND "
         f"({time.monotonic() - started:.1f} s for the run)"
     )
+
+
+def preview_uploads() -> None:
+    """Issue 30's hostile files through the config preview (pricefeed.imports.preview, which
+    reads an upload in a capped child process, as gunicorn does): the time to its answer
+    and the peak RSS of this process's tree (this process and the child)."""
+    from devkit import hostile, hostile_files
+    from mailboxes.models import Mailbox
+    from pricefeed.imports import preview
+    from pricefeed.models import PriceListConfig
+
+    mailbox = Mailbox.objects.create(
+        name="preview", host="127.0.0.1", port=143, username="preview", password="preview"
+    )
+    config = PriceListConfig.objects.create(mailbox=mailbox, name="preview")
+    files = {
+        "shared-strings.xlsx": hostile_files.xlsx_shared_string_copies(),
+        "shared-strings.xls": hostile_files.xls_shared_string_copies(),
+        "far-cell.xlsx": hostile_files.xlsx_far_cell(),
+    }
+    print("\nHostile uploads to the config preview (read in a capped child process)")
+    header = f"{'file':<22} {'answered in':>11} {'tree peak':>10}  answer"
+    print(header)
+    print("-" * len(header))
+    for name, data in files.items():
+        with hostile.RssSampler({"bench": os.getpid()}, interval=0.02) as sampler:
+            started = time.monotonic()
+            (result,) = preview.preview_file(config=config, filename=name, data=data)
+            took = time.monotonic() - started
+        answer = result.error or result.verdict
+        print(f"{name:<22} {took:>9.2f} s {megabytes(sampler.peaks['bench']):>10}  {answer[:90]}")
 
 
 if __name__ == "__main__":

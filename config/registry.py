@@ -552,6 +552,45 @@ SETTINGS: tuple[Setting, ...] = (
         example="32000000",
     ),
     Setting(
+        "PRICEFEED_MESSAGE_PARSE_SECONDS",
+        int,
+        default="`600`",
+        doc=(
+            "seconds the files of one message may take to read in all: each import is "
+            "charged the time its siblings took (a message of 100 files cannot take 100 x "
+            "PRICEFEED_PARSE_MAX_SECONDS); past it a file ends FAILED unread"
+        ),
+        reads=("pricefeed.imports.lifecycle",),
+        section="Input limits",
+        example="600",
+    ),
+    Setting(
+        "PRICEFEED_PARSE_MAX_CELLS_PER_BYTE",
+        int,
+        default="`64`",
+        doc=(
+            "cells a workbook may span per byte of its file (at least 262,144 cells): a "
+            "1.5 KB file cannot make the reader hold 31 million; a price list spans under "
+            "one cell per byte"
+        ),
+        reads=("config.settings",),
+        section="Input limits",
+        example="64",
+    ),
+    Setting(
+        "PRICEFEED_PARSE_MAX_TEXT_BYTES",
+        int,
+        default="`536870912`",
+        doc=(
+            "bytes a workbook's cell texts expand to in the reader (a shared string counts "
+            "once per cell that refers to it); a workbook over it is refused before it is "
+            "read (512 MiB: a 100k-row list is ~50 MB, the worker's cap is 3 GiB)"
+        ),
+        reads=("config.settings",),
+        section="Input limits",
+        example="536870912",
+    ),
+    Setting(
         "PRICEFEED_PARSE_MAX_ERRORS",
         int,
         default="`10000`",
@@ -962,9 +1001,9 @@ SETTINGS: tuple[Setting, ...] = (
         int,
         default="`2`",
         doc=(
-            "a message or import whose worker process died under it (native crash, out of "
-            "memory, killed) is retried after a short backoff, and FAILED when its worker "
-            "has died this many times"
+            "a message whose worker process died under it (native crash, out of memory, "
+            "killed) is retried after a short backoff, and FAILED when its worker has died "
+            "this many times (an import fails at its first: it reads the same bytes again)"
         ),
         reads=("core.retry",),
         section="Message processing (django-q2 task)",
@@ -1073,6 +1112,31 @@ SETTINGS: tuple[Setting, ...] = (
         reads=("core.workers",),
         section="django-q2",
         example="3221225472",
+    ),
+    Setting(
+        "PRICEFEED_PREVIEW_MEMORY_LIMIT",
+        int,
+        default="`805306368` (768 MiB)",
+        doc=(
+            "address space (RLIMIT_AS) of the child process the config preview reads an "
+            "upload in, bytes; past it the preview says the file needs more memory (a "
+            "gunicorn worker and its child stay under 1 GB)"
+        ),
+        reads=("pricefeed.imports.preview",),
+        section="django-q2",
+        example="805306368",
+    ),
+    Setting(
+        "PRICEFEED_PREVIEW_CPU_SECONDS",
+        int,
+        default="`20`",
+        doc=(
+            "CPU seconds the config preview's child process may spend reading an upload "
+            "(below gunicorn's 30 s timeout); past it the preview says it stopped"
+        ),
+        reads=("pricefeed.imports.preview",),
+        section="django-q2",
+        example="20",
     ),
     Setting(
         "PRICEFEED_Q_TIMEOUT",

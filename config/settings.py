@@ -303,6 +303,11 @@ PRICEFEED_PARSE_MAX_DEPTH = env.int("PRICEFEED_PARSE_MAX_DEPTH", default=3)
 PRICEFEED_PARSE_MAX_RATIO = env.int("PRICEFEED_PARSE_MAX_RATIO", default=200)
 PRICEFEED_PARSE_MAX_ROWS = env.int("PRICEFEED_PARSE_MAX_ROWS", default=2_000_000)
 PRICEFEED_PARSE_MAX_CELLS = env.int("PRICEFEED_PARSE_MAX_CELLS", default=32_000_000)
+# Reading time all the files of one message may take together (pricefeed.imports.lifecycle
+# .message_limits): each file keeps PRICEFEED_PARSE_MAX_SECONDS at most.
+PRICEFEED_MESSAGE_PARSE_SECONDS = env.int("PRICEFEED_MESSAGE_PARSE_SECONDS", default=600)
+PRICEFEED_PARSE_MAX_CELLS_PER_BYTE = env.int("PRICEFEED_PARSE_MAX_CELLS_PER_BYTE", default=64)
+PRICEFEED_PARSE_MAX_TEXT_BYTES = env.int("PRICEFEED_PARSE_MAX_TEXT_BYTES", default=512 * 2**20)
 PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_000)
 # Hostile files: cells read per row, bytes per text line, seconds per file (below
 # PRICEFEED_Q_TIMEOUT, so that an import ends FAILED with the reason, not killed; with
@@ -465,6 +470,11 @@ Q_CLUSTER = {
 # xlsx at ~2.3 GiB. Beyond the cap an allocation fails: a MemoryError (the import FAILED)
 # or a dead worker (reaped), never the host's OOM killer.
 PRICEFEED_WORKER_MEMORY_LIMIT = env.int("PRICEFEED_WORKER_MEMORY_LIMIT", default=3 * 2**30)
+# The config preview reads an upload in a child of the web process under these caps
+# (pricefeed.imports.preview, core.capped): 768 MiB keeps a gunicorn worker (~100 MiB)
+# and its child under 1 GB; a 100k-row xlsx previews in ~1 s of CPU and ~100 MiB.
+PRICEFEED_PREVIEW_MEMORY_LIMIT = env.int("PRICEFEED_PREVIEW_MEMORY_LIMIT", default=768 * 2**20)
+PRICEFEED_PREVIEW_CPU_SECONDS = env.int("PRICEFEED_PREVIEW_CPU_SECONDS", default=20)
 _redis_url = env.str("PRICEFEED_REDIS_URL", default="")
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url

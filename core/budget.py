@@ -1,4 +1,4 @@
-"""A CPU-time budget for work on untrusted bytes.
+"""A CPU-time budget and a memory cap for work on untrusted bytes.
 
 Reading hostile input can be slow in ways no count catches in advance (a quadratic
 corner of a parser), so pure parsing runs under a budget of CPU seconds. It counts the
@@ -50,3 +50,16 @@ def cpu_budget(seconds: float, error: Callable[[], BaseException] | None = None)
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, previous)
+
+
+def cap_memory(wanted: int | None) -> int | None:
+    """Caps this process's address space (RLIMIT_AS, soft limit) at ``wanted`` bytes, or
+    lower when the process already had a lower limit; returns the limit now in force,
+    None when none is wanted (0 or less = no cap). Past it an allocation fails: a
+    MemoryError in Python, an abort (exit 134) in a native reader."""
+    if not wanted or wanted < 0:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = min([wanted, *(value for value in (soft, hard) if value != resource.RLIM_INFINITY)])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return limit

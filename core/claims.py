@@ -123,6 +123,8 @@ class ClaimedWork:
     # The field counting the runs that ended with their worker process (``crashed``);
     # None for rows no worker process claims (they expire by the claim timeout only).
     crashes_field: str | None = None
+    # Crashes a row may cost before it fails; None: PRICEFEED_CRASH_MAX_ATTEMPTS.
+    max_crashes: int | None = None
 
     def claim(self, *, pk: object, worker: str, **fields: object) -> bool:
         """A waiting row that is due → running, claimed by ``worker`` (attempts + 1);
@@ -370,9 +372,10 @@ class ClaimedWork:
     def crashed(self, *, pk: Any, worker: str, detail: str) -> str | None:
         """A run claimed by ``worker`` ended with its process (found dead by
         ``reap_orphans``, or stopped under the run): one more crash. Below the crash
-        limit (``PRICEFEED_CRASH_MAX_ATTEMPTS``) the row is retried after the first
-        backoff step; at it, or past the attempt limit, it fails with an alert. Returns
-        the new state, or None when the row is no longer running under that claim.
+        limit (``max_crashes``, else ``PRICEFEED_CRASH_MAX_ATTEMPTS``) the row is retried
+        after the first backoff step; at it, or past the attempt limit, it fails with an
+        alert. Returns the new state, or None when the row is no longer running under
+        that claim.
 
         A compare-and-set on the claim and the crash count: two reapers of one dead
         worker (the sweep and a new worker's spawn) count its crash once."""
@@ -386,7 +389,7 @@ class ClaimedWork:
         ours = claimed.filter(**{self.crashes_field: before})
         counted = {self.crashes_field: crashes}
         policy = self.policy()
-        limit = crash_limit()
+        limit = self.max_crashes or crash_limit()
         if crashes >= limit or policy.exhausted(attempts):
             reason = (
                 crash_reason(crashes)

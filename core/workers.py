@@ -22,7 +22,6 @@ import gc
 import importlib.util
 import logging
 import os
-import resource
 import socket
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from django.core import checks
 from django.db import connection
 
 from core import sweeps
+from core.budget import cap_memory
 from core.claims import ClaimedWork
 
 logger = logging.getLogger(__name__)
@@ -124,13 +124,7 @@ def apply_memory_limit() -> int | None:
     """Caps this process's address space (RLIMIT_AS, soft limit) at
     ``PRICEFEED_WORKER_MEMORY_LIMIT`` bytes, or lower when the process already had a
     lower limit; returns the limit now in force, None when none is set (0 = no cap)."""
-    wanted = settings.PRICEFEED_WORKER_MEMORY_LIMIT
-    if not wanted or wanted < 0:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = min([wanted, *(value for value in (soft, hard) if value != resource.RLIM_INFINITY)])
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    return limit
+    return cap_memory(settings.PRICEFEED_WORKER_MEMORY_LIMIT)
 
 
 def on_worker_spawn(sender: object = None, proc_name: str = "", **kwargs: object) -> None:

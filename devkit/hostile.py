@@ -650,6 +650,53 @@ CASES = (
         refusal=r"no valid price rows",
     ),
 )
+
+
+def _xlsx_shared_strings_mail() -> bytes:
+    from devkit.hostile_files import xlsx_shared_string_copies
+
+    return mail_with_attachment("prices.xlsx", xlsx_shared_string_copies())
+
+
+def _xls_shared_strings_mail() -> bytes:
+    from devkit.hostile_files import xls_shared_string_copies
+
+    return mail_with_attachment("prices.xls", xls_shared_string_copies())
+
+
+def _far_cells_mail() -> bytes:
+    from devkit.hostile_files import xlsx_far_cell
+
+    files = [(f"prices_{i:03d}.xlsx", xlsx_far_cell()) for i in range(100)]
+    return supplier_email(
+        subject="Price list", sender=SENDER, attachments=files, message_id=_message_id("far")
+    )
+
+
+# Issue 30: what the cells expand to, not only how many there are.
+CASES += (
+    Case(
+        "far-cells",
+        "100 xlsx of 1.5 KB, each with one cell at AE999990 (31 M cells)",
+        _far_cells_mail,
+        refusal=r"\bcells\b",
+        patterns=("*.xlsx",),
+    ),
+    Case(
+        "xlsx-shared-strings",
+        ".xlsx of 150,000 cells referring to one 32 KB shared string (1.15 MB, 4.9 GB copied)",
+        _xlsx_shared_strings_mail,
+        refusal=r"cells' text|shared string",
+        patterns=("*.xlsx",),
+    ),
+    Case(
+        "xls-shared-strings",
+        ".xls of 150,000 LABELSST cells referring to one 32 KB string",
+        _xls_shared_strings_mail,
+        refusal=r"cells' text|shared string",
+        patterns=("*.xls",),
+    ),
+)
 CASES_BY_NAME = {case.name: case for case in CASES}
 
 

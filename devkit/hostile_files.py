@@ -7,6 +7,10 @@ library's defences (issue 11).
 * ``tar_gz_pax_bomb``: a tiny .tar.gz whose pax extended header is one long run of digits
   (the CVE-2024-6232 shape that makes an unpatched tarfile backtrack for minutes).
 * ``tar_gz_gnu_longname``: a .tar.gz whose one member carries a GNU long name of any length.
+* ``handmade_xlsx``: an xlsx assembled from raw XML parts; ``xlsx_shared_string_copies``
+  and ``xls_shared_string_copies``: workbooks whose cells all refer to one long shared
+  string (a small file that a reader copying the string into every cell inflates to GBs);
+  ``xlsx_far_cell``: a tiny xlsx with one cell far from the others.
 
 Everything is written byte by byte from the formats' specifications ([MS-CFB], [MS-XLS],
 POSIX ustar/pax, GNU tar), so that a file can be exactly as malformed as a test needs.
@@ -18,6 +22,7 @@ import gzip
 import io
 import math
 import struct
+import zipfile
 
 # --- compound file (OLE2 / CFB), version 3 ---------------------------------------------
 
@@ -145,20 +150,31 @@ def _unicode(text: str, length_bytes: int) -> bytes:
 
 
 def _sst(strings: list[str]) -> bytes:
-    """The shared-string table, split into CONTINUE records at string boundaries."""
+    """The shared-string table in records of at most 8,224 bytes: a string's characters
+    that do not fit go on in a CONTINUE record that starts with the string's flags byte
+    again, as [MS-XLS] 2.4.58 has it."""
     records = []
     data = struct.pack("<II", len(strings), len(strings))
     kind = 0x00FC
     for text in strings:
-        piece = _unicode(text, 2)
-        if len(piece) > 8224 - 4:
-            raise ValueError("a string this long does not fit one record")
-        if len(data) + len(piece) > 8224:
+        if len(data) + 5 > _RECORD:
             records.append(biff_record(kind, data))
             kind, data = 0x003C, b""
-        data += piece
+        data += struct.pack("<HB", len(text), 1)
+        chars = text.encode("utf-16-le")
+        while True:
+            room = (_RECORD - len(data)) // 2 * 2
+            data += chars[:room]
+            chars = chars[room:]
+            if not chars:
+                break
+            records.append(biff_record(kind, data))
+            kind, data = 0x003C, b"\x01"
     records.append(biff_record(kind, data))
     return b"".join(records)
+
+
+_RECORD = 8224  # the most data one BIFF8 record holds
 
 
 def biff8_workbook(
@@ -299,3 +315,122 @@ def tar_gz_gnu_longname(length: int) -> bytes:
             _padded(_PRICES),
         ]
     )
+
+
+# --- xlsx -------------------------------------------------------------------------------
+
+MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def handmade_xlsx(
+    sheet: str,
+    *,
+    shared_strings: str | None = None,
+    macro: bool = False,
+    extra: dict[str, bytes | str] | None = None,
+) -> bytes:
+    """A minimal xlsx assembled from raw XML parts (for cached formula values, bombs)."""
+    main = (
+        "application/vnd.ms-excel.sheet.macroEnabled.main+xml"
+        if macro
+        else "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
+    )
+    types = (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" '
+        'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        f'<Override PartName="/xl/workbook.xml" ContentType="{main}"/>'
+        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType='
+        '"application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+        "</Types>"
+    )
+    rels = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG_REL_NS}">'
+        f'<Relationship Id="rId1" Type="{REL_NS}/officeDocument" Target="xl/workbook.xml"/>'
+        "</Relationships>"
+    )
+    workbook = (
+        f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{MAIN_NS}" '
+        f'xmlns:r="{REL_NS}"><sheets><sheet name="Лист1" sheetId="1" r:id="rId1"/>'
+        "</sheets></workbook>"
+    )
+    sst_rel = (
+        f'<Relationship Id="rId2" Type="{REL_NS}/sharedStrings" Target="sharedStrings.xml"/>'
+        if shared_strings is not None
+        else ""
+    )
+    workbook_rels = (
+        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG_REL_NS}">'
+        f'<Relationship Id="rId1" Type="{REL_NS}/worksheet" Target="worksheets/sheet1.xml"/>'
+        f"{sst_rel}</Relationships>"
+    )
+    parts: dict[str, bytes | str] = {
+        "[Content_Types].xml": types,
+        "_rels/.rels": rels,
+        "xl/workbook.xml": workbook,
+        "xl/_rels/workbook.xml.rels": workbook_rels,
+        "xl/worksheets/sheet1.xml": sheet,
+    }
+    if shared_strings is not None:
+        parts["xl/sharedStrings.xml"] = shared_strings
+    parts.update(extra or {})
+    return zip_of(parts)
+
+
+def zip_of(files: dict[str, bytes | str], *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def xlsx_shared_string_copies(cells: int = 150_000, length: int = 32_767) -> bytes:
+    """An xlsx with a header, one price row and ``cells`` cells (column A, from row 3) that
+    all refer to one shared string of ``length`` characters: 1.15 MB for the defaults,
+    ``cells`` x ``length`` bytes (4.9 GB) in a reader that copies the string per cell."""
+    rows = [
+        '<row r="1"><c r="A1" t="s"><v>1</v></c><c r="B1" t="s"><v>2</v></c></row>',
+        '<row r="2"><c r="A2" t="s"><v>3</v></c><c r="B2"><v>10.5</v></c></row>',
+    ]
+    rows += [f'<row r="{r}"><c r="A{r}" t="s"><v>0</v></c></row>' for r in range(3, cells + 3)]
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{MAIN_NS}"><sheetData>'
+        f"{''.join(rows)}</sheetData></worksheet>"
+    )
+    strings = "".join(f"<si><t>{t}</t></si>" for t in ("x" * length, "sku", "price", "A-1"))
+    table = f'<sst xmlns="{MAIN_NS}" count="{cells + 3}" uniqueCount="4">{strings}</sst>'
+    return handmade_xlsx(sheet, shared_strings=table)
+
+
+def xlsx_far_cell(ref: str = "AE999990") -> bytes:
+    """A ~1.5 KB xlsx with a header, one price row and one cell at ``ref``: a reader that
+    holds the sheet as one dense range from A1 to ``ref`` holds 31 x 999,990 cells."""
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{MAIN_NS}"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c>'
+        '<c r="B1" t="inlineStr"><is><t>price</t></is></c></row>'
+        '<row r="2"><c r="A2" t="inlineStr"><is><t>A-1</t></is></c><c r="B2"><v>10.5</v></c>'
+        f'</row><row r="{ref.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")}"><c r="{ref}"><v>1</v></c>'
+        "</row></sheetData></worksheet>"
+    )
+    return handmade_xlsx(sheet)
+
+
+def xls_shared_string_copies(cells: int = 150_000, length: int = 32_767) -> bytes:
+    """A legacy .xls like xlsx_shared_string_copies: ``cells`` LABELSST records (column
+    A, from row 3, past 65,536 rows in further columns) referring to one string of
+    ``length`` characters."""
+    head = [(0, 0, "sku"), (0, 1, "price"), (1, 0, "A-1"), (1, 1, 10.5)]
+    strings: list[str] = ["x" * length]
+    index = {strings[0]: 0}
+    body = cell_records(head, strings, index)
+    label = struct.Struct("<HHHHHI")
+    copies = b"".join(
+        label.pack(0x00FD, 10, 2 + i % 65_534, i // 65_534 + 2, 0, 0) for i in range(cells)
+    )
+    return compound_file("Workbook", biff8_workbook([("Прайс", body + copies)], strings=strings))

@@ -9,13 +9,16 @@ go to ``rows_read`` every few seconds on a connection of their own (progress.py)
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Sum
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -105,9 +108,11 @@ def price_imports_create(
 def options_for(config: PriceListConfig) -> parsing.ParseOptions:
     return parsing.ParseOptions(
         columns=dict(config.columns or {}),
-        sheet=config.sheet,
-        number_format=config.number_format,
-        default_currency=config.default_currency,
+        # Plain strings, not the model's choices: the preview pickles the options to a
+        # child process that loads no Django (core.capped).
+        sheet=str(config.sheet),
+        number_format=str(config.number_format),
+        default_currency=str(config.default_currency),
         allow_nonpositive=config.allow_nonpositive_prices,
     )
 
@@ -170,7 +175,7 @@ def _parse_and_store(
     (and writes the count every few seconds, outside this transaction).
     """
     options = options_for(price_import.config)
-    limits = parse_limits()
+    limits = message_limits(price_import)
     try:
         with transaction.atomic(durable=True):
             # A config's first list is made current as it is stored (pricefeed.catalogue).
@@ -200,6 +205,36 @@ def _parse_and_store(
         return _store(price_import, worker, discard.parsed, fingerprint)
     _log_finished(price_import, status, parsed)
     return status
+
+
+MESSAGE_TIME_SPENT = gettext_noop(
+    "the other files of this message took %(seconds)s s to read, the time one message "
+    "may take (PRICEFEED_MESSAGE_PARSE_SECONDS): this file was not read"
+)
+
+
+def message_limits(price_import: PriceImport) -> parsing.Limits:
+    """parse_limits() for one file of a message: its reading time (``max_seconds``) cut
+    to what the message has left of PRICEFEED_MESSAGE_PARSE_SECONDS, once the time its
+    other imports ran (started to finished, database time) is charged. A message of a
+    hundred files cannot cost a hundred times one file's limit (issue 30). Raises
+    ParseTimeLimit when nothing is left."""
+    limits = parse_limits()
+    budget = settings.PRICEFEED_MESSAGE_PARSE_SECONDS
+    used = (
+        PriceImport.objects.filter(
+            message_id=price_import.message_id,
+            started_at__isnull=False,
+            finished_at__isnull=False,
+        )
+        .exclude(pk=price_import.pk)
+        .aggregate(spent=Sum(F("finished_at") - F("started_at")))["spent"]
+    )
+    spent = used.total_seconds() if used else 0.0
+    left = math.floor(budget - spent)
+    if left < 1:
+        raise parsing.ParseTimeLimit(Text(MESSAGE_TIME_SPENT, seconds=math.ceil(spent)))
+    return dataclasses.replace(limits, max_seconds=min(limits.max_seconds, left))
 
 
 # Why an import FAILED, stored in English as its last error and translated where it is
@@ -408,6 +443,10 @@ IMPORT_WORK = ClaimedWork(
     on_failed=lambda import_id: publish_outcome(import_id),
     id_key="import_id",
     crashes_field="crashes",
+    # An import reads the same bytes on every run: a worker that died reading them (a
+    # reader's native abort, exit 134, or its kill at the memory cap or the task timeout)
+    # would die again. So the first crash ends it FAILED, with the reason (issue 30).
+    max_crashes=1,
     # A message refused by the MIME budget when its file is read again (the budget was
     # lowered since it was matched) is refused on every attempt.
     permanent=(*PERMANENT_ERRORS, MessageRefused),

@@ -5,17 +5,47 @@ Nothing is stored, so the texts are made in the active language (pricefeed.texts
 from __future__ import annotations
 
 import dataclasses
+import logging
 
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.utils.translation import gettext
 
+from core.budget import CpuBudgetExceeded
+from core.capped import ChildFailed, run_capped
+from core.storedtext import Text, gettext_noop
 from pricefeed import parsing
 from pricefeed.limits import file_size_problem, parse_limits
 from pricefeed.models import PriceListConfig
+from pricefeed.parsing import sample
 from pricefeed.texts import text_of, translated, translated_all
 
 from . import lifecycle
 from .source import ARCHIVES
+
+logger = logging.getLogger(__name__)
+
+# What the child reading the file (core.capped) may send back: its results, and the
+# parse errors (a module of exception classes only).
+SAMPLE_CLASSES = (
+    "pricefeed.parsing.sample:Sampled",
+    "pricefeed.parsing.types:ParsedFile",
+    "pricefeed.parsing.errors",
+)
+# Seconds the child may take past its CPU budget, on a busy machine, before it is killed.
+WALL_MARGIN = 5
+OUT_OF_MEMORY = gettext_noop(
+    "reading the file needs more than the %(limit)s bytes of memory a preview may use "
+    "(PRICEFEED_PREVIEW_MEMORY_LIMIT): not read; an import reads it under the workers' limit"
+)
+OVER_CPU_TIME = gettext_noop(
+    "reading the file took more than %(seconds)s s of CPU time "
+    "(PRICEFEED_PREVIEW_CPU_SECONDS): stopped"
+)
+READER_DIED = gettext_noop(
+    "the process reading the file ended without a result (status %(status)s: the "
+    "spreadsheet reader crashed or ran out of memory): the file was refused"
+)
 
 
 @dataclasses.dataclass
@@ -25,7 +55,7 @@ class PreviewResult:
     error: str = ""
     verdict: str = ""
     # The first rows of the file: the only ones kept (parsed.rows stays empty).
-    rows: list[tuple] = dataclasses.field(default_factory=list)
+    rows: list[parsing.Row] = dataclasses.field(default_factory=list)
     limit: int = 20
 
     @property
@@ -37,19 +67,6 @@ class PreviewResult:
         """The first row errors, in the active language."""
         errors = self.parsed.errors[: self.limit] if self.parsed else []
         return [(row, translated(text)) for row, text in errors]
-
-
-class FirstRows:
-    """A parse() sink that keeps the first ``count`` rows and counts nothing else: a
-    preview of a million-row file holds twenty."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-        self.rows: list[tuple] = []
-
-    def __call__(self, rows: list[tuple]) -> None:
-        if len(self.rows) < self.count:
-            self.rows.extend(rows[: self.count - len(self.rows)])  # a copy: parse reuses it
 
 
 def _verdict(status: str, reason: str) -> str:
@@ -77,32 +94,74 @@ def preview_file(
     *, config: PriceListConfig, filename: str, data: bytes, rows: int = 20
 ) -> list[PreviewResult]:
     """Reads a file the way an import of ``config`` would, keeping only its first
-    ``rows`` rows (and its row errors, counts and verdict); stores nothing."""
+    ``rows`` rows (and its row errors, counts and verdict); stores nothing. The file is
+    read in a child process under PRICEFEED_PREVIEW_MEMORY_LIMIT and
+    PRICEFEED_PREVIEW_CPU_SECONDS (core.capped): a reader that runs out of memory, time
+    or aborts ends that child, and the preview says why."""
     limits = parse_limits()
     problem = file_size_problem(len(data))
     if problem:
         return [PreviewResult(filename, error=translated(problem), limit=rows)]
+    archive = parsing.detect_format(data) in ARCHIVES
     try:
-        if parsing.detect_format(data) in ARCHIVES:
-            members = [
-                (f"{filename}/{m.path}", m.data) for m in parsing.expand(data, filename, limits)
-            ]
-        else:
-            members = [(filename, data)]
-    except parsing.ParseError as exc:
+        sampled = _sample_capped(
+            data, filename, archive, lifecycle.options_for(config), limits, rows
+        )
+    except PreviewFailed as exc:
         return [PreviewResult(filename, error=translated(text_of(exc)), limit=rows)]
     results = []
-    for name, member in members:
-        first = FirstRows(rows)
-        try:
-            parsed = parsing.parse(member, lifecycle.options_for(config), limits, sink=first)
-        except parsing.ParseError as exc:
-            results.append(PreviewResult(name, error=translated(text_of(exc)), limit=rows))
+    for item in sampled:
+        if item.parsed is None:
+            results.append(PreviewResult(item.name, error=translated(item.error), limit=rows))
             continue
-        status, reason = lifecycle.verdict(config, parsed)
-        verdict = _verdict(status, reason)
-        parsed.warnings = translated_all(parsed.warnings)
+        status, reason = lifecycle.verdict(config, item.parsed)
+        item.parsed.warnings = translated_all(item.parsed.warnings)
         results.append(
-            PreviewResult(name, parsed=parsed, verdict=verdict, rows=first.rows, limit=rows)
+            PreviewResult(
+                item.name,
+                parsed=item.parsed,
+                verdict=_verdict(status, reason),
+                rows=item.rows,
+                limit=rows,
+            )
         )
     return results
+
+
+class PreviewFailed(Exception):
+    """The file could not be read within the preview's limits."""
+
+
+def _sample_capped(data, filename, archive, options, limits, rows) -> list[sample.Sampled]:
+    """parsing.sample.sample() in a capped child process; PreviewFailed says why not."""
+    memory = settings.PRICEFEED_PREVIEW_MEMORY_LIMIT
+    seconds = settings.PRICEFEED_PREVIEW_CPU_SECONDS
+    try:
+        return run_capped(
+            "pricefeed.parsing.sample:sample",
+            data,
+            filename,
+            archive,
+            options,
+            limits,
+            rows,
+            memory=memory,
+            cpu_seconds=seconds,
+            timeout=seconds + WALL_MARGIN,
+            allowed=SAMPLE_CLASSES,
+        )
+    except MemoryError:
+        raise PreviewFailed(Text(OUT_OF_MEMORY, limit=memory)) from None
+    except CpuBudgetExceeded:
+        raise PreviewFailed(Text(OVER_CPU_TIME, seconds=seconds)) from None
+    except ChildFailed as exc:
+        logger.warning(
+            "preview reader process ended how=%s status=%s file=%r",
+            exc.how,
+            exc.code,
+            filename[:200],
+            extra={"action": "preview_failed"},
+        )
+        if exc.how == "timeout":
+            raise PreviewFailed(Text(OVER_CPU_TIME, seconds=seconds)) from None
+        raise PreviewFailed(Text(READER_DIED, status=exc.code or 0)) from None

@@ -153,6 +153,11 @@ XLS_CELLS_HELD = gettext_noop(
     "a copy of the sheet read), more than %(limit)s cells (%(setting)s): refused (it would "
     "exhaust memory)"
 )
+WORKBOOK_TEXT_BYTES = gettext_noop(
+    "workbook: its cells' text takes %(size)s bytes in the spreadsheet reader (a shared "
+    "string is copied into every cell that refers to it), more than %(limit)s "
+    "(%(setting)s): refused (it would exhaust memory)"
+)
 XLS_SHARED_STRINGS = gettext_noop(
     "workbook: its shared-string table claims %(claimed)s strings but holds at most "
     "%(most)s: refused (it would exhaust memory)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 
 from core.storedtext import Text
@@ -32,6 +32,10 @@ CURRENCY_MAX_LENGTH = 10
 NAME_MAX_LENGTH = None  # a text column: any length (but, like every text, no NUL)
 NUMBER_MAX_DIGITS = 18  # price and quantity: numeric(18, 4)
 NUMBER_DECIMAL_PLACES = 4
+
+# Cells any workbook may span, however small its file (Limits.for_file): 8 MiB in
+# calamine's grid, ~0.1 s of CPU to read through.
+SMALL_FILE_CELLS = 262_144
 
 # The settings pricefeed builds Limits from: PRICEFEED_PARSE_<FIELD>.
 SETTING_PREFIX = "PRICEFEED_PARSE_"
@@ -65,6 +69,14 @@ class Limits:
                            in memory, 32 bytes per cell: 32M cells is about 1 GiB); for an
                            xls, the cells all its sheets span, plus a copy of the widest
                            (calamine reads every sheet at once: xls_guard);
+    ``max_cells_per_byte`` a small workbook spans at most this many cells per byte of its
+                           file (and at least SMALL_FILE_CELLS, whatever its size):
+                           a 1.5 KB xlsx with one cell at AE999990 spans 31 M cells and
+                           cost 11 s of CPU and 1 GB; a price list spans under one
+                           cell per byte (100k x 8 cells in a 4.8 MB xlsx);
+    ``max_text_bytes``     bytes the text of a workbook's cells expands to in the reader
+                           (calamine gives every cell that refers to a shared string its
+                           own copy of it: one 32 KB string in 150,000 cells is 4.9 GB);
     ``max_errors``         row errors kept in ParsedFile.errors (all are counted);
     ``max_columns``        cells of a row that are read: the header is searched and rows
                            are converted within the first ``max_columns`` columns; cells
@@ -88,6 +100,8 @@ class Limits:
     max_ratio: int = 200
     max_rows: int = 2_000_000
     max_cells: int = 32_000_000
+    max_cells_per_byte: int = 64
+    max_text_bytes: int = 512 * 2**20
     max_errors: int = 10_000
     max_columns: int = 1024
     max_line_bytes: int = 2**20
@@ -98,6 +112,12 @@ class Limits:
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
+
+    def for_file(self, size: int) -> Limits:
+        """These limits for a workbook of ``size`` bytes: ``max_cells`` lowered to
+        ``max_cells_per_byte`` per byte (never below SMALL_FILE_CELLS)."""
+        cells = max(SMALL_FILE_CELLS, self.max_cells_per_byte * size)
+        return self if cells >= self.max_cells else replace(self, max_cells=cells)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ So every part is stream-inflated here under the Limits (never trusting header si
 and refused when its prolog declares a DTD (``<!DOCTYPE`` / ``<!ENTITY``: billion
 laughs, XXE; the first 64 KiB are searched, and a longer prolog is refused), when a
 shared-strings table claims more strings than it can hold, or when a sheet's cells can
-span more than ``Limits.max_cells``. (Calamine's XML reader does not expand entities
-anyway; the refusal makes the attack visible instead of a confusing parse error.)
+span more than ``Limits.max_cells`` (lowered for a small file: Limits.for_file).
+(Calamine's XML reader does not expand entities anyway; the refusal makes the attack
+visible instead of a confusing parse error.)
 
 The span check is cheap on ordinary files and exact on the rest. While inflating, two
 literal-prefix regex searches look for any cell tag that is not in the form every common
@@ -24,11 +25,20 @@ one spans at most 999,999 x 26 cells. A sheet with one
 UTF-16) is inflated again and every ``r="..."`` measured, counting r-less tags as
 calamine places them: one after another. Measured with python-calamine 0.9.1: a cell
 tag that repeats r (``<c r="A2" r="XFD20000">``) is placed by the last one.
+
+Calamine copies a shared string into every cell that refers to it (textbudget), so the
+cells' text is added up too and refused past ``Limits.max_text_bytes``: the sheets'
+own bytes (inline strings, at most all of them) plus, for each shared-string cell, the
+length of the string it refers to. A cheap bound comes first: cell tags (counted while
+inflating) times the longest string, taken as the whole table, then as its longest
+``<si>`` element; only a workbook past both is inflated again and its shared-string
+cells charged one by one.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from operator import itemgetter
 
 from core.storedtext import Text
@@ -36,6 +46,7 @@ from core.storedtext import Text
 from . import messages
 from .archives import Budget, member_chunks, mib, open_zip
 from .errors import SheetTooLarge, XmlRefused
+from .textbudget import check_text_bytes
 from .types import Limits, letter_to_index
 
 _SCAN = 1 << 18  # scan in 256 KiB pieces: big enough to amortise calls, small for cache
@@ -65,14 +76,28 @@ _C_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?c\s(?:[^>]*?[\s"'])?r\s*=""")
 _ROW_TAG = re.compile(rb"<(?:[\w.-]+:)?row[\s/>]")
 _ROW_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?row\s(?:[^>]*?[\s"'])?r\s*=""")
 
+# Text pass (a workbook whose cells may hold more text than allowed). An <si> element
+# spans at least its string's UTF-8 bytes (entities only shrink when decoded); a
+# shared-string cell tag (t="s") takes the first <v> number after it as its index. A
+# tag's attributes are scanned up to the next "<" at most (no attribute value holds one;
+# a ">" may be in one), so that a run of unclosed tags costs linear time, not quadratic.
+_SI_TAG = re.compile(rb"<(?:[\w.-]+:)?si[\s/>]")
+_SHARED_OR_VALUE = re.compile(
+    rb"""<(?:[\w.-]+:)?c\s[^<]*?\bt\s*=\s*["']s["']"""
+    rb"""|<(?:[\w.-]+:)?v(?:\s[^<]*?)?>\s*([0-9]{1,10})"""
+)
+
 
 def check_workbook(data: bytes, limits: Limits) -> None:
     """Refuse an xlsx/xlsm that is a zip bomb, an XML bomb or XXE, or a memory bomb for
     calamine; see the module docstring. Raises ArchiveRefused, XmlRefused, SheetTooLarge
     or CorruptFile; returns None for a workbook that is safe to open."""
+    limits = limits.for_file(len(data))
     budget = Budget(limits)
     zf, infos = open_zip(data, messages.WORKBOOK, budget)
     with zf:
+        tables: list[_PartScan] = []
+        sheets: list[_PartScan] = []
         for info in infos:
             if info.is_dir():
                 continue
@@ -83,8 +108,71 @@ def check_workbook(data: bytes, limits: Limits) -> None:
             scan.finish()
             if scan.sheet and (scan.unusual or limits.max_cells < _SIMPLE_SPAN):
                 # The same bytes again, already within the caps: not charged twice.
-                again = _member_chunks(zf, info, label, Budget(limits), limits)
-                _exact_span(b"".join(again), info.filename, limits)
+                _exact_span(_again(zf, info, limits), info.filename, limits)
+            scan.info = info
+            if scan.strings:
+                tables.append(scan)
+            elif scan.sheet:
+                sheets.append(scan)
+        _check_text(zf, tables, sheets, limits)
+
+
+def _again(zf, info, limits) -> bytes:
+    """A part inflated a second time: already within the caps, so not charged twice."""
+    label = Text(messages.WORKBOOK_PART, name=info.filename)
+    return _utf8(b"".join(_member_chunks(zf, info, label, Budget(limits), limits)))
+
+
+def _utf8(data: bytes) -> bytes:
+    return data.decode(_utf16_codec(data), "replace").encode("utf-8") if _is_utf16(data) else data
+
+
+def _check_text(zf, tables: list[_PartScan], sheets: list[_PartScan], limits: Limits) -> None:
+    """Refuse a workbook whose cells' text exceeds ``max_text_bytes`` (module docstring):
+    each bound is tried before the costlier one under it."""
+    budget = limits.max_text_bytes
+    inline = sum(sheet.size for sheet in sheets)
+    tags = sum(sheet.cell_tags for sheet in sheets)
+    if inline + tags * max((t.size for t in tables), default=0) <= budget:
+        return
+    lengths = _string_lengths([_again(zf, t.info, limits) for t in tables])
+    if inline + tags * max(lengths, default=0) <= budget:
+        return
+    total = inline
+    for sheet in sheets:
+        total += _shared_bytes(_again(zf, sheet.info, limits), lengths)
+        check_text_bytes(total, limits)
+
+
+def _string_lengths(tables: list[bytes]) -> list[int]:
+    """The byte length of each shared string (its <si> element), by index: the longest
+    over the tables when there are several (a reader takes one of them)."""
+    lengths: list[int] = []
+    for data in tables:
+        starts = [m.start() for m in _SI_TAG.finditer(data)]
+        for i, (start, end) in enumerate(pairwise([*starts, len(data)])):
+            if i < len(lengths):
+                lengths[i] = max(lengths[i], end - start)
+            else:
+                lengths.append(end - start)
+    return lengths
+
+
+def _shared_bytes(sheet: bytes, lengths: list[int]) -> int:
+    """The bytes of shared strings a sheet's cells copy: each t="s" cell charged the
+    length of the string its value names."""
+    total = 0
+    waiting = False
+    count = len(lengths)
+    for m in _SHARED_OR_VALUE.finditer(sheet):
+        index = m.group(1)
+        if index is None:
+            waiting = True
+        elif waiting:
+            waiting = False
+            if int(index) < count:
+                total += lengths[int(index)]
+    return total
 
 
 def _member_chunks(zf, info, label, budget, limits):
@@ -103,11 +191,19 @@ class _PartScan:
         self.tail = b""
         self.sheet = False
         self.unusual = False
+        self.strings = False  # the part is a shared-string table
+        self.cell_tags = 0  # "<c" and ":c" seen: at least the cells the part holds
+        self.last = b""
+        self.info = None
 
     def feed(self, piece: bytes) -> None:
         if not piece:
             return
         self.size += len(piece)
+        # The last byte of the previous piece: a two-byte tag cut in two is counted once.
+        joined = self.last + piece
+        self.cell_tags += joined.count(b"<c") + joined.count(b":c")
+        self.last = piece[-1:]
         if len(self.head) < _PROLOG:
             self.head += piece[: _PROLOG - len(self.head)]
         buf = self.tail + piece
@@ -169,6 +265,7 @@ class _PartScan:
         m = _SST_TAG.search(head)
         if not m:
             return
+        self.strings = True
         u = _UNIQUE_COUNT.search(m.group(1))
         # Every string needs at least "<si/>": a table cannot hold more than size/5.
         if u and int(u.group(1)) > self.size // 5 + 1:
@@ -204,8 +301,6 @@ def _utf16_codec(piece: bytes) -> str:
 
 def _exact_span(data: bytes, name: str, limits: Limits) -> None:
     """Measure a sheet's cell span from every r attribute, as calamine will place cells."""
-    if _is_utf16(data):
-        data = data.decode(_utf16_codec(data), "replace").encode("utf-8")
     refs = _R_ATTR.findall(data)
     max_row = max(map(int, set(map(itemgetter(1), refs))), default=0)
     letters = {ref for ref in map(itemgetter(0), refs) if ref}

@@ -21,23 +21,33 @@ BOUNDSHEET8 position up to its first EOF. Cell records place cells as calamine p
 them: NUMBER, RK, MULRK, LABEL, LABELSST, RSTRING, BOOLERR, FORMULA (and a STRING
 record at the last formula's cell, at A1 before any formula); BLANK and MULBLANK too,
 which calamine 0.9.1 skips but a reader that formats them would place. ROW records are
-not cells. Refused: a sheet whose cells span more than Limits.max_cells, sheets that
+not cells. Refused: a sheet whose cells span more than Limits.max_cells (lowered for a
+small file: Limits.for_file), sheets that
 span more in all, a DIMENSIONS claim over it (SheetTooLarge); a string table claiming
 more strings than its bytes can hold, sheets that share records (more than the stream
 read in all), a formula rendering more than FORMULA_SPACES spaces (WorkbookRefused).
 One pass over the records.
+
+Calamine copies a shared string into every LABELSST cell that refers to it
+(textbudget), so the cells' text is added up over every sheet it holds: for each
+LABELSST the length of its string (three UTF-8 bytes a character at most, from the
+string table's character counts), for each LABEL and RSTRING twice its record (the text
+is in the record: a byte or two a character, at most three in UTF-8); past
+``Limits.max_text_bytes``, WorkbookRefused.
 """
 
 from __future__ import annotations
 
 import re
 import struct
+from bisect import bisect_right
 
 from core.storedtext import Text
 
 from . import messages
 from .cfb import CompoundFile
 from .errors import CorruptFile, SheetTooLarge, WorkbookRefused
+from .textbudget import check_text_bytes
 from .types import Limits, limit_name
 
 # BIFF record types.
@@ -51,6 +61,9 @@ FORMULA = 0x0006
 STRING = 0x0207
 MULRK = 0x00BD
 MULBLANK = 0x00BE
+LABELSST = 0x00FD
+LABEL = 0x0204
+RSTRING = 0x00D6
 # Records that place one cell at the (row, column) of their first four bytes.
 CELLS = frozenset({0x0203, 0x027E, 0x00FD, 0x0204, 0x00D6, 0x0205, 0x0201})
 _SPECIAL = frozenset({MULRK, MULBLANK, FORMULA, STRING, DIMENSIONS, EOF})
@@ -75,7 +88,7 @@ def check_xls(data: bytes, limits: Limits) -> None:
     stream, encrypted)."""
     stream = CompoundFile(data).stream("Workbook", "Book")
     if stream is not None:
-        _Scan(stream, limits).run()
+        _Scan(stream, limits.for_file(len(data))).run()
 
 
 class _Scan:
@@ -83,6 +96,8 @@ class _Scan:
         self.size = len(stream)
         self.buf = stream + b"\0" * 8  # a record head is read 8 bytes at a time
         self.limits = limits
+        self.strings: list[int] = []  # UTF-8 bytes of each shared string, at most
+        self.text = 0  # bytes the cells' text takes in the reader, at most
 
     def run(self) -> None:
         sheets = self._globals()
@@ -95,6 +110,7 @@ class _Scan:
                 raise CorruptFile(Text(messages.XLS_SHEET_PAST_END, sheet=name))
             if position not in spans:
                 spans[position] = self._sheet(position, name)
+                check_text_bytes(self.text, self.limits)
             end, cells, formulas = spans[position]
             held += cells + formulas
             widest = max(widest, cells)
@@ -122,6 +138,7 @@ class _Scan:
         buf, size = self.buf, self.size
         sheets: list[tuple[int, str]] = []
         sst: tuple[int, int] | None = None  # (strings claimed, bytes so far)
+        table: list[bytes] = []  # the string table: the SST's strings, its CONTINUEs
         pos = 0
         while pos + 4 <= size:
             kind, length = _HEAD(buf, pos)
@@ -132,6 +149,7 @@ class _Scan:
             if kind == CONTINUE:
                 if sst is not None:
                     sst = (sst[0], sst[1] + length)
+                    table.append(buf[body:pos])
                 continue
             if sst is not None:
                 self._check_sst(*sst)
@@ -140,12 +158,14 @@ class _Scan:
                 sheets.append((_U32(buf, body)[0], _sheet_name(buf[body + 6 : pos], len(sheets))))
             elif kind == SST and length >= 8:
                 sst = (_I32(buf, body + 4)[0], length - 8)
+                table = [buf[body + 8 : pos]]
             elif kind == FILEPASS and length >= 2 and _U16(buf, body)[0]:
                 return None  # encrypted: calamine refuses it
             elif kind == EOF:
                 break
         if sst is not None:
             self._check_sst(*sst)
+        self.strings = _string_lengths(table)
         return sheets
 
     def _check_sst(self, claimed: int, size: int) -> None:
@@ -163,6 +183,8 @@ class _Scan:
         r_lo = c_lo = f_r_lo = f_c_lo = 1 << 20
         r_hi = c_hi = f_r_hi = f_c_hi = -1
         formula_row = formula_col = 0
+        strings, known = self.strings, len(self.strings)
+        text = 0
         while pos + 4 <= size:
             kind, length, row, col = head(buf, pos)
             pos += 4 + length
@@ -177,6 +199,11 @@ class _Scan:
                     c_lo = col
                 if col > c_hi:
                     c_hi = col
+                if kind == LABELSST:
+                    if length >= 10 and (index := _U32(buf, pos - length + 6)[0]) < known:
+                        text += strings[index]
+                elif kind == LABEL or kind == RSTRING:
+                    text += 2 * length
                 continue
             if kind not in special:
                 continue
@@ -206,6 +233,7 @@ class _Scan:
             r_lo, r_hi = min(r_lo, row), max(r_hi, row)
             c_lo, c_hi = min(c_lo, col), max(c_hi, col)
         end = min(pos, size)
+        self.text += text
         if r_hi < 0:
             return end, 0, 0
         rows, cols = r_hi - r_lo + 1, c_hi - c_lo + 1
@@ -269,6 +297,46 @@ class _Scan:
                     limit=FORMULA_SPACES,
                 )
             )
+
+
+def _string_lengths(records: list[bytes]) -> list[int]:
+    """The UTF-8 bytes each string of a shared-string table takes at most (three per
+    character), by index, from the table's records as [MS-XLS] 2.5.293 lays them out:
+    a string's characters cut by a record's end go on after one flags byte (their
+    width); its formatting runs and phonetic data go on without one."""
+    table = b"".join(records)
+    bounds: list[int] = []
+    at = 0
+    for record in records[:-1]:
+        at += len(record)
+        bounds.append(at)
+    lengths: list[int] = []
+    pos, size = 0, len(table)
+    while pos + 3 <= size:
+        count, flags = _U16(table, pos)[0], table[pos + 2]
+        pos += 3
+        skip = 0
+        if flags & 0x08 and pos + 2 <= size:  # rich text: formatting runs of 4 bytes
+            skip += 4 * _U16(table, pos)[0]
+            pos += 2
+        if flags & 0x04 and pos + 4 <= size:  # phonetic data
+            skip += _U32(table, pos)[0]
+            pos += 4
+        width = 2 if flags & 0x01 else 1
+        left = count
+        while left:
+            i = bisect_right(bounds, pos)
+            end = bounds[i] if i < len(bounds) else size
+            step = min(left, (end - pos) // width)
+            pos += step * width
+            left -= step
+            if not left or end >= size:
+                break
+            width = 2 if table[end] & 0x01 else 1
+            pos = end + 1
+        pos += skip
+        lengths.append(3 * count)
+    return lengths
 
 
 def _sheet_name(record: bytes, index: int) -> str:

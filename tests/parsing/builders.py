@@ -13,9 +13,7 @@ from xml.sax.saxutils import escape
 
 import openpyxl
 
-MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+from devkit.hostile_files import MAIN_NS, handmade_xlsx, zip_of  # noqa: F401 (re-exported)
 
 
 def xlsx(rows: list[list], *, title: str = "Прайс", merges: tuple[str, ...] = ()) -> bytes:
@@ -55,71 +53,6 @@ def sheet_xml(rows: list[list], *, prolog: str = "") -> str:
         f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>{prolog}'
         f'<worksheet xmlns="{MAIN_NS}"><sheetData>{"".join(out)}</sheetData></worksheet>'
     )
-
-
-def handmade_xlsx(
-    sheet: str,
-    *,
-    shared_strings: str | None = None,
-    macro: bool = False,
-    extra: dict[str, bytes | str] | None = None,
-) -> bytes:
-    """A minimal xlsx assembled from raw XML parts (for cached formula values, bombs)."""
-    main = (
-        "application/vnd.ms-excel.sheet.macroEnabled.main+xml"
-        if macro
-        else "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
-    )
-    types = (
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-        '<Default Extension="rels" '
-        'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-        '<Default Extension="xml" ContentType="application/xml"/>'
-        f'<Override PartName="/xl/workbook.xml" ContentType="{main}"/>'
-        '<Override PartName="/xl/worksheets/sheet1.xml" ContentType='
-        '"application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
-        "</Types>"
-    )
-    rels = (
-        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG_REL_NS}">'
-        f'<Relationship Id="rId1" Type="{REL_NS}/officeDocument" Target="xl/workbook.xml"/>'
-        "</Relationships>"
-    )
-    workbook = (
-        f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{MAIN_NS}" '
-        f'xmlns:r="{REL_NS}"><sheets><sheet name="Лист1" sheetId="1" r:id="rId1"/>'
-        "</sheets></workbook>"
-    )
-    sst_rel = (
-        f'<Relationship Id="rId2" Type="{REL_NS}/sharedStrings" Target="sharedStrings.xml"/>'
-        if shared_strings is not None
-        else ""
-    )
-    workbook_rels = (
-        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{PKG_REL_NS}">'
-        f'<Relationship Id="rId1" Type="{REL_NS}/worksheet" Target="worksheets/sheet1.xml"/>'
-        f"{sst_rel}</Relationships>"
-    )
-    parts: dict[str, bytes | str] = {
-        "[Content_Types].xml": types,
-        "_rels/.rels": rels,
-        "xl/workbook.xml": workbook,
-        "xl/_rels/workbook.xml.rels": workbook_rels,
-        "xl/worksheets/sheet1.xml": sheet,
-    }
-    if shared_strings is not None:
-        parts["xl/sharedStrings.xml"] = shared_strings
-    parts.update(extra or {})
-    return zip_of(parts)
-
-
-def zip_of(files: dict[str, bytes | str], *, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
 
 
 def zip_with_symlink(name: str, target: str) -> bytes:

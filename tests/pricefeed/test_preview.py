@@ -9,10 +9,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from devkit import hostile_files
 from devkit.samples import price_list_csv
 from pricefeed.forms import PreviewForm
 from pricefeed.imports import preview
 from pricefeed.models import PriceImport
+from pricefeed.parsing import sample
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing")
 
@@ -87,7 +89,7 @@ def test_the_row_count_asked_for_is_kept(config):
 
 
 def test_the_first_rows_sink_copies_what_it_keeps():
-    sink = preview.FirstRows(3)
+    sink = sample.FirstRows(3)
     batch = [(1, "a"), (2, "b")]
     sink(batch)
     batch.clear()  # parse() reuses its lists
@@ -102,3 +104,26 @@ def test_warnings_are_shown_in_the_preview(admin_client, config):
     response = admin_client.post(url, {"file": SimpleUploadedFile("w.csv", wide.encode())})
 
     assert "cells past column 1,024" in response.content.decode()
+
+
+def test_a_shared_string_bomb_is_refused_by_the_guard_in_the_preview(config):
+    data = hostile_files.xlsx_shared_string_copies()
+
+    (result,) = preview.preview_file(config=config, filename="p.xlsx", data=data)
+
+    assert "PRICEFEED_PARSE_MAX_TEXT_BYTES" in result.error
+    assert result.parsed is None
+
+
+def test_a_reader_dying_in_the_child_ends_the_preview_with_why(config, settings):
+    # A far cell makes calamine allocate a dense 31 x 999,990 grid (~1 GB): let through
+    # by the guards here (no bound per byte), over a 256 MiB cap, so its allocation
+    # fails and it aborts (exit 134).
+    settings.PRICEFEED_PARSE_MAX_CELLS_PER_BYTE = 10**6
+    settings.PRICEFEED_PREVIEW_MEMORY_LIMIT = 256 * 2**20
+    data = hostile_files.xlsx_far_cell()
+
+    (result,) = preview.preview_file(config=config, filename="p.xlsx", data=data)
+
+    assert result.parsed is None
+    assert "ended without a result" in result.error or "needs more than" in result.error

@@ -27,7 +27,7 @@ from django.utils.translation import gettext_lazy as _
 
 from core import grammar
 
-# The stylesheet of the lists (column widths, one-line cells), in static files.
+# The stylesheet of the lists (column widths, two-line cells), in static files.
 LIST_CSS = "pricefeed/admin/lists.css"
 # Cell widths: short names and addresses, subjects and file names, errors.
 WIDTHS = ("s", "m", "l")
@@ -101,15 +101,16 @@ def due(value: datetime | None, *, now: datetime | None = None) -> SafeString | 
 
 
 def truncated(text: object, *, width: str = "m", error: bool = False) -> SafeString | str:
-    """A text on one line of a list: cut to the column's width (``s``, ``m`` or ``l``)
-    with an ellipsis, the whole of it on hover; in red when it is an error."""
+    """A text in a list: at most two lines of the column (``s``, ``m`` or ``l``: the
+    stylesheet clamps it) with an ellipsis, the whole of it on hover; in red when it is
+    an error. The page carries no more than two lines of the widest column could show."""
     assert width in WIDTHS, width
     full = str(text or "").strip()
     if not full:
         return EMPTY
-    # One line in the cell; the tooltip keeps the line breaks.
+    # No line breaks in the cell; the tooltip keeps them.
     line = " ".join(full.split())
-    limit = {"s": 40, "m": 80, "l": 160}[width]
+    limit = {"s": 80, "m": 160, "l": 320}[width]
     short = line if len(line) <= limit else line[: limit - 1] + "…"
     return format_html(
         '<span class="pf-cell pf-{}{}" title="{}">{}</span>',
@@ -122,12 +123,13 @@ def truncated(text: object, *, width: str = "m", error: bool = False) -> SafeStr
 
 def label(obj: Any, field: str) -> SafeString | str:
     """A choice's label as a list shows it: up to its parenthesis ("Partial" of
-    "Partial (some rows failed)") and cut to a short column, the whole label on hover."""
+    "Partial (some rows failed)"), cut to 16 characters and on one line (a status reads
+    badly broken), the whole label on hover."""
     full = str(getattr(obj, f"get_{field}_display")())
     short = " ".join(full.split(" (")[0].split())
     if len(short) > 16:
         short = short[:15] + "…"
-    return format_html('<span class="pf-cell pf-s" title="{}">{}</span>', full, short)
+    return format_html('<span class="pf-label" title="{}">{}</span>', full, short)
 
 
 def duration(value: timedelta | None) -> str:
@@ -237,7 +239,7 @@ def _inline_formset_data(formset: helpers.InlineAdminFormSet) -> str:
 
 
 class ListAdminMixin(GrammarAdminMixin):
-    """Every list of the apps: its stylesheet (one-line cells, column widths), and its
+    """Every list of the apps: its stylesheet (two-line cells, column widths), and its
     model's plural name as its title ("Импорты прайс-листов"): the name of what the list
     holds says more than "Выберите импорт прайс-листа для изменения"."""
 

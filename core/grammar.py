@@ -163,6 +163,25 @@ REWORDED = (
     gettext_noop("Added {name} “{object}”."),
     gettext_noop("Changed {fields} for {name} “{object}”."),
     gettext_noop("Deleted {name} “{object}”."),
+    # The delete pages: "Удаление %(object_name)s" wants the genitive; the catalogue says
+    # "Удалить …", with the accusative GrammarAdminMixin gives them.
+    gettext_noop(
+        "Deleting the %(object_name)s '%(escaped_object)s' would result in deleting related "
+        "objects, but your account doesn't have permission to delete the following types "
+        "of objects:"
+    ),
+    gettext_noop(
+        "Deleting the %(object_name)s '%(escaped_object)s' would require deleting the "
+        "following protected related objects:"
+    ),
+    gettext_noop(
+        "Deleting the selected %(objects_name)s would result in deleting related objects, "
+        "but your account doesn't have permission to delete the following types of objects:"
+    ),
+    gettext_noop(
+        "Deleting the selected %(objects_name)s would require deleting the following "
+        "protected related objects:"
+    ),
 )
 
 

@@ -231,7 +231,7 @@ def front_page_checked(page, url: str, language: str) -> None:
 
 
 @pytest.mark.parametrize("language", ["ru", "en"])
-def test_every_admin_list_fits_a_1440_px_window_with_one_line_rows(
+def test_every_admin_list_fits_a_1440_px_window_and_shows_its_long_texts(
     transactional_db, tmp_path, language
 ):
     browser = require_chromium()

@@ -232,8 +232,8 @@ def _inline_formset_data(formset: helpers.InlineAdminFormSet) -> str:
     """An inline's settings for its script, with *Add another* naming the object in
     the accusative ("Добавить ещё настройку прайс-листа")."""
     data = json.loads(helpers.InlineAdminFormSet.inline_formset_data(formset))
-    data["options"]["addText"] = gettext("Add one more %(name)s") % {
-        "name": grammar.accusative(formset.opts.model._meta)
+    data["options"]["addText"] = gettext("Add another %(verbose_name)s") % {
+        "verbose_name": grammar.accusative(formset.opts.model._meta)
     }
     return json.dumps(data)
 

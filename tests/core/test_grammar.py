@@ -132,6 +132,9 @@ def test_the_user_list_says_its_sentences_with_declined_names(superuser_client):
     english = text(superuser_client.get(url, **EN))
     assert "Select user to change" in english
     assert "Add user" in english
+    add = text(superuser_client.get(reverse("admin:auth_user_add"), **RU))
+    assert "Добавить пользователя | pricefeed" in add  # the page's title, and its crumb:
+    assert "Пользователи › Добавить пользователя" in add
 
 
 @pytest.mark.usefixtures("fast_password_hashing")

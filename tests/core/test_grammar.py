@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from core import grammar
+from core.adminutils import GrammarAdminMixin
 from mailboxes.models import InboundMessage
 from notifications.models import Subscription
 from tests.factories import create_message
@@ -42,6 +43,15 @@ def test_every_model_the_admin_shows_has_its_forms_declared():
     for model_admin in admin.site._registry.values():
         shown |= {inline.model._meta.label_lower for inline in model_admin.inlines}
     assert shown - set(grammar.NOUNS) == set()
+
+
+def test_every_admin_says_its_sentences_with_the_declared_forms():
+    plain = [
+        model._meta.label_lower
+        for model, model_admin in admin.site._registry.items()
+        if not isinstance(model_admin, GrammarAdminMixin)
+    ]
+    assert plain == []
 
 
 @pytest.mark.parametrize("label", sorted(grammar.NOUNS))

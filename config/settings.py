@@ -151,6 +151,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # Our models' names in the forms the admin's sentences need (core/grammar.py).
+            "libraries": {"grammar": "core.grammar_tags"},
         },
     },
 ]
@@ -221,6 +223,8 @@ LANGUAGES = [("ru", "Русский"), ("en", "English")]
 # files are compiled by the build (build_locale.py), not committed.
 LOCALE_PATHS = [Path(__file__).parent / "locale"]
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+# Where our formats correct Django's for a language (config/formats/ru: "2 декабря").
+FORMAT_MODULE_PATH = ["config.formats"]
 USE_I18N = True
 USE_TZ = True
 # Numbers and dates are shown in the formats of the request's language (Russian: a

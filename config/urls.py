@@ -2,8 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from core import adminutils
+
 admin.site.site_header = "pricefeed"
 admin.site.site_title = "pricefeed"
+# Django's *Delete selected*, its confirmation and message naming the objects in the
+# form the sentence needs (core/grammar.py).
+admin.site.add_action(adminutils.delete_selected, "delete_selected")
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),

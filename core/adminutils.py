@@ -4,11 +4,17 @@ Delete but for superusers)."""
 
 from __future__ import annotations
 
+import json
+from contextvars import ContextVar
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import actions, helpers
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.db.models.options import Options
+from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.formats import number_format
@@ -19,7 +25,9 @@ from django.utils.timesince import timesince, timeuntil
 from django.utils.translation import gettext, pgettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-# The stylesheet of the lists (column widths, one-line cells), in static files.
+from core import grammar
+
+# The stylesheet of the lists (column widths, two-line cells), in static files.
 LIST_CSS = "pricefeed/admin/lists.css"
 # Cell widths: short names and addresses, subjects and file names, errors.
 WIDTHS = ("s", "m", "l")
@@ -93,15 +101,16 @@ def due(value: datetime | None, *, now: datetime | None = None) -> SafeString | 
 
 
 def truncated(text: object, *, width: str = "m", error: bool = False) -> SafeString | str:
-    """A text on one line of a list: cut to the column's width (``s``, ``m`` or ``l``)
-    with an ellipsis, the whole of it on hover; in red when it is an error."""
+    """A text in a list: at most two lines of the column (``s``, ``m`` or ``l``: the
+    stylesheet clamps it) with an ellipsis, the whole of it on hover; in red when it is
+    an error. The page carries no more than two lines of the widest column could show."""
     assert width in WIDTHS, width
     full = str(text or "").strip()
     if not full:
         return EMPTY
-    # One line in the cell; the tooltip keeps the line breaks.
+    # No line breaks in the cell; the tooltip keeps them.
     line = " ".join(full.split())
-    limit = {"s": 40, "m": 80, "l": 160}[width]
+    limit = {"s": 80, "m": 160, "l": 320}[width]
     short = line if len(line) <= limit else line[: limit - 1] + "…"
     return format_html(
         '<span class="pf-cell pf-{}{}" title="{}">{}</span>',
@@ -114,12 +123,13 @@ def truncated(text: object, *, width: str = "m", error: bool = False) -> SafeStr
 
 def label(obj: Any, field: str) -> SafeString | str:
     """A choice's label as a list shows it: up to its parenthesis ("Partial" of
-    "Partial (some rows failed)") and cut to a short column, the whole label on hover."""
+    "Partial (some rows failed)"), cut to 16 characters and on one line (a status reads
+    badly broken), the whole label on hover."""
     full = str(getattr(obj, f"get_{field}_display")())
     short = " ".join(full.split(" (")[0].split())
     if len(short) > 16:
         short = short[:15] + "…"
-    return format_html('<span class="pf-cell pf-s" title="{}">{}</span>', full, short)
+    return format_html('<span class="pf-label" title="{}">{}</span>', full, short)
 
 
 def duration(value: timedelta | None) -> str:
@@ -152,10 +162,99 @@ def fields_without(fields, names: set[str]) -> list:
     return kept
 
 
-class ListAdminMixin:
-    """Every list of the apps: its stylesheet (one-line cells, column widths), and its
-    model's plural name as its title ("Импорты прайс-листов"), where Django's "Select %s
-    to change" cannot be said in Russian without declining the name. Its add page leaves
+# The model whose selected objects the *Delete selected* action is deleting, and how
+# many: its success message is said with the model's counted forms.
+_deleting: ContextVar[tuple[Options, int] | None] = ContextVar("deleting", default=None)
+
+
+@admin.action(permissions=["delete"], description=_("Delete selected %(verbose_name_plural)s"))
+def delete_selected(modeladmin, request, queryset):
+    """Django's *Delete selected*, its confirmation and its message naming the objects
+    in the form the sentence needs ("Удалить выбранные подписки", "Удалено: 5
+    подписок")."""
+    opts = modeladmin.opts
+    token = _deleting.set((opts, queryset.count()))
+    try:
+        response = actions.delete_selected(modeladmin, request, queryset)
+    finally:
+        _deleting.reset(token)
+    if isinstance(response, TemplateResponse) and response.context_data is not None:
+        objects = grammar.accusative_plural(opts)
+        response.context_data["objects_name"] = objects
+        if response.context_data.get("perms_lacking") or response.context_data.get("protected"):
+            response.context_data["title"] = gettext("Cannot delete %(name)s") % {"name": objects}
+    return response
+
+
+class GrammarAdminMixin:
+    """The admin's sentences with our models' names in the right form (core/grammar.py):
+    the list's title, the change page's title, the *Delete selected* action and its
+    messages, the delete page, the inlines' *Add another*. Django says each of them with
+    the nominative ("Выберите пользователь для изменения")."""
+
+    def changelist_view(self, request, extra_context=None):
+        if "_popup" in request.GET:
+            title = gettext("Select %s")
+        elif self.has_change_permission(request):  # type: ignore[attr-defined]
+            title = gettext("Select %s to change")
+        else:
+            title = gettext("Select %s to view")
+        title %= grammar.accusative(self.opts)  # type: ignore[attr-defined]
+        return super().changelist_view(  # type: ignore[misc]
+            request, {"title": capfirst(title), **(extra_context or {})}
+        )
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if add:
+            title = gettext("Add %s")
+        elif self.has_change_permission(request, obj):  # type: ignore[attr-defined]
+            title = gettext("Change %s")
+        else:
+            title = gettext("View %s")
+        context["title"] = title % grammar.accusative(self.opts)  # type: ignore[attr-defined]
+        for formset in context.get("inline_admin_formsets", ()):
+            formset.inline_formset_data = partial(_inline_formset_data, formset)
+        return super().render_change_form(  # type: ignore[misc]
+            request, context, add=add, change=change, form_url=form_url, obj=obj
+        )
+
+    def delete_view(self, request, object_id, extra_context=None):
+        name = grammar.accusative(self.opts)  # type: ignore[attr-defined]
+        return super().delete_view(  # type: ignore[misc]
+            request, object_id, {"object_name": name, **(extra_context or {})}
+        )
+
+    def get_action_choices(self, request, *args, **kwargs):
+        choices = super().get_action_choices(request, *args, **kwargs)  # type: ignore[misc]
+        description = gettext("Delete selected %(verbose_name_plural)s") % {
+            "verbose_name_plural": grammar.accusative_plural(self.opts)  # type: ignore[attr-defined]
+        }
+        return [
+            (name, description if name == "delete_selected" else said) for name, said in choices
+        ]
+
+    def message_user(self, request, message, level=messages.INFO, *args, **kwargs):
+        deleting = _deleting.get()
+        if deleting is not None and level == messages.SUCCESS:
+            opts, number = deleting
+            message = gettext("Deleted: %(objects)s.") % {"objects": grammar.counted(number, opts)}
+        return super().message_user(request, message, level, *args, **kwargs)  # type: ignore[misc]
+
+
+def _inline_formset_data(formset: helpers.InlineAdminFormSet) -> str:
+    """An inline's settings for its script, with *Add another* naming the object in
+    the accusative ("Добавить ещё настройку прайс-листа")."""
+    data = json.loads(helpers.InlineAdminFormSet.inline_formset_data(formset))
+    data["options"]["addText"] = gettext("Add another %(verbose_name)s") % {
+        "verbose_name": grammar.accusative(formset.opts.model._meta)
+    }
+    return json.dumps(data)
+
+
+class ListAdminMixin(GrammarAdminMixin):
+    """Every list of the apps: its stylesheet (two-line cells, column widths), and its
+    model's plural name as its title ("Импорты прайс-листов"): the name of what the list
+    holds says more than "Выберите импорт прайс-листа для изменения". Its add page leaves
     out the fields the database fills (``db_default``): before the row is saved they
     have no value, and Django would show its placeholder's repr."""
 
@@ -178,9 +277,7 @@ class ListAdminMixin:
 
     def changelist_view(self, request, extra_context=None):
         title = capfirst(self.model._meta.verbose_name_plural)  # type: ignore[attr-defined]
-        return super().changelist_view(  # type: ignore[misc]
-            request, {"title": title, **(extra_context or {})}
-        )
+        return super().changelist_view(request, {"title": title, **(extra_context or {})})
 
 
 class AuditAdminMixin(ListAdminMixin):

@@ -324,15 +324,15 @@ class InboundMessageAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("from"), ordering="from_address")
     def sender(self, obj: InboundMessage) -> str:
-        return truncated(obj.from_address or obj.from_header, width="s")
+        return truncated(obj.from_address or obj.from_header, width="m")
 
     @admin.display(description=_("subject"), ordering="subject")
     def short_subject(self, obj: InboundMessage) -> str:
-        return truncated(obj.subject, width="m")
+        return truncated(obj.subject, width="l")
 
     @admin.display(description=_("last error"))
     def short_error(self, obj: InboundMessage) -> str:
-        return truncated(shown(obj, "last_error"), width="m", error=True)
+        return truncated(shown(obj, "last_error"), width="s", error=True)
 
     @admin.display(description=_("last error"))
     def error_text(self, obj: InboundMessage) -> str:

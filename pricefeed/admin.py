@@ -506,8 +506,8 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
                     "row": annotated(obj, "first_error_row"),
                     "error": translated(first),
                 }
-            return truncated(text, width="m", error=True)
-        return truncated(shown(obj, "last_error"), width="m", error=obj.status == Status.FAILED)
+            return truncated(text, width="l", error=True)
+        return truncated(shown(obj, "last_error"), width="l", error=obj.status == Status.FAILED)
 
     @admin.display(description=_("last error"))
     def error(self, obj: PriceImport) -> str:
@@ -924,7 +924,7 @@ class InboundMessageAdmin(mailboxes_admin.InboundMessageAdmin):
             return EMPTY
         # Cut like any long text (the words are longer in some languages), whole on hover.
         return format_html(
-            '<span class="pf-cell pf-m" title="{}">{}</span>',
+            '<span class="pf-cell pf-s" title="{}">{}</span>',
             ", ".join(strip_tags(p) for p in parts),
             format_html_join(", ", "{}", ((p,) for p in parts)),
         )

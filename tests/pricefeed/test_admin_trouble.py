@@ -140,7 +140,7 @@ def test_a_failed_import_row_says_why(admin_client, troubled):
     content = admin_client.get(IMPORTS, {"status__exact": Status.FAILED}).content.decode()
 
     assert cell(content, "reason") == "unsupported format: pdf"
-    assert '<span class="pf-cell pf-m pf-error" title="unsupported format: pdf">' in content
+    assert '<span class="pf-cell pf-l pf-error" title="unsupported format: pdf">' in content
 
 
 def test_a_partial_import_row_says_how_many_rows_failed_and_the_first(admin_client, troubled):

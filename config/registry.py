@@ -1149,6 +1149,19 @@ SETTINGS: tuple[Setting, ...] = (
         section="django-q2",
         example="",
     ),
+    Setting(
+        "PRICEFEED_REDIS_ALLOW_INSECURE",
+        bool,
+        default="`false`",
+        doc=(
+            "with `DEBUG` off every command refuses a `PRICEFEED_REDIS_URL` without a "
+            "password, or without TLS (`rediss://`) unless it is a Unix socket or a loopback"
+            " address (system check `core.E004`); `true` accepts it (a network of your own)"
+        ),
+        reads=("core.brokers",),
+        section="django-q2",
+        example="false",
+    ),
     # -- API (/api/, docs/api.md) ------------------------------------------------------------
     Setting(
         "PRICEFEED_API_RATE",

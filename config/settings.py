@@ -464,6 +464,9 @@ Q_CLUSTER = {
 # or a dead worker (reaped), never the host's OOM killer.
 PRICEFEED_WORKER_MEMORY_LIMIT = env.int("PRICEFEED_WORKER_MEMORY_LIMIT", default=3 * 2**30)
 _redis_url = env.str("PRICEFEED_REDIS_URL", default="")
+# A Redis broker without a password, or without TLS off this host, is refused with DEBUG
+# off (core.brokers.check_redis_security) unless this says it is meant.
+PRICEFEED_REDIS_ALLOW_INSECURE = env.bool("PRICEFEED_REDIS_ALLOW_INSECURE", default=False)
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
 else:

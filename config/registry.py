@@ -1221,10 +1221,36 @@ SETTINGS: tuple[Setting, ...] = (
         "PRICEFEED_METRICS_ADDRESS",
         str,
         default="`127.0.0.1`",
-        doc="the address those ports are bound to: the one Prometheus reaches the host by",
+        doc=(
+            "the address those ports are bound to: the one Prometheus reaches the host by; "
+            "any but a loopback address needs the two TLS settings below (the token would "
+            "cross the network in clear), else the command refuses to start"
+        ),
         reads=("core.metrics_server",),
         section='Metrics (/metrics, docs/operations.md "Metrics")',
         example="127.0.0.1",
+    ),
+    Setting(
+        "PRICEFEED_METRICS_TLS_CERT",
+        str,
+        default="empty",
+        doc=(
+            "PEM certificate chain the metrics ports serve HTTPS with (and "
+            "`PRICEFEED_METRICS_TLS_KEY`, its private key); empty: plain HTTP, on loopback "
+            "only"
+        ),
+        reads=("core.metrics_server",),
+        section='Metrics (/metrics, docs/operations.md "Metrics")',
+        example="",
+    ),
+    Setting(
+        "PRICEFEED_METRICS_TLS_KEY",
+        str,
+        default="empty",
+        doc="the private key of `PRICEFEED_METRICS_TLS_CERT` (PEM; empty: in the cert file)",
+        reads=("core.metrics_server",),
+        section='Metrics (/metrics, docs/operations.md "Metrics")',
+        example="",
     ),
     Setting(
         "PROMETHEUS_MULTIPROC_DIR",

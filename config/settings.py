@@ -485,6 +485,9 @@ PRICEFEED_METRICS_TOKEN = env.str("PRICEFEED_METRICS_TOKEN", default="")
 # The metrics port of listen_mail and of dispatch_outbox (core.metrics_server), for hosts
 # without the web process: what /metrics answers, behind the same token; 0 or empty = off.
 PRICEFEED_METRICS_ADDRESS = env.str("PRICEFEED_METRICS_ADDRESS", default="127.0.0.1")
+# HTTPS on that port: required off loopback, where the token would otherwise cross in clear.
+PRICEFEED_METRICS_TLS_CERT = env.str("PRICEFEED_METRICS_TLS_CERT", default="")
+PRICEFEED_METRICS_TLS_KEY = env.str("PRICEFEED_METRICS_TLS_KEY", default="")
 PRICEFEED_LISTENER_METRICS_PORT = int(env.str("PRICEFEED_LISTENER_METRICS_PORT", default="") or 0)
 PRICEFEED_OUTBOX_METRICS_PORT = int(env.str("PRICEFEED_OUTBOX_METRICS_PORT", default="") or 0)
 

@@ -13,12 +13,13 @@ could read or feed: every task (a message id, an import to apply) passes through
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
 from django.core import checks
+
+from .hosts import loopback
 
 BROKER_SETTING = "PRICEFEED_REDIS_URL"
 DEFAULT_REDIS_PORT = 6379
@@ -60,18 +61,9 @@ def redis_weaknesses(url: str) -> list[str]:
     weaknesses = []
     if not (parts.password or parse_qs(parts.query).get("password", [""])[0]):
         weaknesses.append("no password")
-    if parts.scheme not in ("rediss", "unix") and not _loopback(parts.hostname or "localhost"):
+    if parts.scheme not in ("rediss", "unix") and not loopback(parts.hostname or "localhost"):
         weaknesses.append("no TLS (rediss://)")
     return weaknesses
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve anywhere
 
 
 def check_redis_security(app_configs=None, **kwargs) -> list[checks.CheckMessage]:

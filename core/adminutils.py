@@ -4,11 +4,12 @@ Delete but for superusers)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import BadRequest
 from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.formats import number_format
@@ -147,6 +148,15 @@ class ListAdminMixin:
     class Media:
         css = {"all": [LIST_CSS]}
 
+    def get_changelist_instance(self, request):
+        """The list, or a 400 for a filter value it cannot read (``?state=bogus``, a
+        time past the calendar): Django would redirect to its "?e=1" page, which says
+        the database is broken."""
+        try:
+            return super().get_changelist_instance(request)  # type: ignore[misc]
+        except IncorrectLookupParameters as exc:
+            raise BadRequest(str(exc)) from exc
+
     def changelist_view(self, request, extra_context=None):
         title = capfirst(self.model._meta.verbose_name_plural)  # type: ignore[attr-defined]
         return super().changelist_view(  # type: ignore[misc]
@@ -171,9 +181,15 @@ class AuditAdminMixin(ListAdminMixin):
 
 def moment_of(value: str) -> datetime:
     """An ISO 8601 time from a query string, aware (a naive one is in TIME_ZONE, as a
-    datetime-local field gives it); ValueError when it is not one."""
+    datetime-local field gives it); ValueError when it is not one, or not one the
+    database can be given (in UTC it falls outside years 1 to 9999: year 1 at +14:00)."""
     moment = datetime.fromisoformat(value)
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+    try:
+        moment = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value!r} is out of range") from None
+    return moment
 
 
 class SinceFilter(admin.SimpleListFilter):

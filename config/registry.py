@@ -71,6 +71,28 @@ SETTINGS: tuple[Setting, ...] = (
         example="",
     ),
     Setting(
+        "PRICEFEED_LOGIN_FAILURES",
+        int,
+        default="`5`",
+        doc=(
+            "failed admin logins of one username from one address that lock the pair out "
+            "(django-axes): that attempt and every one until the lock ends is answered 429 "
+            "(see [Operations](operations.md#login-throttling), how to unlock)"
+        ),
+        reads=("config.settings",),
+        section="Django",
+        example="5",
+    ),
+    Setting(
+        "PRICEFEED_LOGIN_LOCKOUT",
+        int,
+        default="`900`",
+        doc="seconds a locked-out username and address stay locked",
+        reads=("config.settings",),
+        section="Django",
+        example="900",
+    ),
+    Setting(
         "DEBUG",
         bool,
         default="`false`",

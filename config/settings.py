@@ -12,6 +12,7 @@ import importlib.util
 import os
 import secrets
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -112,6 +113,9 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "api",
+    # Admin login throttling (django-axes): failed logins counted in PostgreSQL, shared
+    # by every web process; see "Login throttling" below.
+    "axes",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -135,6 +139,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Answers a locked-out login with 429 (django-axes: last, as it asks).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -203,6 +209,25 @@ def _database(url: str) -> dict:
 DATABASES = {"default": _database(env.str("DATABASE_URL", default=""))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Login throttling (django-axes; docs/operations.md "Login throttling") ----------
+# Every password check goes through AxesStandaloneBackend first: it refuses a locked-out
+# username at this address before the password is compared.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# PRICEFEED_LOGIN_FAILURES failed logins of one username from one address lock that pair
+# out for PRICEFEED_LOGIN_LOCKOUT seconds: the failing attempt that reaches the limit and
+# every attempt until the lock ends, right password or not, is answered 429. A right
+# login before the limit clears the count. (Behind a reverse proxy every client has the
+# proxy's address: the lock is then per username.)
+AXES_FAILURE_LIMIT = env.int("PRICEFEED_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("PRICEFEED_LOGIN_LOCKOUT", default=900))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Failures are what the lock needs; a row per successful login would only grow.
+AXES_DISABLE_ACCESS_LOG = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -6,11 +6,12 @@ what the web process's ``/metrics`` answers (``core.metrics.exposition``: the ev
 metrics of this host, and the state gauges once the monitoring app has set them), behind
 the same bearer token (``core.metrics.authorization``).
 
-Each connection has a thread of its own (at most MAX_CONNECTIONS at once; one more is
-closed at once) and a deadline: REQUEST_DEADLINE seconds after it was accepted it is cut,
-whatever it is doing. A client that trickles a byte every few seconds cannot hold the
-port: other scrapes are answered meanwhile, and it is gone after the deadline. The
-thread's database connection is closed after each scrape.
+Each connection has a thread of its own (at most MAX_CONNECTIONS at once, and
+PER_ADDRESS from one client address, so that one client cannot take the slots
+Prometheus needs; one more is closed at once) and a deadline: REQUEST_DEADLINE seconds
+after it was accepted it is cut, whatever it is doing. A client that trickles a byte
+every few seconds cannot hold the port: other scrapes are answered meanwhile, and it is
+gone after the deadline. The thread's database connection is closed after each scrape.
 
 Bound to ``PRICEFEED_METRICS_ADDRESS`` (127.0.0.1 by default); the port comes from the
 command (``PRICEFEED_LISTENER_METRICS_PORT``, ``PRICEFEED_OUTBOX_METRICS_PORT``; 0 = off).
@@ -25,6 +26,7 @@ import logging
 import socket
 import ssl
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,6 +47,7 @@ REQUEST_DEADLINE = 5.0
 # Connections served at once; beyond, a new one is closed unanswered. Each is gone
 # within REQUEST_DEADLINE, so no client holds a slot for long.
 MAX_CONNECTIONS = 32
+PER_ADDRESS = 4
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -133,13 +136,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
-    """A thread per connection, at most MAX_CONNECTIONS at once."""
+    """A thread per connection, at most MAX_CONNECTIONS at once and PER_ADDRESS from
+    one client address."""
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], tls: ssl.SSLContext | None) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._lock = threading.Lock()
+        self._open: Counter[str] = Counter()  # connections served, by client address
         super().__init__(address, _Handler)
         if tls is not None:
             # The handshake happens in the connection's thread, under its deadline,
@@ -149,11 +154,15 @@ class _Server(ThreadingHTTPServer):
             )
 
     def process_request(self, request, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
+        client = client_address[0]
+        with self._lock:
+            admitted = self._open.total() < MAX_CONNECTIONS and self._open[client] < PER_ADDRESS
+            if admitted:
+                self._open[client] += 1
+        if not admitted:
             logger.warning(
-                "metrics port: %d connections open, closed one more from %s",
-                MAX_CONNECTIONS,
-                client_address[0],
+                "metrics port: too many connections open, closed one more from %s",
+                client,
                 extra={"action": "metrics_busy"},
             )
             self.shutdown_request(request)
@@ -169,7 +178,9 @@ class _Server(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            with self._lock:
+                self._open[client_address[0]] -= 1
+                self._open += Counter()  # drops the addresses at zero
 
 
 def tls_context() -> ssl.SSLContext | None:

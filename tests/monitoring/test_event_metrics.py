@@ -294,10 +294,12 @@ def test_with_a_certificate_the_port_serves_https_off_loopback(settings, tmp_pat
     assert response.status == 200 and b"pricefeed_state_up" in body
 
 
-def test_a_connection_past_the_cap_is_closed_and_scrapes_come_back(settings, monkeypatch):
-    """Idle connections fill every slot (MAX_CONNECTIONS, made 2 here): one more is
-    closed at once; once the deadline cuts them, scrapes are answered again."""
-    monkeypatch.setattr(metrics_server, "MAX_CONNECTIONS", 2)
+@pytest.mark.parametrize("cap", ["MAX_CONNECTIONS", "PER_ADDRESS"])
+def test_a_connection_past_the_cap_is_closed_and_scrapes_come_back(settings, monkeypatch, cap):
+    """Idle connections fill every slot (MAX_CONNECTIONS, or PER_ADDRESS for this
+    client, made 2 here): one more is closed at once; once the deadline cuts them,
+    scrapes are answered again."""
+    monkeypatch.setattr(metrics_server, cap, 2)
     settings.DEBUG = False
     settings.PRICEFEED_METRICS_TOKEN = TOKEN
     server = MetricsServer("127.0.0.1", 0).start()

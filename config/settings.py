@@ -544,5 +544,8 @@ LOGGING = {
         # django-q2 logs as "django-q" (its Q_CLUSTER log_level applies only when no
         # handler is configured, and the root's is).
         "django-q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},
+        # django-axes's banner at every process's start (its failures and lockouts are
+        # logged by axes.handlers, at WARNING).
+        "axes.apps": {"level": "WARNING"},
     },
 }

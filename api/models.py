@@ -38,6 +38,8 @@ class ApiToken(models.Model):
         _("expires at"), null=True, blank=True, help_text=_("Empty: the token never expires.")
     )
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    # The key, on the instance that was just given it (api.tokens), never stored.
+    key: str | None = None
 
     class Meta:
         ordering = ["-created_at", "-id"]

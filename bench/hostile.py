@@ -16,6 +16,12 @@ APPENDs the hostile message and right after it an ordinary price list, and print
 * the peak RSS of the worker tree (qcluster and all its children, summed) and of
   listen_mail, sampled every 100 ms.
 
+Then the metrics port of listen_mail (core.metrics_server) under a slowloris: three
+connections from one address each trickling its request a byte a second, while
+Prometheus is played by scrapes every half second; printed: how many scrapes were
+answered and the slowest, how long until the last trickler was cut, the listener's
+peak RSS.
+
 Then, within the documented limits:
 
 * the listener's peak RSS while it fetches a message of just under
@@ -57,6 +63,8 @@ WORKERS_RSS_LIMIT = 2 * 10**9
 LISTENER_BASE = 100 * MB
 WORKER_TARGET = 300 * MB
 MILLION = 1_000_000
+METRICS_TOKEN = "bench-hostile-metrics-token"
+TRICKLERS = 3  # one client's connections, under the port's PER_ADDRESS (4)
 
 # Fast supervision timings, as the integration tests use: they only shorten start-up
 # and reconnects; the parsing limits are the production defaults.
@@ -127,6 +135,7 @@ def run(url: str, args: argparse.Namespace) -> None:
 
     from devkit import hostile
     from devkit.samples import price_list_csv, price_rows, zipped
+    from devkit.servers import free_port
 
     cases = [c for c in hostile.CASES if not args.only or c.name in args.only]
     message_limit = settings.PRICEFEED_MAX_MESSAGE_BYTES
@@ -141,6 +150,9 @@ def run(url: str, args: argparse.Namespace) -> None:
     extra = [] if args.skip_large else [large, million]
     log_dir = Path(tempfile.mkdtemp(prefix="bench-hostile-"))
     env = {**os.environ, **ENV, "DATABASE_URL": url, "PYTHONUNBUFFERED": "1"}
+    metrics_port = free_port()
+    env |= {"PRICEFEED_LISTENER_METRICS_PORT": str(metrics_port)}
+    env |= {"PRICEFEED_METRICS_TOKEN": METRICS_TOKEN}
     rig = hostile.Rig([*cases, *extra], env=env, log_dir=log_dir)
     print(f"starting Dovecot, listen_mail and qcluster (logs in {log_dir}) ...", flush=True)
     rig.start()
@@ -154,6 +166,7 @@ def run(url: str, args: argparse.Namespace) -> None:
                 rig.reset(case.name)
         print_cases(results)
         preview_uploads()
+        metrics_slowloris(rig, metrics_port)
         if not args.skip_large:
             largest_message(rig, large, message_limit)
             million_rows(rig, million, price_list_csv, price_rows, zipped, file_limit)
@@ -305,6 +318,72 @@ def preview_uploads() -> None:
             took = time.monotonic() - started
         answer = result.error or result.verdict
         print(f"{name:<22} {took:>9.2f} s {megabytes(sampler.peaks['bench']):>10}  {answer[:90]}")
+
+
+def metrics_slowloris(rig, port: int) -> None:
+    """TRICKLERS connections to listen_mail's metrics port, each sending its request a
+    byte a second, and a scrape every half second meanwhile (a separate entry: the
+    attack is on the port, not in the mail)."""
+    import http.client
+    import select
+    import socket
+    import threading
+
+    def scrape() -> float | None:
+        """The scrape's time, or None when it was not answered 200."""
+        started = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+            ok = conn.getresponse().status == 200
+        except (OSError, http.client.HTTPException):
+            ok = False
+        finally:
+            conn.close()
+        return time.monotonic() - started if ok else None
+
+    print(f"\nmetrics port: {TRICKLERS} connections trickling a byte a second ...", flush=True)
+    reset_peaks([rig.listener.pid])
+    started = time.monotonic()
+    open_socks = [
+        socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(TRICKLERS)
+    ]
+    cut_after: list[float] = []
+    done = threading.Event()
+
+    def trickle() -> None:
+        request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 120
+        for byte in request:
+            for sock in list(open_socks):
+                try:
+                    ready, _, _ = select.select([sock], [], [], 0)
+                    if ready and sock.recv(1) == b"":
+                        raise ConnectionResetError
+                    sock.sendall(bytes([byte]))
+                except OSError:
+                    open_socks.remove(sock)
+                    sock.close()
+                    cut_after.append(time.monotonic() - started)
+            if not open_socks or done.wait(1):
+                break
+        done.set()
+
+    trickler = threading.Thread(target=trickle, daemon=True)
+    trickler.start()
+    times = []
+    while not done.is_set():
+        times.append(scrape())
+        done.wait(0.5)
+    trickler.join(10)
+    answered = [t for t in times if t is not None]
+    print(
+        f"  scrapes answered {len(answered)}/{len(times)}, slowest "
+        f"{seconds(max(answered) if answered else None)}; tricklers cut "
+        f"{len(cut_after)}/{TRICKLERS}, the last after {seconds(max(cut_after, default=None))}"
+        f" (deadline 5 s); listen_mail peak RSS {megabytes(high_water(rig.listener.pid))}"
+    )
+    for sock in open_socks:
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -71,6 +71,28 @@ SETTINGS: tuple[Setting, ...] = (
         example="",
     ),
     Setting(
+        "PRICEFEED_LOGIN_FAILURES",
+        int,
+        default="`5`",
+        doc=(
+            "failed admin logins of one username from one address that lock the pair out "
+            "(django-axes): that attempt and every one until the lock ends is answered 429 "
+            "(see [Operations](operations.md#login-throttling), how to unlock)"
+        ),
+        reads=("config.settings",),
+        section="Django",
+        example="5",
+    ),
+    Setting(
+        "PRICEFEED_LOGIN_LOCKOUT",
+        int,
+        default="`900`",
+        doc="seconds a locked-out username and address stay locked",
+        reads=("config.settings",),
+        section="Django",
+        example="900",
+    ),
+    Setting(
         "DEBUG",
         bool,
         default="`false`",
@@ -1246,6 +1268,19 @@ SETTINGS: tuple[Setting, ...] = (
         section="django-q2",
         example="",
     ),
+    Setting(
+        "PRICEFEED_REDIS_ALLOW_INSECURE",
+        bool,
+        default="`false`",
+        doc=(
+            "with `DEBUG` off every command refuses a `PRICEFEED_REDIS_URL` without a "
+            "password, or without TLS (`rediss://`) unless it is a Unix socket or a loopback"
+            " address (system check `core.E004`); `true` accepts it (a network of your own)"
+        ),
+        reads=("core.brokers",),
+        section="django-q2",
+        example="false",
+    ),
     # -- API (/api/, docs/api.md) ------------------------------------------------------------
     Setting(
         "PRICEFEED_API_RATE",
@@ -1305,10 +1340,36 @@ SETTINGS: tuple[Setting, ...] = (
         "PRICEFEED_METRICS_ADDRESS",
         str,
         default="`127.0.0.1`",
-        doc="the address those ports are bound to: the one Prometheus reaches the host by",
+        doc=(
+            "the address those ports are bound to: the one Prometheus reaches the host by; "
+            "any but a loopback address needs the two TLS settings below (the token would "
+            "cross the network in clear), else the command refuses to start"
+        ),
         reads=("core.metrics_server",),
         section='Metrics (/metrics, docs/operations.md "Metrics")',
         example="127.0.0.1",
+    ),
+    Setting(
+        "PRICEFEED_METRICS_TLS_CERT",
+        str,
+        default="empty",
+        doc=(
+            "PEM certificate chain the metrics ports serve HTTPS with (and "
+            "`PRICEFEED_METRICS_TLS_KEY`, its private key); empty: plain HTTP, on loopback "
+            "only"
+        ),
+        reads=("core.metrics_server",),
+        section='Metrics (/metrics, docs/operations.md "Metrics")',
+        example="",
+    ),
+    Setting(
+        "PRICEFEED_METRICS_TLS_KEY",
+        str,
+        default="empty",
+        doc="the private key of `PRICEFEED_METRICS_TLS_CERT` (PEM; empty: in the cert file)",
+        reads=("core.metrics_server",),
+        section='Metrics (/metrics, docs/operations.md "Metrics")',
+        example="",
     ),
     Setting(
         "PROMETHEUS_MULTIPROC_DIR",

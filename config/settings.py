@@ -12,6 +12,7 @@ import importlib.util
 import os
 import secrets
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -111,6 +112,9 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "api",
+    # Admin login throttling (django-axes): failed logins counted in PostgreSQL, shared
+    # by every web process; see "Login throttling" below.
+    "axes",
 ]
 # The development kit (manage.py demo, throwaway servers) where a source checkout has it;
 # the installed package does not.
@@ -134,6 +138,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Answers a locked-out login with 429 (django-axes: last, as it asks).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -204,6 +210,25 @@ def _database(url: str) -> dict:
 DATABASES = {"default": _database(env.str("DATABASE_URL", default=""))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Login throttling (django-axes; docs/operations.md "Login throttling") ----------
+# Every password check goes through AxesStandaloneBackend first: it refuses a locked-out
+# username at this address before the password is compared.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# PRICEFEED_LOGIN_FAILURES failed logins of one username from one address lock that pair
+# out for PRICEFEED_LOGIN_LOCKOUT seconds: the failing attempt that reaches the limit and
+# every attempt until the lock ends, right password or not, is answered 429. A right
+# login before the limit clears the count. (Behind a reverse proxy every client has the
+# proxy's address: the lock is then per username.)
+AXES_FAILURE_LIMIT = env.int("PRICEFEED_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("PRICEFEED_LOGIN_LOCKOUT", default=900))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Failures are what the lock needs; a row per successful login would only grow.
+AXES_DISABLE_ACCESS_LOG = True
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -480,6 +505,9 @@ PRICEFEED_WORKER_MEMORY_LIMIT = env.int("PRICEFEED_WORKER_MEMORY_LIMIT", default
 PRICEFEED_PREVIEW_MEMORY_LIMIT = env.int("PRICEFEED_PREVIEW_MEMORY_LIMIT", default=768 * 2**20)
 PRICEFEED_PREVIEW_CPU_SECONDS = env.int("PRICEFEED_PREVIEW_CPU_SECONDS", default=20)
 _redis_url = env.str("PRICEFEED_REDIS_URL", default="")
+# A Redis broker without a password, or without TLS off this host, is refused with DEBUG
+# off (core.brokers.check_redis_security) unless this says it is meant.
+PRICEFEED_REDIS_ALLOW_INSECURE = env.bool("PRICEFEED_REDIS_ALLOW_INSECURE", default=False)
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
 else:
@@ -498,6 +526,9 @@ PRICEFEED_METRICS_TOKEN = env.str("PRICEFEED_METRICS_TOKEN", default="")
 # The metrics port of listen_mail and of dispatch_outbox (core.metrics_server), for hosts
 # without the web process: what /metrics answers, behind the same token; 0 or empty = off.
 PRICEFEED_METRICS_ADDRESS = env.str("PRICEFEED_METRICS_ADDRESS", default="127.0.0.1")
+# HTTPS on that port: required off loopback, where the token would otherwise cross in clear.
+PRICEFEED_METRICS_TLS_CERT = env.str("PRICEFEED_METRICS_TLS_CERT", default="")
+PRICEFEED_METRICS_TLS_KEY = env.str("PRICEFEED_METRICS_TLS_KEY", default="")
 PRICEFEED_LISTENER_METRICS_PORT = int(env.str("PRICEFEED_LISTENER_METRICS_PORT", default="") or 0)
 PRICEFEED_OUTBOX_METRICS_PORT = int(env.str("PRICEFEED_OUTBOX_METRICS_PORT", default="") or 0)
 
@@ -529,5 +560,8 @@ LOGGING = {
         # django-q2 logs as "django-q" (its Q_CLUSTER log_level applies only when no
         # handler is configured, and the root's is).
         "django-q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},
+        # django-axes's banner at every process's start (its failures and lockouts are
+        # logged by axes.handlers, at WARNING).
+        "axes.apps": {"level": "WARNING"},
     },
 }

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from contextvars import ContextVar
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import actions, helpers
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import BadRequest
 from django.db.models.options import Options
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -275,6 +276,15 @@ class ListAdminMixin(GrammarAdminMixin):
             for name, options in fieldsets
         ]
 
+    def get_changelist_instance(self, request):
+        """The list, or a 400 for a filter value it cannot read (``?state=bogus``, a
+        time past the calendar): Django would redirect to its "?e=1" page, which says
+        the database is broken."""
+        try:
+            return super().get_changelist_instance(request)  # type: ignore[misc]
+        except IncorrectLookupParameters as exc:
+            raise BadRequest(str(exc)) from exc
+
     def changelist_view(self, request, extra_context=None):
         title = capfirst(self.model._meta.verbose_name_plural)  # type: ignore[attr-defined]
         return super().changelist_view(request, {"title": title, **(extra_context or {})})
@@ -297,9 +307,15 @@ class AuditAdminMixin(ListAdminMixin):
 
 def moment_of(value: str) -> datetime:
     """An ISO 8601 time from a query string, aware (a naive one is in TIME_ZONE, as a
-    datetime-local field gives it); ValueError when it is not one."""
+    datetime-local field gives it); ValueError when it is not one, or not one the
+    database can be given (in UTC it falls outside years 1 to 9999: year 1 at +14:00)."""
     moment = datetime.fromisoformat(value)
-    return moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+    try:
+        moment = moment if timezone.is_aware(moment) else timezone.make_aware(moment)
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{value!r} is out of range") from None
+    return moment
 
 
 class SinceFilter(admin.SimpleListFilter):

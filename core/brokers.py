@@ -6,6 +6,9 @@ names the broker without its credentials (it is stored in heartbeats and shown i
 admin): ``orm:default`` for the database queue, ``redis:<host>:<port>/<db>`` for Redis
 (``redis:unix:<path>/<db>`` over a Unix socket). Two processes with the same broker
 reached with different passwords have the same fingerprint.
+
+check_redis_security refuses, in production, a Redis broker that anyone on the network
+could read or feed: every task (a message id, an import to apply) passes through it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from django.conf import settings
+from django.core import checks
+
+from .hosts import loopback
 
 BROKER_SETTING = "PRICEFEED_REDIS_URL"
 DEFAULT_REDIS_PORT = 6379
@@ -45,3 +51,38 @@ def redis_fingerprint(redis: str | dict[str, Any]) -> str:
     db = path_db or query.get("db", ["0"])[0]
     host = (url.hostname or "localhost").lower()
     return f"redis:{host}:{url.port or DEFAULT_REDIS_PORT}/{int(db or 0)}"
+
+
+def redis_weaknesses(url: str) -> list[str]:
+    """What a Redis URL lacks to be safe off this host: a password (``redis://:pw@``
+    or ``?password=``), and TLS (``rediss://``) unless it reaches Redis over a Unix
+    socket or a loopback address, where no one else on the network sees the traffic."""
+    parts = urlsplit(url)
+    weaknesses = []
+    if not (parts.password or parse_qs(parts.query).get("password", [""])[0]):
+        weaknesses.append("no password")
+    if parts.scheme not in ("rediss", "unix") and not loopback(parts.hostname or "localhost"):
+        weaknesses.append("no TLS (rediss://)")
+    return weaknesses
+
+
+def check_redis_security(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """A system check: with DEBUG off, a Redis broker URL without a password, or
+    without TLS off this host, stops every command, unless
+    PRICEFEED_REDIS_ALLOW_INSECURE says it is meant (a private network of one's own)."""
+    redis = settings.Q_CLUSTER.get("redis")
+    if not isinstance(redis, str) or settings.DEBUG or settings.PRICEFEED_REDIS_ALLOW_INSECURE:
+        return []
+    weaknesses = redis_weaknesses(redis)
+    if not weaknesses:
+        return []
+    return [
+        checks.Error(
+            f"PRICEFEED_REDIS_URL ({redis_fingerprint(redis)}) has {' and '.join(weaknesses)}: "
+            "whoever reaches that Redis could read and enqueue pricefeed's tasks.",
+            hint="Use rediss://:<password>@host:6380/0 (TLS and a password; a Unix socket or "
+            "a loopback address needs only the password), or set "
+            "PRICEFEED_REDIS_ALLOW_INSECURE=true if the network is yours alone.",
+            id="core.E004",
+        )
+    ]

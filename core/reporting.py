@@ -52,7 +52,8 @@ class UrlPasswordReporterFilter(SafeExceptionReporterFilter):
         # string of a nested setting passes here.
         cleansed = super().cleanse_setting(key, value)
         if isinstance(cleansed, str):
-            return mask_url_passwords(cleansed, self.cleansed_substitute)
+            # str(): a lazy string (django-axes's AXES_USERNAME_FORM_FIELD) passes for a str.
+            return mask_url_passwords(str(cleansed), self.cleansed_substitute)
         return cleansed
 
     def get_traceback_frame_variables(self, request, tb_frame):
@@ -63,7 +64,7 @@ class UrlPasswordReporterFilter(SafeExceptionReporterFilter):
 
     def _cleanse_variable(self, value: Any) -> Any:
         if isinstance(value, str):
-            return mask_url_passwords(value, self.cleansed_substitute)
+            return mask_url_passwords(str(value), self.cleansed_substitute)
         # Anything else is masked in the text the report shows for it: a dict, an
         # object whose repr names its URL, a settings dict of a connection.
         return _MaskedRepr(value, self.cleansed_substitute)

@@ -8,7 +8,7 @@ class MailboxesConfig(AppConfig):
     verbose_name = _("Mailboxes and inbound mail")
 
     def ready(self) -> None:
-        from core import crypto, sweeps, taskresults, workers
+        from core import brokers, crypto, sweeps, taskresults, workers
 
         # texts registers the templates of the texts shown translated (core.texts).
         from . import processing, signals, texts  # noqa: F401
@@ -25,6 +25,8 @@ class MailboxesConfig(AppConfig):
         checks.register(crypto.check_encryption_keys, checks.Tags.security)
         # The broker every process hands work to: its client library must be there.
         checks.register(workers.check_broker)
+        # ... and in production it must not be open to the network.
+        checks.register(brokers.check_redis_security, checks.Tags.security)
 
 
 def imap_allowed_networks(app_configs=None, **kwargs) -> list[checks.CheckMessage]:

@@ -5,6 +5,7 @@ them (database time), so that the front page can link to exactly the rows it cou
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.utils.translation import gettext_lazy as _
 
 from . import selectors
@@ -23,7 +24,11 @@ class InstanceStateFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         value = self.value()
-        return selectors.instances_in_state(queryset, value) if value else queryset
+        if not value:
+            return queryset
+        if value not in ("live", "dead", "stopped"):
+            raise IncorrectLookupParameters(value)  # a 400 (core.adminutils.ListAdminMixin)
+        return selectors.instances_in_state(queryset, value)
 
 
 class LeaseStateFilter(admin.SimpleListFilter):

@@ -55,6 +55,9 @@ OUTCOMES: dict[str, tuple[str, ...]] = {
     "waiting": (Status.PENDING, Status.RUNNING),
 }
 TROUBLE = (Status.FAILED, Status.PARTIAL)
+# What an import's export needs beside viewing the import: what the API asks to read the
+# same rows (its items: PriceItem; what it changed in the catalogue: CatalogueEntry).
+EXPORT_PERMISSIONS = {"rows": "pricefeed.view_priceitem", "diff": "pricefeed.view_catalogueentry"}
 
 
 # The config page's fieldset "Expected arrival" (pricefeed.schedule).
@@ -582,9 +585,11 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
 
     def export_view(self, request, pk: int, what: str, file_format: str):
         """An import's rows or diff as a file (pricefeed.exports), for whoever may view
-        the import."""
+        the import and what the file holds, as the API asks (EXPORT_PERMISSIONS)."""
         price_import = get_object_or_404(PriceImport.objects.select_related("config"), pk=pk)
-        if not self.has_view_permission(request, price_import):
+        if not self.has_view_permission(request, price_import) or not request.user.has_perm(
+            EXPORT_PERMISSIONS[what]
+        ):
             raise PermissionDenied
         if file_format not in exports.FORMATS or (what == "diff" and not price_import.diff):
             raise Http404

@@ -11,7 +11,9 @@ the ITEM_FIELDS fields makes a Table through items_table.
 A spreadsheet must not run what a supplier put in a cell: a text cell that starts with
 ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written as text, with a
 leading ``'`` in CSV (as OWASP recommends) and as a string cell, never a formula, in
-xlsx. Numbers (a negative price too) are written as numbers.
+xlsx. "Starts" is read as a spreadsheet may read it (formula_like): after NFKC (a
+fullwidth ``＝`` is ``=``) and past leading white space, zero-width characters and a
+BOM. Numbers (a negative price too) are written as numbers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import queue
 import re
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +57,14 @@ FETCH_AHEAD = 2
 CSV_CHUNK_ROWS = 2000
 # What a text cell must not start with (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Invisible characters a formula may hide behind (besides white space): zero-width space,
+# non-joiner, joiner, word joiner, invisible operators, the BOM (zero-width no-break
+# space), the Mongolian vowel separator, the soft hyphen, and the direction marks,
+# embeddings and isolates.
+INVISIBLE = (
+    "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad"
+    "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 # Excel's rows per sheet; an export longer than that continues on another sheet.
 XLSX_MAX_ROWS = 1_048_576
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -94,9 +105,25 @@ class Table:
 # -- writers -----------------------------------------------------------------------------
 
 
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet may read ``text`` as a formula: it starts with one of
+    FORMULA_STARTS, or does once NFKC-normalised (fullwidth ``＝``, ``＋``, small ``﹣``)
+    and stripped of leading white space and INVISIBLE characters. Text that starts
+    with a printable ASCII character other than those is answered at once (most
+    cells: the export's hot loops call this for every text cell)."""
+    if text.startswith(FORMULA_STARTS):
+        return True
+    if not text or ("!" <= text[0] <= "~"):
+        return False
+    head = unicodedata.normalize("NFKC", text)
+    while (stripped := head.lstrip().lstrip(INVISIBLE)) != head:
+        head = stripped
+    return head.startswith(FORMULA_STARTS)
+
+
 def guarded(text: str) -> str:
     """``text`` as a CSV cell that no spreadsheet runs as a formula."""
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+    return "'" + text if formula_like(text) else text
 
 
 def csv_chunks(table: Table, *, delimiter: str = ";") -> Iterator[bytes]:
@@ -109,7 +136,6 @@ def csv_chunks(table: Table, *, delimiter: str = ";") -> Iterator[bytes]:
     writer.writerow([guarded(column.title) for column in table.columns])
     yield "\ufeff".encode() + buffer.getvalue().encode()
     rows = iter(table.rows)
-    starts = FORMULA_STARTS
     numeric = [column.numeric for column in table.columns]
 
     def number_text(text: str) -> str:
@@ -146,11 +172,11 @@ def csv_chunks(table: Table, *, delimiter: str = ";") -> Iterator[bytes]:
                             (value.rstrip("0").rstrip(".") if "." in value else value).replace(
                                 ".", point
                             )
-                            if not value.startswith(starts)
+                            if not formula_like(value)
                             else number_text(value)
                         )
                         if is_number
-                        else ("'" + value if value.startswith(starts) else value)
+                        else ("'" + value if formula_like(value) else value)
                     )
                     if type(value) is str
                     else other(value)
@@ -229,7 +255,7 @@ def write_xlsx(table: Table, file: IO[bytes]) -> int:
                     value = Decimal(value)
                 if isinstance(value, str):
                     value = _xlsx_clean(str(value))
-                    if value.startswith(FORMULA_STARTS):
+                    if formula_like(value):
                         cell = texts[i]
                         cell.value = value
                         cell.data_type = "s"  # openpyxl makes "=..." a formula

@@ -1,7 +1,9 @@
-"""A private ``redis-server`` for tests: its own port and directory, no persistence."""
+"""A private ``redis-server`` for tests: its own port, directory and password (as
+production needs one: core.brokers.check_redis_security), no persistence."""
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import socket
 import subprocess
@@ -16,6 +18,7 @@ class RedisServer:
     def __init__(self) -> None:
         self.host = LOCALHOST
         self.port = 0
+        self.password = secrets.token_hex(16)
         self.dir: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -25,13 +28,16 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        return f"redis://:{self.password}@{self.host}:{self.port}/0"
 
     def ping(self) -> bool:
         try:
             with socket.create_connection((self.host, self.port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
+                sock.sendall(f"AUTH {self.password}\r\nPING\r\n".encode())
+                answer = b""
+                while len(answer) < 12 and (chunk := sock.recv(16)):
+                    answer += chunk
+                return answer.startswith(b"+OK\r\n+PONG")
         except OSError:
             return False
 
@@ -43,6 +49,7 @@ class RedisServer:
                 "redis-server",
                 "--port", str(self.port),
                 "--bind", self.host,
+                "--requirepass", self.password,
                 "--dir", str(self.dir),
                 "--save", "",
                 "--appendonly", "no",

@@ -15,7 +15,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from api.models import ApiToken
-from api.tokens import LAST_USED_EVERY, key_hash, token_touch
+from api.tokens import LAST_USED_EVERY, key_hash, token_create, token_touch
 
 from .conftest import EVERYTHING, token_client, user_with
 
@@ -155,16 +155,19 @@ def test_the_admin_shows_a_new_tokens_key_once_and_makes_it_for_its_user(db):
     # Not a superuser: a token of another user (acting as them) is not offered.
     refused = client.post(add, {**form, "user": other.pk})
     assert refused.status_code == 200 and not ApiToken.objects.exists()
-    response = client.post(add, {**form, "user": person.pk}, follow=True)
+    response = client.post(add, {**form, "user": person.pk})
+    # The key is on the page that answers the form, in no cookie, cached nowhere.
     assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    assert not response.cookies.get("messages")
     token = ApiToken.objects.get(name="скрипт")
     assert token.user == person
-    shown = [str(m) for m in response.context["messages"]]
-    (message,) = [m for m in shown if "Copy it now" in m]
-    key = message.split(" is ", 1)[1].split(".", 1)[0]
+    key = response.context["key"]
     assert key_hash(key) == token.key_hash
+    assert f'value="{key}"' in response.content.decode()
     page = client.get(reverse("admin:api_apitoken_change", args=[token.pk]))
     assert key not in page.content.decode()
+    assert key not in "".join(str(c) for c in client.cookies.values())
 
 
 def test_admin_revoke_action_refuses_the_token_from_then_on(reader):
@@ -197,3 +200,86 @@ def test_a_rate_limits_each_token_on_its_own(reader, monkeypatch):
     assert [first.get("/api/imports/").status_code for _ in range(3)] == [200, 200, 429]
     assert second.get("/api/imports/").status_code == 200
     cache.clear()
+
+
+def token_owner(client: APIClient) -> User:
+    """A staff user who may make and change his own tokens (the operator role's
+    permissions on tokens), logged in to ``client``."""
+    person = user_with("ops", ["add_apitoken", "view_apitoken", "change_apitoken"])
+    person.is_staff = True
+    person.save()
+    client.force_login(person)
+    return person
+
+
+def change_form(token: ApiToken, **fields) -> dict:
+    """The token's change form as the page posts it, with ``fields`` changed (a crafted
+    post may add any field, even one the page does not show)."""
+    local = timezone.localtime(token.expires_at) if token.expires_at else None
+    form = {
+        "name": token.name,
+        "expires_at_0": local.strftime("%Y-%m-%d") if local else "",
+        "expires_at_1": local.strftime("%H:%M:%S") if local else "",
+    }
+    return {**form, **fields}
+
+
+def expiry_fields(moment) -> dict:
+    local = timezone.localtime(moment)
+    return {"expires_at_0": local.strftime("%Y-%m-%d"), "expires_at_1": local.strftime("%H:%M:%S")}
+
+
+@pytest.mark.usefixtures("fast_password_hashing")
+def test_a_tokens_owner_cannot_clear_its_revocation(db):
+    client = APIClient()
+    person = token_owner(client)
+    token, key = token_create(user=person, name="1C")
+    ApiToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())  # a superuser's
+    token.refresh_from_db()
+
+    response = client.post(
+        reverse("admin:api_apitoken_change", args=[token.pk]),
+        change_form(token, revoked_at_0="", revoked_at_1="", name="renamed"),
+    )
+
+    assert response.status_code == 302  # saved: the name, not the revocation
+    after = ApiToken.objects.get(pk=token.pk)
+    assert after.name == "renamed" and after.revoked_at == token.revoked_at
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert api.get("/api/imports/").status_code == 401
+
+
+@pytest.mark.usefixtures("fast_password_hashing")
+def test_a_tokens_owner_may_shorten_its_expiry_but_not_extend_or_clear_it(db):
+    client = APIClient()
+    person = token_owner(client)
+    expires = (timezone.now() + timedelta(days=30)).replace(microsecond=0)
+    token, _ = token_create(user=person, name="1C", expires_at=expires)
+    url = reverse("admin:api_apitoken_change", args=[token.pk])
+
+    for later in (
+        {"expires_at_0": "", "expires_at_1": ""},
+        expiry_fields(expires + timedelta(days=1)),
+    ):
+        refused = client.post(url, change_form(token, **later))
+        assert refused.status_code == 200
+        assert "expires_at" in refused.context["adminform"].form.errors
+        assert ApiToken.objects.get(pk=token.pk).expires_at == expires
+
+    sooner = expires - timedelta(days=10)
+    assert client.post(url, change_form(token, **expiry_fields(sooner))).status_code == 302
+    assert ApiToken.objects.get(pk=token.pk).expires_at == sooner
+
+
+@pytest.mark.usefixtures("fast_password_hashing")
+def test_a_superuser_may_extend_a_tokens_expiry(db):
+    root = User.objects.create_superuser("root", password=None)
+    client = APIClient()
+    client.force_login(root)
+    expires = (timezone.now() + timedelta(days=1)).replace(microsecond=0)
+    token, _ = token_create(user=root, name="1C", expires_at=expires)
+    url = reverse("admin:api_apitoken_change", args=[token.pk])
+
+    assert client.post(url, change_form(token, expires_at_0="", expires_at_1="")).status_code == 302
+    assert ApiToken.objects.get(pk=token.pk).expires_at is None

@@ -5,6 +5,9 @@ Prometheus scrapes it."""
 from __future__ import annotations
 
 import http.client
+import select
+import socket
+import threading
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -137,4 +140,46 @@ def test_dispatch_outbox_serves_metrics_on_its_own_port(manage):
     assert found[("pricefeed_state_up", ())] == 1
     assert found[("pricefeed_outbox_events", (("status", "NEW"),))] == 0
     assert get(port)[0] == 401
+    assert dispatcher.stop() == 0
+
+
+def test_a_trickling_client_neither_blinds_the_port_nor_holds_it(manage):
+    """Slowloris: a client sends its request a byte a second. Scrapes are answered
+    meanwhile, and the trickler is cut at the port's deadline (REQUEST_DEADLINE, 5 s;
+    asserted generously: cut within 30 s, long before its 60 s of bytes run out)."""
+    port = free_port()
+    env = {"PRICEFEED_OUTBOX_METRICS_PORT": str(port), "PRICEFEED_METRICS_TOKEN": TOKEN}
+    dispatcher = manage("dispatch_outbox", env=env)
+    wait_until(lambda: answers(port), 30, "metrics port answering", on_timeout=dispatcher.log)
+    cut = threading.Event()
+    request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 60
+
+    def trickle(sock: socket.socket) -> None:
+        try:
+            for byte in request:
+                sock.sendall(bytes([byte]))
+                if cut.wait(1):
+                    return
+                ready, _, _ = select.select([sock], [], [], 0)
+                if ready and sock.recv(1) == b"":
+                    break  # the server closed it
+        except OSError:
+            pass  # reset by the server
+        cut.set()
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+        started = time.monotonic()
+        trickler = threading.Thread(target=trickle, args=(slow,), daemon=True)
+        trickler.start()
+        time.sleep(1.5)  # the trickle has begun
+        meanwhile = get(port, AUTH)[0]
+        held = not cut.is_set()
+        trickler.join(60)
+        lasted = time.monotonic() - started
+
+    assert meanwhile == 200
+    assert held  # the scrape was answered while the trickler was connected
+    assert cut.is_set() and lasted < 30
+    assert get(port, AUTH)[0] == 200
+    dispatcher.wait_for_log("cut a connection from 127.0.0.1")
     assert dispatcher.stop() == 0

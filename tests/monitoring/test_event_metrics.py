@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import smtplib
 import socket
+import ssl
 import time
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -15,8 +16,10 @@ from django.core.mail.backends.locmem import EmailBackend as LocmemBackend
 from django.db import transaction
 from prometheus_client.parser import text_string_to_metric_families
 
-from core import metrics
+from core import metrics, metrics_server
 from core.metrics_server import MetricsPortError, MetricsServer, start_metrics_port
+from devkit.servers import free_port
+from devkit.servers.dovecot import _certificates
 from mailboxes import recording
 from mailboxes.leases import lease_acquire
 from mailboxes.recording import Fetched
@@ -250,3 +253,67 @@ def test_port_0_serves_nothing_and_a_taken_port_is_an_error_naming_the_setting(s
 
         with pytest.raises(MetricsPortError, match="PRICEFEED_LISTENER_METRICS_PORT"):
             start_metrics_port(port, "PRICEFEED_LISTENER_METRICS_PORT")
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "10.0.0.7", "::", "metrics.example"])
+def test_off_loopback_the_port_refuses_to_start_without_tls(settings, address):
+    settings.PRICEFEED_METRICS_ADDRESS = address
+    settings.PRICEFEED_METRICS_TLS_CERT = settings.PRICEFEED_METRICS_TLS_KEY = ""
+
+    with pytest.raises(MetricsPortError, match=r"without TLS.*in clear"):
+        start_metrics_port(free_port(), "PRICEFEED_LISTENER_METRICS_PORT")
+
+
+def test_with_a_certificate_the_port_serves_https_off_loopback(settings, tmp_path):
+    ca_pem, cert_pem, key_pem = _certificates(["127.0.0.1", "localhost"])
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    (tmp_path / "key.pem").write_bytes(key_pem)
+    settings.DEBUG = False
+    settings.PRICEFEED_METRICS_TOKEN = TOKEN
+    settings.PRICEFEED_METRICS_ADDRESS = "0.0.0.0"
+    settings.PRICEFEED_METRICS_TLS_CERT = str(tmp_path / "cert.pem")
+    settings.PRICEFEED_METRICS_TLS_KEY = str(tmp_path / "key.pem")
+    server = start_metrics_port(free_port(), "PRICEFEED_LISTENER_METRICS_PORT")
+    assert server is not None
+    try:
+        trusted = ssl.create_default_context(cadata=ca_pem.decode())
+        conn = http.client.HTTPSConnection("127.0.0.1", server.port, timeout=30, context=trusted)
+        conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        plain = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        with pytest.raises((http.client.HTTPException, OSError)):
+            plain.request("GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+            plain.getresponse().read()
+        plain.close()
+    finally:
+        server.stop()
+
+    assert server.url.startswith("https://")
+    assert response.status == 200 and b"pricefeed_state_up" in body
+
+
+@pytest.mark.parametrize("cap", ["MAX_CONNECTIONS", "PER_ADDRESS"])
+def test_a_connection_past_the_cap_is_closed_and_scrapes_come_back(settings, monkeypatch, cap):
+    """Idle connections fill every slot (MAX_CONNECTIONS, or PER_ADDRESS for this
+    client, made 2 here): one more is closed at once; once the deadline cuts them,
+    scrapes are answered again."""
+    monkeypatch.setattr(metrics_server, cap, 2)
+    settings.DEBUG = False
+    settings.PRICEFEED_METRICS_TOKEN = TOKEN
+    server = MetricsServer("127.0.0.1", 0).start()
+    try:
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(2)]
+        time.sleep(0.5)  # both accepted and holding their slots
+        with pytest.raises((http.client.HTTPException, OSError)):
+            get(server, Authorization=f"Bearer {TOKEN}")
+        for sock in idle:
+            sock.settimeout(30)
+            assert sock.recv(1) == b""  # cut at the deadline
+            sock.close()
+        status, _headers, _body = get(server, Authorization=f"Bearer {TOKEN}")
+    finally:
+        server.stop()
+
+    assert status == 200

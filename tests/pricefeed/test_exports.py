@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import openpyxl
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.http import FileResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -25,7 +26,7 @@ from pricefeed import exports
 from pricefeed.imports.diff import DIFF_SAMPLE
 from pricefeed.imports.storage import insert_items
 from pricefeed.models import PriceImport, PriceListConfig
-from tests.access.support import at_least, each_role, logged_in
+from tests.access.support import at_least, each_role, logged_in, staff
 from tests.factories import create_config, create_message, receive, run_all
 
 Status = PriceImport.Status
@@ -469,3 +470,25 @@ def test_exports_need_view_permission_on_imports(client, role, mailbox, config):
             assert response.status_code == (200 if at_least(role, VIEWER) else 403)
             if response.status_code == 200:
                 assert b"".join(response.streaming_content)  # and the response is closed
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("what", "permission"),
+    [("rows", "view_priceitem"), ("diff", "view_catalogueentry")],
+)
+def test_an_export_needs_what_the_api_needs_to_read_the_same_rows(
+    client, mailbox, config, what, permission
+):
+    """The viewer role without the rows' own view permission: the import's page opens,
+    its export is refused, as the API refuses its items (api.views)."""
+    price_import = imported(mailbox, OLD[:2])
+    user = staff(VIEWER)
+    group = user.groups.get()
+    group.permissions.remove(Permission.objects.get(codename=permission))
+    client.force_login(user)
+
+    page = reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
+    assert client.get(page).status_code == 200
+    for file_format in exports.FORMATS:
+        assert client.get(export_url(price_import, what, file_format)).status_code == 403

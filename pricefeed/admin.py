@@ -24,6 +24,7 @@ from core.adminutils import (
     SinceFilter,
     annotated,
     duration,
+    fields_without,
     label,
     numbered,
     truncated,
@@ -127,6 +128,9 @@ class PriceListConfigAdmin(ListAdminMixin, admin.ModelAdmin):
 
     def get_fieldsets(self, request, obj=None):
         grouped = (*SCHEDULE_FIELDS, *PRICE_SENSE_FIELDS)
+        # The preview is an operator's (preview_view): not offered to whom it refuses.
+        if not self.has_change_permission(request, obj):
+            grouped += ("preview_link",)
         fields = [f for f in self.get_fields(request, obj) if f not in grouped]
         return [
             (None, {"fields": fields}),
@@ -538,6 +542,16 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             url,
             ngettext("%(count)d item", "%(count)d items", obj.rows_ok) % {"count": obj.rows_ok},
         )
+
+    def get_fieldsets(self, request, obj=None):
+        """The export links only for whoever may have every file (export_view)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if all(request.user.has_perm(p) for p in EXPORT_PERMISSIONS.values()):
+            return fieldsets
+        return [
+            (name, {**options, "fields": fields_without(options["fields"], {"export_links"})})
+            for name, options in fieldsets
+        ]
 
     @admin.display(description=_("export"))
     def export_links(self, obj: PriceImport) -> str:

@@ -53,6 +53,9 @@ def test_preview_is_an_operators(client, role, config):
         assert response.context["results"]
     else:
         assert response.status_code == 403
+    # Offered on the config's page to whoever may run it, to nobody else.
+    page = client.get(reverse("admin:pricefeed_pricelistconfig_change", args=[config.pk]))
+    assert (url in page.content.decode()) == at_least(role, OPERATOR)
 
 
 @each_role

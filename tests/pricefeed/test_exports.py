@@ -488,7 +488,9 @@ def test_an_export_needs_what_the_api_needs_to_read_the_same_rows(
     group.permissions.remove(Permission.objects.get(codename=permission))
     client.force_login(user)
 
-    page = reverse("admin:pricefeed_priceimport_change", args=[price_import.pk])
-    assert client.get(page).status_code == 200
+    page = client.get(reverse("admin:pricefeed_priceimport_change", args=[price_import.pk]))
+    assert page.status_code == 200
+    # Not offered either.
+    assert export_url(price_import, "rows", "csv") not in page.content.decode()
     for file_format in exports.FORMATS:
         assert client.get(export_url(price_import, what, file_format)).status_code == 403

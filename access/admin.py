@@ -16,7 +16,7 @@ from django.db.models import Model
 from django_q import admin as q_admin
 from django_q.models import Failure, OrmQ, Schedule, Success
 
-from core.adminutils import GrammarAdminMixin
+from core.adminutils import GrammarAdminMixin, ReadableQueryMixin
 
 from . import permissions
 
@@ -25,7 +25,7 @@ def superuser(request) -> bool:
     return request.user.is_active and request.user.is_superuser
 
 
-class ScheduleAdmin(GrammarAdminMixin, q_admin.ScheduleAdmin):
+class ScheduleAdmin(ReadableQueryMixin, GrammarAdminMixin, q_admin.ScheduleAdmin):
     def has_module_permission(self, request) -> bool:
         return superuser(request)
 
@@ -47,21 +47,21 @@ def resubmit_task(modeladmin, request, queryset) -> None:
     q_admin.resubmit_task(modeladmin, request, queryset)
 
 
-class TaskAdmin(GrammarAdminMixin, q_admin.TaskAdmin):
+class TaskAdmin(ReadableQueryMixin, GrammarAdminMixin, q_admin.TaskAdmin):
     actions = [resubmit_task]
 
     def has_superuser_permission(self, request) -> bool:
         return superuser(request)
 
 
-class FailAdmin(GrammarAdminMixin, q_admin.FailAdmin):
+class FailAdmin(ReadableQueryMixin, GrammarAdminMixin, q_admin.FailAdmin):
     actions = [resubmit_task]
 
     def has_superuser_permission(self, request) -> bool:
         return superuser(request)
 
 
-class QueueAdmin(GrammarAdminMixin, q_admin.QueueAdmin):
+class QueueAdmin(ReadableQueryMixin, GrammarAdminMixin, q_admin.QueueAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return superuser(request)
 
@@ -92,7 +92,7 @@ class RoleFilter(admin.RelatedFieldListFilter):
         ]
 
 
-class GroupAdmin(GrammarAdminMixin, auth_admin.GroupAdmin):
+class GroupAdmin(ReadableQueryMixin, GrammarAdminMixin, auth_admin.GroupAdmin):
     """Groups, the roles among them named in the reader's language: in the list, the
     page's title and its breadcrumbs (templates/admin/auth/group/change_form.html)."""
 
@@ -111,7 +111,7 @@ class GroupAdmin(GrammarAdminMixin, auth_admin.GroupAdmin):
         return permissions.role_name(obj)
 
 
-class UserAdmin(GrammarAdminMixin, auth_admin.UserAdmin):
+class UserAdmin(ReadableQueryMixin, GrammarAdminMixin, auth_admin.UserAdmin):
     list_filter = ["is_staff", "is_superuser", "is_active", ("groups", RoleFilter)]
 
     def formfield_for_manytomany(self, db_field, request=None, **kwargs):

@@ -229,6 +229,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Failures are what the lock needs; a row per successful login would only grow.
 AXES_DISABLE_ACCESS_LOG = True
+# No pages of its own in the admin (they are English and outside the admin's lists'
+# checks): locks are lifted with its axes_reset commands (docs/operations.md).
+AXES_ENABLE_ADMIN = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,4 +1,4 @@
-"""A library's own error (zipfile, tarfile, gzip, calamine) said in our words: its text
+"""A library's own error (zipfile, tarfile, gzip, calamine, csv) said in our words: its text
 is English and written for a programmer, while the reason of a failed import is read
 by an operator and, in the mail, by the supplier."""
 
@@ -25,6 +25,31 @@ def described(error: BaseException) -> Text:
     """Our sentence for a library's error."""
     message = str(error)
     for start, sentence in SENTENCES.items():
+        if message.startswith(start):
+            return Text(sentence)
+    return Text(m.STRUCTURE_UNREADABLE)
+
+
+# The csv module's errors, by how its message starts.
+CSV_SENTENCES = {
+    "line contains NUL": m.CSV_NUL,
+    "new-line character seen in unquoted field": m.CSV_NEW_LINE,
+    "unexpected end of data": m.CSV_CUT_SHORT,
+}
+
+
+def csv_described(error: BaseException) -> Text:
+    """Our sentence for a csv.Error: one of ours raised as csv would (a Text) as it is,
+    the csv module's own by its message."""
+    (message,) = error.args[:1] or ("",)
+    if isinstance(message, Text):
+        return message
+    message = str(message)
+    if message.startswith("field larger than field limit"):
+        return Text(m.CSV_FIELD_TOO_LARGE, limit=message.rpartition("(")[2].rstrip(")"))
+    if message.endswith("expected after '\"'"):
+        return Text(m.CSV_AFTER_QUOTE)
+    for start, sentence in CSV_SENTENCES.items():
         if message.startswith(start):
             return Text(sentence)
     return Text(m.STRUCTURE_UNREADABLE)

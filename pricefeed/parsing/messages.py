@@ -257,3 +257,8 @@ ZIP_TRUNCATED = gettext_noop("the archive is cut short")
 CHECKSUM_WRONG = gettext_noop("a checksum does not match: the data is damaged")
 NOT_GZIP = gettext_noop("not gzip data")
 STRUCTURE_UNREADABLE = gettext_noop("its structure cannot be read")
+# The csv module's errors, in our words (library_errors.csv_described).
+CSV_NUL = gettext_noop("the text holds a NUL character: is it a text table at all?")
+CSV_NEW_LINE = gettext_noop("a line break inside a field that is not in quotes")
+CSV_AFTER_QUOTE = gettext_noop("a closing quote is not followed by the delimiter")
+CSV_CUT_SHORT = gettext_noop("the text ends inside a quoted field")

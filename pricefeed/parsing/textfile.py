@@ -16,6 +16,7 @@ from .deadline import Deadline
 from .errors import (
     CorruptFile,
 )
+from .library_errors import csv_described
 from .plainlines import PlainLines
 from .rows import Sink
 from .table import Table, read_table
@@ -67,7 +68,9 @@ def read_text(
             Table(reader, typed=False), options, limits, "csv", sink, deadline=deadline, nul=nul
         )
     except csv.Error as exc:
-        raise CorruptFile(Text(m.TEXT_MALFORMED, line=reader.line_num, error=exc)) from None
+        raise CorruptFile(
+            Text(m.TEXT_MALFORMED, line=reader.line_num, error=csv_described(exc))
+        ) from None
     result.encoding = encoding
     result.delimiter = delimiter
     return result

@@ -54,11 +54,12 @@ def installed() -> Iterator[Installation]:
         yield _install(base)
 
 
-def _install(base: Path) -> Installation:
+def _install(base: Path, python: str = sys.executable) -> Installation:
+    """A copy of the source tree pip-installed into ``base``/venv, made by ``python``."""
     source = base / "source"
     shutil.copytree(ROOT, source, ignore=NOT_IN_A_CLONE)
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [
             str(venv / "bin" / "python"),

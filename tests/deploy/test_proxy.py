@@ -138,11 +138,7 @@ def test_gunicorn_behind_the_nginx_example_logs_in_over_https_in_chromium(
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    https_port, http_port = free_port(), free_port()
-    origin = f"https://{HOST}:{https_port}"
-    env = production_environment(
-        tmp_path, deploy_database, CSRF_TRUSTED_ORIGINS=origin, PRICEFEED_PUBLIC_URL=origin
-    )
+    env = production_environment(tmp_path, deploy_database)
     cwd = tmp_path / "run"
     cwd.mkdir()
     django_admin = str(installed.bin / "django-admin")
@@ -163,6 +159,11 @@ def test_gunicorn_behind_the_nginx_example_logs_in_over_https_in_chromium(
     def command(bind: str) -> list[str]:
         return unit_command("pricefeed-web.service", "ExecStart", installed.venv, bind=bind)
 
+    # The host's address as the operator writes it into the environment file, the port
+    # taken as late as it can be (nginx binds it).
+    https_port, http_port = free_port(), free_port()
+    origin = f"https://{HOST}:{https_port}"
+    env = {**env, "CSRF_TRUSTED_ORIGINS": origin, "PRICEFEED_PUBLIC_URL": origin}
     with Gunicorn(command, env, cwd) as server:
         nginx = Nginx(
             nginx_dir,

@@ -133,6 +133,8 @@ def test_installed_package_answers_probes_and_metrics_over_plain_http_on_any_hos
     django_admin = str(installed.bin / "django-admin")
     # As kubelet probes: plain HTTP, the pod's address as Host (not in ALLOWED_HOSTS).
     pod = {"Host": "10.42.0.17:8000"}
+    # The static files are part of the image (the error pages use the admin's stylesheet).
+    run([django_admin, "collectstatic", "--noinput"], env, cwd)
 
     def command(bind: str) -> list[str]:
         return unit_command("pricefeed-web.service", "ExecStart", installed.venv, bind=bind)

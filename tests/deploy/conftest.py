@@ -51,10 +51,10 @@ def installed() -> Iterator[Installation]:
     copy of the code (pip's cache keeps this to seconds after the first time). In a
     directory any user may read, as /opt/pricefeed/venv (pytest's own are root's alone)."""
     with readable_directory("installed") as base:
-        yield _install(base)
+        yield install_into(base)
 
 
-def _install(base: Path, python: str = sys.executable) -> Installation:
+def install_into(base: Path, python: str = sys.executable) -> Installation:
     """A copy of the source tree pip-installed into ``base``/venv, made by ``python``."""
     source = base / "source"
     shutil.copytree(ROOT, source, ignore=NOT_IN_A_CLONE)

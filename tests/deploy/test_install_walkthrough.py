@@ -33,7 +33,7 @@ from devkit.servers.dovecot import DovecotServer
 from devkit.servers.processes import wait_until
 from tests.requirements import require_dovecot
 
-from .conftest import Installation, _install
+from .conftest import Installation, install_into
 from .support import BASE_ENV, ROOT, Gunicorn, readable_directory, unit_command
 from .test_install import HOST, METRICS_TOKEN
 from .test_install_metrics import Daemon
@@ -212,7 +212,7 @@ def service_venv(host: Host, tmp_root: Path) -> None:
     else the same install from the system's python3, as a server has (an interpreter
     under root's home is not the service user's to run)."""
     if not runs_as_service_user(host.installed.bin / "python"):
-        host.installed = _install(tmp_root, python="/usr/bin/python3")
+        host.installed = install_into(tmp_root, python="/usr/bin/python3")
     assert runs_as_service_user(host.installed.bin / "python")
 
 

@@ -1380,7 +1380,8 @@ SETTINGS: tuple[Setting, ...] = (
             " process there and emptied before they start (the units' "
             "`pricefeed-metrics.service` does both), where each process writes its event "
             "metrics so that `/metrics` adds them up; empty: `/metrics` shows only the "
-            "answering process's events"
+            "answering process's events. A process that finds no such directory (a one-off"
+            " command while the services are stopped) counts its events alone, as if empty"
         ),
         reads=("config.settings",),
         section='Metrics (/metrics, docs/operations.md "Metrics")',

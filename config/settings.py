@@ -525,6 +525,26 @@ else:
 # /metrics (monitoring.metrics) asks for "Authorization: Bearer <token>" when set; with
 # DEBUG off it is refused (403) until set. PROMETHEUS_MULTIPROC_DIR, the directory the
 # processes write their event metrics to, is read by prometheus_client itself.
+
+
+def _forget_a_missing_metrics_directory() -> None:
+    """Leaves PROMETHEUS_MULTIPROC_DIR out of this process's environment when it names no
+    directory, before prometheus_client is first imported (django.setup() comes after the
+    settings): the process then counts its events in memory, as without the variable.
+
+    The directory belongs to the services: pricefeed-metrics.service makes it, empty, for
+    them and removes it when they stop (deploy/systemd). A one-off command (migrate,
+    createsuperuser, pricefeed_status) runs as well before they ever started or while
+    they are stopped, when the directory is not there; prometheus_client would fail on
+    the first metric with a traceback. It does not make the directory either: the
+    service user may not write /run, and one made by hand would outlive the emptying the
+    services rely on. What a one-off command counts is of no interest to /metrics."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if path and not os.path.isdir(path):
+        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+
+_forget_a_missing_metrics_directory()
 PRICEFEED_METRICS_TOKEN = env.str("PRICEFEED_METRICS_TOKEN", default="")
 # The metrics port of listen_mail and of dispatch_outbox (core.metrics_server), for hosts
 # without the web process: what /metrics answers, behind the same token; 0 or empty = off.

@@ -181,6 +181,21 @@ ensure_chromium() {
     fi
 }
 
+ensure_nginx() {
+    # Debian's nginx for the test of the TLS proxy example (deploy/nginx.conf in front of
+    # gunicorn; the test runs a private instance on a port of its own).
+    command -v nginx >/dev/null && return 0
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        say "installing nginx for the test of the TLS proxy example ..."
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            nginx >/dev/null
+    else
+        say "note: nginx is missing and cannot be installed without root;"
+        say "      the test of the TLS proxy example will be skipped (apt-get install nginx)."
+    fi
+}
+
 pg_ready() { # URL: a PostgreSQL server answers there and lets us in
     "$VENV/bin/python" - "$1" >/dev/null 2>&1 <<'PY'
 import sys, psycopg

@@ -1,5 +1,5 @@
-"""Tools some tests need from the machine (Dovecot, redis-server, Chromium, gettext): where one is
-missing the test is skipped, saying what to install; under CI, which sets
+"""Tools some tests need from the machine (Dovecot, redis-server, Chromium, gettext, nginx):
+where one is missing the test is skipped, saying what to install; under CI, which sets
 PRICEFEED_REQUIRE_<TOOL>=1, a missing tool is a broken setup and the test fails."""
 
 from __future__ import annotations
@@ -57,6 +57,19 @@ def require_chromium() -> str:
         path is not None,
         "PRICEFEED_REQUIRE_CHROMIUM",
         "apt-get install chromium (./scripts/test does)",
+    )
+    assert path is not None
+    return path
+
+
+def require_nginx() -> str:
+    """Debian's nginx, for the test of the TLS proxy example (deploy/nginx.conf)."""
+    path = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+    require(
+        "nginx",
+        path is not None,
+        "PRICEFEED_REQUIRE_NGINX",
+        "apt-get install nginx (./scripts/test does)",
     )
     assert path is not None
     return path

@@ -6,13 +6,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from .support import ROOT, drop_database, recreate_database
+from .support import ROOT, drop_database, readable_directory, recreate_database
 
 # What a fresh clone does not have (.gitignore), and what no clone has (.git).
 NOT_IN_A_CLONE = shutil.ignore_patterns(
@@ -45,14 +46,20 @@ class Installation:
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory) -> Installation:
+def installed() -> Iterator[Installation]:
     """``python -m venv`` + ``pip install <source>``, not editable: the venv holds its own
-    copy of the code (pip's cache keeps this to seconds after the first time)."""
-    base = tmp_path_factory.mktemp("installed")
+    copy of the code (pip's cache keeps this to seconds after the first time). In a
+    directory any user may read, as /opt/pricefeed/venv (pytest's own are root's alone)."""
+    with readable_directory("installed") as base:
+        yield install_into(base)
+
+
+def install_into(base: Path, python: str = sys.executable) -> Installation:
+    """A copy of the source tree pip-installed into ``base``/venv, made by ``python``."""
     source = base / "source"
     shutil.copytree(ROOT, source, ignore=NOT_IN_A_CLONE)
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [
             str(venv / "bin" / "python"),

@@ -8,10 +8,13 @@ import http.client
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +70,19 @@ def unit_command(unit: str, key: str, venv: Path, *, bind: str | None = None) ->
     if bind is not None:
         argv[argv.index("--bind") + 1] = bind
     return argv
+
+
+@contextmanager
+def readable_directory(prefix: str) -> Iterator[Path]:
+    """A new directory under /tmp that every user may enter and read (0755), removed
+    afterwards: for what a process of another user reads, as an unprivileged service
+    user or nginx's workers (pytest's temporary directories are their owner's alone)."""
+    path = Path(tempfile.mkdtemp(prefix=f"pricefeed-{prefix}-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def recreate_database(name: str) -> str:

@@ -29,19 +29,20 @@ def production_environment(tmp_path, database_url: str = "", **values: str) -> d
     metrics directory (in place of the one pricefeed-metrics.service holds)."""
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir(exist_ok=True)
-    values = {"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), **values}
-    return documented_environment(
-        SECRET_KEY=secrets.token_urlsafe(50),
-        PRICEFEED_ENCRYPTION_KEYS=Fernet.generate_key().decode(),
-        ALLOWED_HOSTS=HOST,
-        CSRF_TRUSTED_ORIGINS=f"https://{HOST}",
-        PRICEFEED_METRICS_TOKEN=METRICS_TOKEN,
-        PRICEFEED_VAR_DIR=str(tmp_path / "var"),
+    defaults = {
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "PRICEFEED_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+        "ALLOWED_HOSTS": HOST,
+        "CSRF_TRUSTED_ORIGINS": f"https://{HOST}",
+        "PRICEFEED_PUBLIC_URL": f"https://{HOST}",
+        "PRICEFEED_METRICS_TOKEN": METRICS_TOKEN,
+        "PRICEFEED_VAR_DIR": str(tmp_path / "var"),
         # Nothing here connects to it unless a test gives one of its own.
-        DATABASE_URL=database_url or "postgres://pricefeed:unused@127.0.0.1:1/pricefeed",
-        EMAIL_URL="smtp+tls://pricefeed%40example.com:unused@smtp.example.com:587",
-        **values,
-    )
+        "DATABASE_URL": database_url or "postgres://pricefeed:unused@127.0.0.1:1/pricefeed",
+        "EMAIL_URL": "smtp+tls://pricefeed%40example.com:unused@smtp.example.com:587",
+        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+    }
+    return documented_environment(**{**defaults, **values})
 
 
 def python_in(installed, code: str, env, cwd):
@@ -132,6 +133,8 @@ def test_installed_package_answers_probes_and_metrics_over_plain_http_on_any_hos
     django_admin = str(installed.bin / "django-admin")
     # As kubelet probes: plain HTTP, the pod's address as Host (not in ALLOWED_HOSTS).
     pod = {"Host": "10.42.0.17:8000"}
+    # The static files are part of the image (the error pages use the admin's stylesheet).
+    run([django_admin, "collectstatic", "--noinput"], env, cwd)
 
     def command(bind: str) -> list[str]:
         return unit_command("pricefeed-web.service", "ExecStart", installed.venv, bind=bind)

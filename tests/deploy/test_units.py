@@ -109,3 +109,25 @@ def test_the_procfile_runs_the_same_four_processes():
     ]
     managed = sorted(shlex.split(c)[2] for c in processes.values() if "manage.py" in c)
     assert managed == ["dispatch_outbox", "listen_mail", "qcluster"]
+
+
+def test_the_proxy_examples_serve_the_host_of_the_environment_file_and_set_the_proto():
+    names = dict(re.findall(r"(?m)^([A-Z_]+)=(.*)$", ENV_FILE.read_text()))
+    host = names["ALLOWED_HOSTS"]
+    nginx = (ROOT / "deploy" / "nginx.conf").read_text()
+    caddy = (ROOT / "deploy" / "Caddyfile").read_text()
+
+    # One host everywhere: what Django allows, trusts for CSRF and links mails to.
+    assert names["CSRF_TRUSTED_ORIGINS"] == names["PRICEFEED_PUBLIC_URL"] == f"https://{host}"
+    assert re.findall(r"(?m)^\s*server_name (\S+);", nginx) == [host, host]
+    assert re.search(rf"(?m)^{re.escape(host)} {{$", caddy)
+    # The header Django believes (SECURE_PROXY_SSL_HEADER) is set by the proxy, never
+    # copied from the client's request.
+    assert names["SECURE_PROXY_SSL_HEADER"] == "HTTP_X_FORWARDED_PROTO,https"
+    assert re.findall(r"(?m)^\s*proxy_set_header X-Forwarded-Proto (\S+);", nginx) == ["https"]
+    assert re.findall(r"(?m)^\s*header_up X-Forwarded-Proto (\S+)$", caddy) == ["https"]
+    # Both pass requests to the web unit's address, with the Host the browser sent.
+    assert "proxy_pass http://127.0.0.1:8000;" in nginx
+    assert "reverse_proxy 127.0.0.1:8000" in caddy
+    assert "--bind 127.0.0.1:8000" in unit_setting("pricefeed-web.service", "ExecStart")
+    assert re.search(r"(?m)^\s*proxy_set_header Host \$http_host;", nginx)

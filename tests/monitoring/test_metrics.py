@@ -198,6 +198,25 @@ def test_with_a_multiprocess_directory_events_of_every_process_are_added_up(
     assert found[("pricefeed_state_up", ())] == 1
 
 
+def test_without_the_multiprocess_directory_a_process_counts_its_events_alone(tmp_path):
+    # As `migrate` or `pricefeed_status` while the services (and the directory
+    # pricefeed-metrics.service holds) are stopped: no traceback, the count kept in memory.
+    missing = tmp_path / "metrics"
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(missing)}
+    code = (
+        "import os, django; django.setup()\n"
+        "from core import metrics; metrics.IMPORT_ROWS_STORED.inc(3)\n"
+        "print(os.environ.get('PROMETHEUS_MULTIPROC_DIR'), metrics.IMPORT_ROWS_STORED._value.get())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["None", "3.0"]
+    assert not missing.exists()
+
+
 def test_a_failed_import_counts_as_failed_and_stores_no_rows(token):
     mailbox = factories.create_mailbox()
     factories.create_config(mailbox)

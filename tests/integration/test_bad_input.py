@@ -95,8 +95,9 @@ def test_wrong_password_and_unreachable_host_back_off_and_leave_other_mailboxes_
 
     good = make_mailbox(dovecot, "good")
     make_config(good)
-    make_mailbox(dovecot, "wrong password", password="not-the-password")
-    make_mailbox(dovecot, "unreachable", port=free_port())
+    # Each with a config: a mailbox without one is not listened to.
+    make_config(make_mailbox(dovecot, "wrong password", password="not-the-password"))
+    make_config(make_mailbox(dovecot, "unreachable", port=free_port()))
     listener = manage(
         "listen_mail",
         env={"PRICEFEED_IMAP_BACKOFF_BASE": "0.5", "PRICEFEED_IMAP_BACKOFF_MAX": "2"},

@@ -73,10 +73,16 @@ def replace(model: type[Model], model_admin: type[admin.ModelAdmin]) -> None:
         admin.site.register(model, model_admin)
 
 
+# Apps whose permissions nobody is given: django-axes keeps its lockouts out of the
+# admin (config/settings.py AXES_ENABLE_ADMIN), so its permissions would grant nothing.
+UNGRANTED_APPS = ("axes",)
+
+
 def named(field, db_field):
     """The permission and group choices of a group's or a user's form named in the
     reader's language (Django shows the stored English names)."""
     if field is not None and db_field.name in ("permissions", "user_permissions"):
+        field.queryset = field.queryset.exclude(content_type__app_label__in=UNGRANTED_APPS)
         field.label_from_instance = permissions.permission_label
     elif field is not None and db_field.name == "groups":
         field.label_from_instance = permissions.role_name

@@ -131,3 +131,13 @@ def test_the_proxy_examples_serve_the_host_of_the_environment_file_and_set_the_p
     assert "reverse_proxy 127.0.0.1:8000" in caddy
     assert "--bind 127.0.0.1:8000" in unit_setting("pricefeed-web.service", "ExecStart")
     assert re.search(r"(?m)^\s*proxy_set_header Host \$http_host;", nginx)
+
+
+def test_the_nginx_example_takes_an_upload_as_large_as_a_file_may_be():
+    """The preview's upload (PRICEFEED_PARSE_MAX_FILE_BYTES at most) reaches the admin,
+    which says why a larger one is not read, instead of nginx's 413 (1 MiB by default)."""
+    from django.conf import settings
+
+    nginx = (ROOT / "deploy" / "nginx.conf").read_text()
+    (megabytes,) = re.findall(r"(?m)^\s*client_max_body_size (\d+)m;", nginx)
+    assert int(megabytes) * 2**20 > settings.PRICEFEED_PARSE_MAX_FILE_BYTES

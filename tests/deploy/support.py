@@ -11,6 +11,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devkit.servers import free_port
-from tests.integration.support import database_server_url
+from tests.integration.support import database_server_url, database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -215,3 +216,22 @@ class Gunicorn:
             return Response(response.status, response.headers, response.read())
         finally:
             conn.close()
+
+
+def admin_over_plain_http(tmp_path: Path) -> dict[str, str]:
+    """The environment of a web unit on the test database, DEBUG off, serving plain HTTP
+    on loopback for a browser test, its static files collected: with no TLS proxy in
+    front, the HTTPS-only defaults are turned off the documented way (the redirect, and
+    cookies a browser keeps to HTTPS)."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url(),
+        "DEBUG": "false",
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+    }
+    run([sys.executable, "manage.py", "collectstatic", "--noinput"], env, ROOT)
+    return env

@@ -3,7 +3,6 @@ files collected and served by WhiteNoise): its JavaScript loads and works."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -13,10 +12,9 @@ from django.contrib.auth import get_user_model
 from mailboxes.models import Mailbox
 from pricefeed.models import PriceListConfig
 from tests.factories import create_mailbox
-from tests.integration.support import database_url
 from tests.requirements import require_chromium
 
-from .support import ROOT, Gunicorn, run, unit_command
+from .support import ROOT, Gunicorn, admin_over_plain_http, unit_command
 
 pytestmark = pytest.mark.integration
 
@@ -37,19 +35,7 @@ def test_adding_a_config_inline_with_the_admins_javascript_saves_it(transactiona
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url(),
-        "DEBUG": "false",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        # Plain HTTP on loopback, no TLS proxy in front: the HTTPS-only defaults are
-        # turned off the documented way (redirect, and cookies a browser keeps to HTTPS).
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-    }
-    run([sys.executable, "manage.py", "collectstatic", "--noinput"], env, ROOT)
+    env = admin_over_plain_http(tmp_path)
     get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
     # An address the IMAP policy of the test environment allows (loopback, plain).
     mailbox = create_mailbox(host="127.0.0.1", port=143, security=Mailbox.Security.PLAIN)

@@ -8,7 +8,6 @@ sender and subject are visible. Screenshots under var/test-artifacts/admin-lists
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -27,10 +26,9 @@ from notifications.models import Notification, Subscription
 from outbox.models import OutboxEvent
 from pricefeed.models import OverdueAlert, PriceImport, PriceListConfig
 from tests.factories import ROWS, create_config, create_mailbox, create_message, receive, run_all
-from tests.integration.support import database_url
 from tests.requirements import require_chromium
 
-from .support import ROOT, Gunicorn, run, unit_command
+from .support import ROOT, Gunicorn, admin_over_plain_http, unit_command
 from .test_admin_browser import CHROMIUM_ARGS, PASSWORD
 
 pytestmark = pytest.mark.integration
@@ -237,17 +235,7 @@ def test_every_admin_list_fits_a_1440_px_window_and_shows_its_long_texts(
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url(),
-        "DEBUG": "false",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-    }
-    run([sys.executable, "manage.py", "collectstatic", "--noinput"], env, ROOT)
+    env = admin_over_plain_http(tmp_path)
     get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
     trouble_of_every_kind()
     venv = Path(sys.executable).parent.parent

@@ -10,7 +10,6 @@ names, the servers' replies the fixtures invent)."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import sys
@@ -31,10 +30,9 @@ from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
 from tests.factories import receive, run_all
-from tests.integration.support import database_url
 from tests.requirements import require_chromium
 
-from .support import ROOT, Gunicorn, run, unit_command
+from .support import ROOT, Gunicorn, admin_over_plain_http, unit_command
 from .test_admin_browser import CHROMIUM_ARGS, PASSWORD
 from .test_admin_lists_browser import LONG_ADDRESS, trouble_of_every_kind
 
@@ -255,17 +253,7 @@ def test_no_english_word_nor_wrong_form_on_any_admin_page_in_russian(transaction
     browser = require_chromium()
     from playwright.sync_api import sync_playwright
 
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url(),
-        "DEBUG": "false",
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-    }
-    run([sys.executable, "manage.py", "collectstatic", "--noinput"], env, ROOT)
+    env = admin_over_plain_http(tmp_path)
     user = get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
     trouble_of_every_kind()
     more_trouble()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import mailbox as mbox
+import os
 import re
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.db import connection
 
+from devkit.hostile import Case, Rig
 from devkit.samples import supplier_email
 from devkit.servers.imapproxy import pump, shut
 from devkit.servers.processes import ManagedProcess, wait_until
@@ -214,3 +217,21 @@ def received(path: Path) -> list[mbox.MaildirMessage]:
     if not path.exists():
         return []
     return list(mbox.Maildir(str(path), create=False))
+
+
+@contextmanager
+def hostile_rig(cases: Sequence[Case], log_dir: Path) -> Iterator[Rig]:
+    """devkit.hostile's rig (Dovecot, listen_mail, qcluster) for ``cases``, on the test
+    database with the fast settings, without a crash point inherited from outside."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PRICEFEED_CRASH")},
+        **FAST_ENV,
+        "DATABASE_URL": database_url(),
+        "PYTHONUNBUFFERED": "1",
+    }
+    rig = Rig(cases, env=env, log_dir=log_dir)
+    try:
+        rig.start()
+        yield rig
+    finally:
+        rig.close()

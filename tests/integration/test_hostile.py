@@ -16,14 +16,12 @@ each case a subtest; a case that leaves them unhealthy or busy gets fresh ones
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from devkit.hostile import CASES, Rig, acceptance_problems
+from devkit.hostile import CASES, acceptance_problems
 from tests.requirements import require_dovecot
 
-from .support import FAST_ENV, database_url
+from .support import hostile_rig
 
 pytestmark = pytest.mark.integration
 
@@ -36,18 +34,8 @@ TESTED = [case for case in CASES if case.name != "params-bomb"]  # bench/hostile
 @pytest.fixture
 def rig(transactional_db, tmp_path):
     require_dovecot()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PRICEFEED_CRASH")},
-        **FAST_ENV,
-        "DATABASE_URL": database_url(),
-        "PYTHONUNBUFFERED": "1",
-    }
-    rig = Rig(TESTED, env=env, log_dir=tmp_path)
-    try:
-        rig.start()
+    with hostile_rig(TESTED, tmp_path) as rig:
         yield rig
-    finally:
-        rig.close()
 
 
 # Each case waits at most SETTLED_WITHIN seconds (plus a reset), far above the seconds a

@@ -31,14 +31,14 @@ from django.test import Client
 from django.utils import translation
 
 from core.texts import shown
-from devkit.hostile import BIG_CELL, CASES_BY_NAME, Rig, acceptance_problems
+from devkit.hostile import BIG_CELL, CASES_BY_NAME, acceptance_problems
 from mailboxes.models import InboundMessage
 from notifications.services import render_outcome
 from pricefeed.models import PriceImport
 from tests.deploy.support import Gunicorn, run, unit_command
 from tests.requirements import require_dovecot
 
-from .support import FAST_ENV, ROOT, database_url
+from .support import ROOT, database_url, hostile_rig
 
 pytestmark = pytest.mark.integration
 
@@ -57,18 +57,8 @@ CELL_RUN = "по запросу " * 30
 @pytest.fixture
 def rig(transactional_db, tmp_path):
     require_dovecot()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PRICEFEED_CRASH")},
-        **FAST_ENV,
-        "DATABASE_URL": database_url(),
-        "PYTHONUNBUFFERED": "1",
-    }
-    rig = Rig(CASES, env=env, log_dir=tmp_path)
-    try:
-        rig.start()
+    with hostile_rig(CASES, tmp_path) as rig:
         yield rig
-    finally:
-        rig.close()
 
 
 def web_env(tmp_path: Path) -> dict[str, str]:

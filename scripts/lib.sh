@@ -103,15 +103,21 @@ sys.exit(not all(map(u.find_spec, ("procrastinate", "post_office"))))' 2>/dev/nu
     fi
 }
 
+# Whether Debian packages can be installed here: as root, with apt-get.
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+
+apt_install() { # PACKAGE...
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 ensure_debian_python() {
     # Debian's own python3 (3.11 on Debian 12) with its venv module (python3-venv), for
     # .ci/run's run on the lowest supported Python.
     /usr/bin/python3 -c 'import ensurepip' 2>/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing python3 and python3-venv for the run on the lowest Python ..."
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            python3 python3-venv >/dev/null
+        apt_install python3 python3-venv
     else
         say "Debian's python3 with python3-venv is needed (apt-get install python3-venv)"
         exit 2
@@ -122,12 +128,10 @@ ensure_dovecot() {
     # Dovecot for the IMAP integration tests, faketime for the clock-skew test.
     command -v dovecot >/dev/null && command -v doveadm >/dev/null &&
         command -v faketime >/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing Dovecot (dovecot-imapd) and faketime for the integration tests ..."
         # The package tries to start the system service; we only need the binaries.
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            dovecot-imapd faketime >/dev/null
+        apt_install dovecot-imapd faketime
     else
         say "note: Dovecot or faketime is missing and cannot be installed without root;"
         say "      the tests that need them will be skipped (the pymap ones still run)."
@@ -139,11 +143,9 @@ ensure_gettext() {
     # catalogues (tests/test_catalogue.py) extracts the strings of the code with them.
     # (Compiling needs no msgfmt: build_locale.py does it in Python.)
     command -v xgettext >/dev/null && command -v msgmerge >/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing gettext for the catalogue test ..."
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            gettext >/dev/null
+        apt_install gettext
     else
         say "note: GNU gettext is missing and cannot be installed without root;"
         say "      the catalogue test will be skipped (apt-get install gettext)."
@@ -154,12 +156,10 @@ ensure_redis() {
     # redis-server for the tests that run the pipeline on the Redis broker (each starts a
     # private one: its own port and directory, no persistence).
     command -v redis-server >/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing redis-server for the Redis broker tests ..."
         # The package tries to start the system service; we only need the binary.
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            redis-server >/dev/null
+        apt_install redis-server
     else
         say "note: redis-server is missing and cannot be installed without root;"
         say "      the Redis broker tests will be skipped (apt-get install redis-server)."
@@ -170,11 +170,9 @@ ensure_chromium() {
     # Debian's Chromium for the browser test of the admin (tests/deploy); Playwright
     # drives it and downloads no browser of its own.
     command -v chromium >/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing Chromium for the browser test of the admin ..."
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            chromium >/dev/null
+        apt_install chromium
     else
         say "note: Chromium is missing and cannot be installed without root;"
         say "      the browser test of the admin will be skipped (apt-get install chromium)."
@@ -185,11 +183,9 @@ ensure_nginx() {
     # Debian's nginx for the test of the TLS proxy example (deploy/nginx.conf in front of
     # gunicorn; the test runs a private instance on a port of its own).
     command -v nginx >/dev/null && return 0
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    if can_apt; then
         say "installing nginx for the test of the TLS proxy example ..."
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            nginx >/dev/null
+        apt_install nginx
     else
         say "note: nginx is missing and cannot be installed without root;"
         say "      the test of the TLS proxy example will be skipped (apt-get install nginx)."

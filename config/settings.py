@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # ArrayField lookups, trigram similarity (pg_trgm) and GIN indexes of our products.
+    "django.contrib.postgres",
     # Every long-running process's heartbeat and broker; before django_q, as its
     # qcluster command wraps django-q2's (the first app with a command name wins).
     "fleet",
@@ -100,6 +102,8 @@ INSTALLED_APPS = [
     "mailboxes",
     "outbox",
     "pricefeed",
+    # Our own catalogue and the supplier lines linked to it.
+    "products",
     "notifications",
     # Who may do what in the admin: the role groups, django-q2's admin restricted.
     "access",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.functions import Now
@@ -21,6 +22,23 @@ def default_sender_auth() -> str:
     if settings.PRICEFEED_AUTHSERV_IDS:
         return PriceListConfig.SenderAuth.REQUIRE
     return PriceListConfig.SenderAuth.RECORD
+
+
+class PriceType(models.Model):
+    """A kind of price suppliers send side by side (опт, розница, РРЦ, закупка): the
+    operator keeps the list, and a config maps its price columns to these."""
+
+    code = models.SlugField(pgettext_lazy("price type", "code"), max_length=32, unique=True)
+    name = models.CharField(pgettext_lazy("price type", "name"), max_length=100)
+    position = models.PositiveSmallIntegerField(_("order"), default=0)
+
+    class Meta:
+        verbose_name = _("price type")
+        verbose_name_plural = _("price types")
+        ordering = ["position", "code"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class PriceListConfig(models.Model):
@@ -406,6 +424,19 @@ class PriceItem(models.Model):
         _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
     )
     row_number = models.PositiveIntegerField(_("row"))
+    # What matching links the line to our products by (products.SupplierLink): the
+    # maker's brand and article, and the line's valid barcodes (digits).
+    brand = models.CharField(_("brand"), max_length=255, blank=True, db_default="")
+    article = models.CharField(
+        _("manufacturer's article"), max_length=255, blank=True, db_default=""
+    )
+    barcodes = ArrayField(
+        models.CharField(max_length=14),
+        verbose_name=_("barcodes"),
+        blank=True,
+        default=list,
+        db_default=[],
+    )
     # The catalogue (pricefeed.catalogue) is the items that have been current: an item
     # is an entry from ``valid_from`` (its import became current then, and it added or
     # changed its SKU) until ``valid_to`` (a later import changed or removed the SKU;

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class ProductsConfig(AppConfig):
+    """The distributor's own catalogue (Product) and the supplier lines linked to it
+    (SupplierLink, with its history in LinkEvent)."""
+
+    name = "products"
+    verbose_name = _("Our products")

@@ -1,0 +1,171 @@
+"""The distributor's own catalogue and the links of supplier lines to it.
+
+A ``Product`` is ours: our code, name, brand, article, barcodes, unit and category path.
+A ``SupplierLink`` says which of our products a supplier's SKU (within one price-list
+config) is: one product per (config, supplier SKU), made by hand, by barcode, by article
+and brand, by name similarity or imported from a file, with a confidence and a state.
+Every change of a link is kept as a ``LinkEvent``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
+
+from pricefeed.models import PriceListConfig
+
+# A barcode as stored: the digits of an EAN-8, UPC-A (12), EAN-13 or GTIN-14.
+BARCODE_MAX_LENGTH = 14
+
+
+class ProductQuerySet(models.QuerySet):
+    def active(self) -> ProductQuerySet:
+        return self.filter(retired_at__isnull=True)
+
+
+class Product(models.Model):
+    """One product of ours. A reload of the catalogue adds, changes and retires products;
+    a product is never deleted while a link points at it (retired instead)."""
+
+    own_code = models.CharField(_("own code"), max_length=100, unique=True)
+    name = models.TextField(pgettext_lazy("product", "name"))
+    brand = models.CharField(_("brand"), max_length=255, blank=True)
+    article = models.CharField(_("manufacturer's article"), max_length=255, blank=True)
+    barcodes = ArrayField(
+        models.CharField(max_length=BARCODE_MAX_LENGTH),
+        verbose_name=_("barcodes"),
+        default=list,
+        blank=True,
+    )
+    unit = models.CharField(_("unit"), max_length=32, blank=True)
+    # The category path, its levels joined by " / " ("Крепёж / Болты").
+    category = models.TextField(_("category"), blank=True)
+    retired_at = models.DateTimeField(_("retired at"), null=True, blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("product", "added at"), db_default=Now())
+    updated_at = models.DateTimeField(pgettext_lazy("product", "changed at"), db_default=Now())
+
+    objects = ProductQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("product")
+        verbose_name_plural = _("products")
+        ordering = ["own_code"]
+        indexes = [GinIndex(fields=["barcodes"], name="product_barcodes")]
+
+    def __str__(self) -> str:
+        return f"{self.own_code} {self.name}"
+
+    @property
+    def active(self) -> bool:
+        return self.retired_at is None
+
+
+class SupplierLink(models.Model):
+    """Which of our products a supplier's SKU is, within one config."""
+
+    class Kind(models.TextChoices):
+        MANUAL = "manual", pgettext_lazy("link kind", "by hand")
+        BARCODE = "barcode", pgettext_lazy("link kind", "by barcode")
+        ARTICLE = "article", pgettext_lazy("link kind", "by article and brand")
+        NAME = "name", pgettext_lazy("link kind", "by name similarity")
+        IMPORTED = "imported", pgettext_lazy("link kind", "imported")
+
+    class State(models.TextChoices):
+        AUTO = "auto", pgettext_lazy("link state", "linked automatically")
+        PROPOSED = "proposed", pgettext_lazy("link state", "proposed")
+        CONFIRMED = "confirmed", pgettext_lazy("link state", "confirmed")
+        REJECTED = "rejected", pgettext_lazy("link state", "rejected")
+
+    config = models.ForeignKey(
+        PriceListConfig,
+        on_delete=models.CASCADE,
+        related_name="product_links",
+        verbose_name=_("config"),
+    )
+    supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
+    product = models.ForeignKey(
+        Product,
+        on_delete=models.PROTECT,
+        related_name="links",
+        verbose_name=_("product"),
+    )
+    kind = models.CharField(_("how it was made"), max_length=10, choices=Kind)
+    # 0..1: how sure the matching was (1 for a link made or confirmed by a person).
+    confidence = models.DecimalField(_("confidence"), max_digits=4, decimal_places=3)
+    state = models.CharField(pgettext_lazy("link", "state"), max_length=10, choices=State)
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("confirmed by"),
+    )
+    confirmed_at = models.DateTimeField(_("confirmed at"), null=True, blank=True)
+    created_at = models.DateTimeField(pgettext_lazy("link", "made at"), db_default=Now())
+    updated_at = models.DateTimeField(pgettext_lazy("link", "changed at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("supplier link")
+        verbose_name_plural = _("supplier links")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "supplier_sku"], name="one_link_per_supplier_sku"
+            ),
+        ]
+        indexes = [models.Index(fields=["product"], name="link_product")]
+
+    def __str__(self) -> str:
+        return f"{self.supplier_sku} → {self.product_id}"
+
+
+class LinkEvent(models.Model):
+    """One change of a link: what it pointed at before and after, by whom, how."""
+
+    link = models.ForeignKey(
+        SupplierLink, on_delete=models.CASCADE, related_name="events", verbose_name=_("link")
+    )
+    at = models.DateTimeField(pgettext_lazy("link event", "at"), db_default=Now())
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    product_before = models.ForeignKey(
+        Product,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("product before"),
+    )
+    product_after = models.ForeignKey(
+        Product,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("product after"),
+    )
+    state = models.CharField(
+        pgettext_lazy("link", "state"), max_length=10, choices=SupplierLink.State
+    )
+    kind = models.CharField(_("how it was made"), max_length=10, choices=SupplierLink.Kind)
+    confidence = models.DecimalField(_("confidence"), max_digits=4, decimal_places=3)
+    note = models.TextField(_("note"), blank=True)
+
+    class Meta:
+        verbose_name = _("link change")
+        verbose_name_plural = _("link changes")
+        ordering = ["link", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.link_id} {self.state} {self.at:%Y-%m-%d %H:%M}"

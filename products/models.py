@@ -169,3 +169,38 @@ class LinkEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.link_id} {self.state} {self.at:%Y-%m-%d %H:%M}"
+
+
+class LinkCandidate(models.Model):
+    """A product the matching found for a supplier line it did not link automatically
+    (its link proposed, or the line left unlinked), for the review queue: what matched,
+    what differed, how similar. Rewritten for a line each time it is matched."""
+
+    config = models.ForeignKey(
+        PriceListConfig, on_delete=models.CASCADE, related_name="+", verbose_name=_("config")
+    )
+    supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
+    product = models.ForeignKey(
+        Product, on_delete=models.CASCADE, related_name="+", verbose_name=_("product")
+    )
+    kind = models.CharField(_("how it was found"), max_length=10, choices=SupplierLink.Kind)
+    score = models.DecimalField(_("similarity"), max_digits=4, decimal_places=3)
+    rank = models.PositiveSmallIntegerField(_("rank"))
+    # What agreed and what differed, as the review queue shows them side by side:
+    # [{"attribute": "size", "line": "M8x40", "product": "M8x50"}, ...].
+    matched = models.JSONField(_("what matched"), default=list, blank=True)
+    differed = models.JSONField(_("what differed"), default=list, blank=True)
+    found_at = models.DateTimeField(_("found at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("link candidate")
+        verbose_name_plural = _("link candidates")
+        ordering = ["config", "supplier_sku", "rank"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["config", "supplier_sku", "product"], name="one_candidate_per_product"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.supplier_sku} ~ {self.product_id} ({self.score})"

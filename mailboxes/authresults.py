@@ -72,6 +72,20 @@ DMARC_OTHER_DOMAIN = gettext_noop(
 DMARC_PASSED = gettext_noop("dmarc=pass for %(domain)s")
 DKIM_ALIGNED = gettext_noop("dkim=pass header.d=%(signer)s, aligned with %(domain)s")
 NOTHING_ALIGNED = gettext_noop("%(summary)s; nothing aligned with %(domain)s passed")
+# Why a field was not read whole, inside UNREADABLE (a Text, so said in the reader's
+# language too).
+UNTERMINATED_COMMENT = gettext_noop("unterminated comment")
+UNTERMINATED_QUOTED = gettext_noop("unterminated quoted string")
+VALUE_TOO_LONG = gettext_noop("a value longer than %(limit)s characters")
+FIELD_TOO_LONG = gettext_noop("longer than %(limit)s characters")
+FIELD_TOO_MANY_BYTES = gettext_noop("longer than %(limit)s bytes")
+NO_AUTHSERV_ID = gettext_noop("no authserv-id")
+UNEXPECTED_TEXT = gettext_noop("unexpected text %(text)s")
+TOO_MANY_RESULTS = gettext_noop("more than %(limit)s results")
+NO_RESULTS = gettext_noop("no results")
+NO_RESULT_VALUE = gettext_noop("%(method)s without a result")
+UNEXPECTED_AFTER = gettext_noop("unexpected text after %(method)s=%(result)s")
+TOO_MANY_PROPERTIES = gettext_noop("more than %(limit)s properties in %(method)s=%(result)s")
 # How long a value of a reason may be: a reason (a template, two values, the authserv-id)
 # stays one line of at most 500 characters.
 REASON_VALUE = 100
@@ -146,7 +160,7 @@ class _Reader:
         self.n = len(text)
         self.problem = ""
 
-    def fail(self, problem: str) -> None:
+    def fail(self, problem: Text) -> None:
         if not self.problem:  # the first one says what went wrong
             self.problem = problem
 
@@ -174,7 +188,7 @@ class _Reader:
         while True:
             m = _COMMENT_STOP.search(self.s, self.i)
             if m is None:
-                self.fail("unterminated comment")
+                self.fail(UNTERMINATED_COMMENT)
                 self.i = self.n
                 return
             self.i = m.end()
@@ -198,7 +212,7 @@ class _Reader:
     def _quoted(self) -> str | None:
         m = _QUOTED.match(self.s, self.i)
         if m is None:
-            self.fail("unterminated quoted string")
+            self.fail(UNTERMINATED_QUOTED)
             self.i = self.n
             return None
         self.i = m.end()
@@ -225,7 +239,7 @@ class _Reader:
             if size > MAX_VALUE:
                 # Cut, a value could pass for another ("x.supplier.ru.evil.example"
                 # for "x.supplier.ru"): the field is not read whole.
-                self.fail(f"a value longer than {MAX_VALUE} characters")
+                self.fail(Text(VALUE_TOO_LONG, limit=MAX_VALUE))
             else:
                 parts.append(part)
         return "".join(parts)
@@ -253,7 +267,7 @@ def parse(value: str) -> AuthResults:
     if len(value) > MAX_FIELD_BYTES:
         return AuthResults(
             authserv_id=authserv_id_of(value),
-            problem=f"longer than {MAX_FIELD_BYTES} characters",
+            problem=Text(FIELD_TOO_LONG, limit=MAX_FIELD_BYTES),
         )
     r = _Reader(value)
     r.cfws()
@@ -265,12 +279,12 @@ def parse(value: str) -> AuthResults:
     if "=" in authserv_id:
         # The field starts with a result: it has no authserv-id (Exchange Online writes
         # its fields so). Its results are read, but nothing says whose they are.
-        r.fail("no authserv-id")
+        r.fail(NO_AUTHSERV_ID)
         authserv_id = ""
         r.i = start
         result_due = True
     elif not authserv_id:
-        return AuthResults(authserv_id="", problem="no authserv-id")
+        return AuthResults(authserv_id="", problem=NO_AUTHSERV_ID)
     else:
         r.cfws()
         if m := _DIGITS.match(r.s, r.i):
@@ -284,7 +298,7 @@ def parse(value: str) -> AuthResults:
             break
         if not result_due:
             if r.peek() != ";":
-                r.fail(f"unexpected text {r.s[r.i : r.i + 20]!r}")
+                r.fail(Text(UNEXPECTED_TEXT, text=repr(r.s[r.i : r.i + 20])))
                 r.skip()
                 continue
             r.i += 1
@@ -293,14 +307,14 @@ def parse(value: str) -> AuthResults:
         if r.at_stop():  # an empty result (";;" or a trailing ";")
             continue
         if len(results) == MAX_RESULTS:
-            r.fail(f"more than {MAX_RESULTS} results")
+            r.fail(Text(TOO_MANY_RESULTS, limit=MAX_RESULTS))
             break
         attempts += 1
         info = _resinfo(r)
         if info is not None:
             results.append(info)
     if not attempts and not r.problem:
-        r.fail("no results")
+        r.fail(NO_RESULTS)
     return AuthResults(
         authserv_id=authserv_id, version=version, results=tuple(results), problem=r.problem
     )
@@ -311,7 +325,7 @@ def _resinfo(r: _Reader) -> ResInfo | None:
     or for text that is not a result (skipped, and named in the reader's problem)."""
     method = r.keyword()
     if not method:
-        r.fail(f"unexpected text {r.s[r.i : r.i + 20]!r}")
+        r.fail(Text(UNEXPECTED_TEXT, text=repr(r.s[r.i : r.i + 20])))
         r.skip()
         return None
     r.cfws()
@@ -325,14 +339,14 @@ def _resinfo(r: _Reader) -> ResInfo | None:
         r.cfws()
         if method == "none" and r.at_stop():
             return None
-        r.fail(f"{method} without a result")
+        r.fail(Text(NO_RESULT_VALUE, method=method))
         r.skip()
         return None
     r.i += 1
     r.cfws()
     result = r.keyword()
     if not result:
-        r.fail(f"{method} without a result")
+        r.fail(Text(NO_RESULT_VALUE, method=method))
         r.skip()
         return None
     reason = ""
@@ -351,7 +365,7 @@ def _resinfo(r: _Reader) -> ResInfo | None:
                 name = f"{name}.{prop}" if prop else ""
                 r.cfws()
         if not name or r.peek() != "=":
-            r.fail(f"unexpected text after {method}={result}")
+            r.fail(Text(UNEXPECTED_AFTER, method=method, result=result))
             r.skip()
             break
         r.i += 1
@@ -360,7 +374,7 @@ def _resinfo(r: _Reader) -> ResInfo | None:
         if name == "reason":
             reason = reason or value
         elif len(properties) == MAX_PROPERTIES:
-            r.fail(f"more than {MAX_PROPERTIES} properties in {method}={result}")
+            r.fail(Text(TOO_MANY_PROPERTIES, limit=MAX_PROPERTIES, method=method, result=result))
             r.skip()
             break
         else:
@@ -576,6 +590,14 @@ def sender_verdict(raw: bytes, *, from_address: str, authserv_ids: Sequence[str]
     )
 
 
+def _problem(problem: str) -> Text:
+    """Why a field was not read, as a reason's value: the reader's Text (its values are
+    tokens and a repr, one line, cut by Text), or any other text cleaned and cut."""
+    if isinstance(problem, Text):
+        return problem
+    return foreign(clean(problem, REASON_VALUE))
+
+
 def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str) -> SenderVerdict:
     """The verdict on a scanned header block (see sender_verdict); ``trusted`` are the
     authserv-ids as compared (authserv_key), ``names`` how the reason names them."""
@@ -595,7 +617,7 @@ def judge(scan: HeaderScan, *, from_address: str, trusted: set[str], names: str)
     if believed.problem:
         return SenderVerdict(
             authenticated=False,
-            reason=by(Text(UNREADABLE, problem=clean(believed.problem, REASON_VALUE))),
+            reason=by(Text(UNREADABLE, problem=_problem(believed.problem))),
             authserv_id=authserv_id,
             from_domain=clean(from_domain, 255),
         )
@@ -629,7 +651,8 @@ def _believed(scan: HeaderScan, trusted: set[str]) -> AuthResults | None:
         believed = parse(raw_field.value)
         if raw_field.cut:
             return AuthResults(
-                authserv_id=believed.authserv_id, problem=f"longer than {MAX_FIELD_BYTES} bytes"
+                authserv_id=believed.authserv_id,
+                problem=Text(FIELD_TOO_MANY_BYTES, limit=MAX_FIELD_BYTES),
             )
         return believed
     return None

@@ -236,7 +236,7 @@ def test_a_field_longer_than_the_cap_is_not_read():
 
     assert parsed.authserv_id == "mx"
     assert parsed.results == ()
-    assert parsed.problem == f"longer than {MAX_FIELD_BYTES} characters"
+    assert parsed.problem == f"longer than {MAX_FIELD_BYTES:,} characters"
 
 
 def test_more_results_or_properties_than_the_caps_are_a_problem():
@@ -547,6 +547,28 @@ def test_an_unreadable_believed_field_does_not_authenticate():
 
     assert not v.authenticated
     assert v.reason == f"unreadable: unterminated comment (Authentication-Results from {MX})"
+
+
+@pytest.mark.parametrize(
+    ("field", "russian"),
+    [
+        (f"{MX}; dmarc=pass header.from=supplier.ru; (never closed", "незакрытый комментарий"),
+        (f"{MX}; dmarc=pass header.from=supplier.ru @@@", "непонятный текст после dmarc=pass"),
+        (f"{MX}; dmarc", "dmarc без результата"),
+    ],
+)
+def test_why_a_field_is_unreadable_is_said_in_the_readers_language(field, russian):
+    """The problem is a sentence of its own inside «не читается: …», not English text."""
+    from django.utils import translation
+
+    from core.texts import translated
+
+    v = verdict(headers(field))
+
+    with translation.override("ru"):
+        shown = translated(v.reason.as_json())
+    assert russian in shown
+    assert shown.startswith("не читается")
 
 
 def test_an_oversized_believed_field_does_not_authenticate():

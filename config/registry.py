@@ -84,6 +84,20 @@ SETTINGS: tuple[Setting, ...] = (
         example="5",
     ),
     Setting(
+        "PRICEFEED_TRUSTED_PROXIES",
+        list,
+        default="empty",
+        doc=(
+            "addresses or networks of the reverse proxies in front of the web process "
+            "(`127.0.0.1,::1` for a proxy on the same host): from them, the client address "
+            "the login throttling counts is read from X-Forwarded-For (the proxy must set it "
+            "itself); empty: every request is counted by the connection's address"
+        ),
+        reads=("config.settings", "core.clientip"),
+        section="Django",
+        example="",
+    ),
+    Setting(
         "PRICEFEED_LOGIN_LOCKOUT",
         int,
         default="`900`",

@@ -19,6 +19,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy
 
+from core.hosts import parse_networks
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -225,12 +227,20 @@ AUTHENTICATION_BACKENDS = [
 # PRICEFEED_LOGIN_FAILURES failed logins of one username from one address lock that pair
 # out for PRICEFEED_LOGIN_LOCKOUT seconds: the failing attempt that reaches the limit and
 # every attempt until the lock ends, right password or not, is answered 429. A right
-# login before the limit clears the count. (Behind a reverse proxy every client has the
-# proxy's address: the lock is then per username.)
+# login before the limit clears the count. The address is the connection's, or, from a
+# proxy named in PRICEFEED_TRUSTED_PROXIES, the client's as X-Forwarded-For gives it
+# (core.clientip); behind a proxy not named there every client has the proxy's address
+# and the lock is per username.
 AXES_FAILURE_LIMIT = env.int("PRICEFEED_LOGIN_FAILURES", default=5)
 AXES_COOLOFF_TIME = timedelta(seconds=env.int("PRICEFEED_LOGIN_LOCKOUT", default=900))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+PRICEFEED_TRUSTED_PROXIES = env.list("PRICEFEED_TRUSTED_PROXIES", default=[])
+try:
+    parse_networks(PRICEFEED_TRUSTED_PROXIES)
+except ValueError as error:
+    raise ImproperlyConfigured(f"PRICEFEED_TRUSTED_PROXIES: {error}") from None
+AXES_CLIENT_IP_CALLABLE = "core.clientip.request_client_address"
 # Failures are what the lock needs; a row per successful login would only grow.
 AXES_DISABLE_ACCESS_LOG = True
 # No pages of its own in the admin (they are English and outside the admin's lists'

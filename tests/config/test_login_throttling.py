@@ -87,3 +87,27 @@ def test_an_operator_unlocks_a_username_by_command(operator):
     call_command("axes_reset_username", "operator", verbosity=0)
 
     assert log_in(PASSWORD).status_code == 302
+
+
+def test_behind_a_trusted_proxy_each_client_address_is_locked_alone(operator, settings):
+    """nginx on the same host (PRICEFEED_TRUSTED_PROXIES=127.0.0.1): the failures are
+    counted by the address in X-Forwarded-For, so one attacker does not lock the user
+    out for everyone behind the proxy; a spoofed header from elsewhere changes nothing."""
+    settings.PRICEFEED_TRUSTED_PROXIES = ["127.0.0.1"]
+
+    def through_proxy(password: str, client: str):
+        return Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=client).post(
+            LOGIN, {"username": "operator", "password": password, "next": "/admin/"}
+        )
+
+    answers = [through_proxy("wrong", "198.51.100.7").status_code for _ in range(5)]
+    elsewhere = through_proxy(PASSWORD, "203.0.113.9")
+
+    assert answers[-1] == 429
+    assert elsewhere.status_code == 302
+    # A direct client naming the locked address in the header is counted as itself.
+    direct = Client(REMOTE_ADDR="192.0.2.44", HTTP_X_FORWARDED_FOR="198.51.100.7").post(
+        LOGIN, {"username": "operator", "password": PASSWORD, "next": "/admin/"}
+    )
+    assert direct.status_code == 302
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"198.51.100.7"}

@@ -133,3 +133,15 @@ def test_a_postgresql_url_gives_the_connection_settings(settings_from):
     assert (database["HOST"], database["PORT"], database["NAME"]) == ("db.internal", 5433, "prices")
     assert database["OPTIONS"]["connect_timeout"] == 10
     assert database["CONN_HEALTH_CHECKS"] is True
+
+
+def test_trusted_proxies_are_read_as_addresses_and_networks(settings_from):
+    values = settings_from(PRICEFEED_TRUSTED_PROXIES="127.0.0.1,::1,10.0.0.0/8")
+
+    assert values["PRICEFEED_TRUSTED_PROXIES"] == ["127.0.0.1", "::1", "10.0.0.0/8"]
+    assert values["AXES_CLIENT_IP_CALLABLE"] == "core.clientip.request_client_address"
+
+
+def test_a_trusted_proxy_that_is_not_an_address_is_refused_at_start(settings_from):
+    with pytest.raises(ImproperlyConfigured, match="PRICEFEED_TRUSTED_PROXIES: 'nginx'"):
+        settings_from(PRICEFEED_TRUSTED_PROXIES="127.0.0.1,nginx")

@@ -5,13 +5,16 @@ Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
   downloads their raw ``.eml``), configs, imports and their items, subscriptions,
-  notifications (and their delivery attempts), outbox events, and django-q2's task
-  results and queue. It changes nothing.
+  notifications (and their delivery attempts), outbox events, our products, supplier
+  links (and their history) and the review queue, and django-q2's task results and
+  queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds, changes and deletes
   price-list configs and subscriptions (and previews files against configs: reading an
-  upload costs the server CPU and memory), and makes and revokes API tokens of their own.
+  upload costs the server CPU and memory), makes and revokes API tokens of their own,
+  and reviews supplier links (confirms, rejects or chooses a line's product, and adds a
+  product of ours made from a supplier line: ``products.review``).
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -28,8 +31,9 @@ django-q2's schedules, and whatever runs or re-runs a task, are superusers' alon
 
 Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, with
 fleet's model; ``0003_audit_records_kept`` without the delete permissions of the audit
-records). A change here reaches existing databases
-through a new migration that runs ``roles_apply`` again.
+records; ``0008_product_links`` with the products' and the review queue's). A change
+here reaches existing databases through a new migration that runs ``roles_apply``
+again.
 """
 
 from __future__ import annotations
@@ -60,6 +64,11 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
+        # Our products and the supplier lines linked to them (with each link's history).
+        "products.view_product",
+        "products.view_supplierlink",
+        "products.view_linkevent",
+        "products.view_linkcandidate",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -106,10 +115,14 @@ MANAGE = frozenset(
     }
 )
 
+# The review queue's decisions on supplier links (products.review), and a product of
+# ours made from a supplier line there.
+LINK = frozenset({"products.review_supplierlink", "products.add_product"})
+
 ROLES: dict[str, frozenset[str]] = {
     VIEWER: VIEW,
-    OPERATOR: VIEW | ACT | CONFIGURE,
-    ADMINISTRATOR: VIEW | ACT | CONFIGURE | MANAGE,
+    OPERATOR: VIEW | ACT | CONFIGURE | LINK,
+    ADMINISTRATOR: VIEW | ACT | CONFIGURE | LINK | MANAGE,
 }
 
 

@@ -103,6 +103,16 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "catalogue entry"),
         pgettext_lazy("accusative plural", "catalogue entries"),
     ),
+    "products.product": _noun(
+        ngettext_lazy("%(count)s product", "%(count)s products", "count"),
+        pgettext_lazy("accusative", "product"),
+        pgettext_lazy("accusative plural", "products"),
+    ),
+    "products.supplierlink": _noun(
+        ngettext_lazy("%(count)s supplier link", "%(count)s supplier links", "count"),
+        pgettext_lazy("accusative", "supplier link"),
+        pgettext_lazy("accusative plural", "supplier links"),
+    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),

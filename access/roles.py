@@ -64,6 +64,7 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
+        "pricefeed.view_pricetype",
         # Our products and the supplier lines linked to them (with each link's history).
         "products.view_product",
         "products.view_supplierlink",

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -207,7 +208,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
     search_help_text = _("A supplier's SKU, our product's code, or a part of its name.")
     ordering = ["config", "supplier_sku"]
     show_full_result_count = False
-    fields = [
+    fields = (
         "config",
         "supplier_sku",
         "product_link",
@@ -219,7 +220,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
         "created_at",
         "updated_at",
         "history",
-    ]
+    )
     readonly_fields = fields
     actions = ["confirm_selected", "reject_selected"]
     change_list_template = "products/review/link_list.html"
@@ -321,7 +322,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
     @admin.action(description=_("Confirm selected links"), permissions=["review"])
     def confirm_selected(self, request, queryset):
         proposals = queryset.filter(state__in=review.CONFIRMABLE).values_list("pk", "product_id")
-        count = review.links_confirm(proposals=list(proposals), user=request.user)
+        count = review.links_confirm(proposals=list(proposals), user=person(request))
         self.message_user(request, confirmed_message(count), messages.SUCCESS)
 
     @admin.action(description=_("Reject selected links"), permissions=["review"])
@@ -330,7 +331,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
         for link in queryset.filter(state__in=review.REJECTABLE):
             line = review.Line(config_id=link.config_id, sku=link.supplier_sku)
             try:
-                review.link_reject(line=line, product_id=link.product_id, user=request.user)
+                review.link_reject(line=line, product_id=link.product_id, user=person(request))
             except review.ReviewRefused as refused:
                 self.message_user(request, refused.said(), messages.WARNING)
             else:
@@ -512,19 +513,25 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
         action = "choose" if data["choose"] else data["action"]
         try:
             if action == "confirm" and data["product"]:
-                link = review.link_confirm(line=line, product_id=data["product"], user=request.user)
+                link = review.link_confirm(
+                    line=line, product_id=data["product"], user=person(request)
+                )
                 said = gettext("Confirmed: %(sku)s is %(product)s.")
             elif action == "reject" and data["product"]:
-                link = review.link_reject(line=line, product_id=data["product"], user=request.user)
+                link = review.link_reject(
+                    line=line, product_id=data["product"], user=person(request)
+                )
                 said = gettext("Rejected: %(sku)s is not %(product)s; the line stays unlinked.")
             elif action == "choose" and data["choose"]:
-                link = review.link_choose(line=line, product_id=data["choose"], user=request.user)
+                link = review.link_choose(
+                    line=line, product_id=data["choose"], user=person(request)
+                )
                 said = gettext("Linked: %(sku)s is %(product)s.")
             elif action == "code" and data["own_code"]:
                 product = Product.objects.active().filter(own_code=data["own_code"].strip()).first()
                 if product is None:
                     raise review.ProductUnavailable(product=data["own_code"].strip())
-                link = review.link_choose(line=line, product_id=product.pk, user=request.user)
+                link = review.link_choose(line=line, product_id=product.pk, user=person(request))
                 said = gettext("Linked: %(sku)s is %(product)s.")
             else:
                 self.message_user(
@@ -541,7 +548,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
 
     def _bulk(self, request: HttpRequest, back: str) -> HttpResponse:
         proposals = list(_pairs(request.POST.getlist("proposal")))
-        count = review.links_confirm(proposals=proposals, user=request.user)
+        count = review.links_confirm(proposals=proposals, user=person(request))
         self.message_user(request, confirmed_message(count), messages.SUCCESS)
         if skipped := len(proposals) - count:
             self.message_user(
@@ -577,7 +584,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
                 values = {name: form.cleaned_data[name] for name in ProductFromLineForm.Meta.fields}
                 try:
                     link = review.product_create_for_line(
-                        line=line, values=values, user=request.user
+                        line=line, values=values, user=person(request)
                     )
                 except review.ReviewRefused as refused:
                     self.message_user(request, refused.said(), messages.WARNING)
@@ -604,7 +611,7 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
             **self._context(request, gettext("Add our product from a supplier line")),
             "form": form,
             "item": item,
-            "config": PriceListConfig.objects.filter(pk=item.config_id).first(),
+            "config": PriceListConfig.objects.filter(pk=int(config_id)).first(),
             "next": back,
         }
         return TemplateResponse(request, "products/review/new_product.html", context)
@@ -625,6 +632,13 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
             .order_by("own_code")[:SUGGESTIONS]
         )
         return JsonResponse({"results": [{"own_code": p.own_code, "name": p.name} for p in found]})
+
+
+def person(request: HttpRequest) -> AbstractBaseUser:
+    """Who decides: the admin's pages are for logged-in staff only."""
+    user = request.user
+    assert isinstance(user, AbstractBaseUser), user
+    return user
 
 
 def product_url(product_id: int) -> str | None:
@@ -676,7 +690,7 @@ class ProductPageAdmin(ListAdminMixin, admin.ModelAdmin):
 
     list_display = ["own_code", "short_name", "brand", "article"]
     search_fields = ["=own_code", "name"]
-    readonly_fields = ["own_code", "name", "brand", "article", "barcodes", "unit", "category"]
+    readonly_fields = ("own_code", "name", "brand", "article", "barcodes", "unit", "category")
     fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:

@@ -90,8 +90,8 @@ def _event(link: SupplierLink, *, before: int | None, user: AbstractBaseUser | N
 def _decided(link: SupplierLink, *, state: str, user: AbstractBaseUser | None) -> None:
     link.state = state
     link.confirmed_by_id = user.pk if user is not None else None
-    link.confirmed_at = Now()  # type: ignore[assignment]
-    link.updated_at = Now()  # type: ignore[assignment]
+    link.confirmed_at = Now()
+    link.updated_at = Now()
 
 
 def _locked(line: Line) -> SupplierLink | None:

@@ -446,7 +446,10 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
                     and link.product_id == candidate.product_id,
                 )
             )
-        for key, row in enumerate(rows[:5], start=1):
+        # Keys 1 to 5 choose: the rows one may choose (the proposal is confirmed, with
+        # Enter; a retired product is shown, not offered).
+        choosable = [row for row in rows if not (row["proposed"] or row["retired"])]
+        for key, row in enumerate(choosable[:5], start=1):
             row["key"] = key
         new_url = reverse("admin:products_supplierlink_review_new")
         query = urlencode(

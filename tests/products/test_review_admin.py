@@ -283,10 +283,11 @@ def test_the_proposed_product_is_shown_even_when_no_candidate_names_it(client, q
 
     response = client.get(reverse(QUEUE), {"config": queue.north.pk, "show": "proposed"})
 
-    nut_line = next(line for line in response.context["lines"] if line["item"].sku == "N-2")
-    assert [(row["product"].own_code, row["proposed"], row["key"]) for row in nut_line["rows"]] == [
-        ("П-0003", True, 1)
-    ]
+    lines = {line["item"].sku: line for line in response.context["lines"]}
+    nut = [(row["product"].own_code, row["proposed"], row["key"]) for row in lines["N-2"]["rows"]]
+    assert nut == [("П-0003", True, None)]  # confirmed with Enter; no number to choose it
+    bolt = [(row["product"].own_code, row["key"]) for row in lines["N-1"]["rows"]]
+    assert bolt == [("П-0001", None), ("П-0002", 1)]
 
 
 # -- the links' list and a link's page -------------------------------------------------

@@ -5,20 +5,22 @@ Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
   downloads their raw ``.eml``), configs, imports and their items, subscriptions,
-  notifications (and their delivery attempts), outbox events, our products, supplier
-  links (and their history) and the review queue, and django-q2's task results and
-  queue. It changes nothing.
+  notifications (and their delivery attempts), outbox events, and django-q2's task
+  results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds, changes and deletes
   price-list configs and subscriptions (and previews files against configs: reading an
-  upload costs the server CPU and memory), makes and revokes API tokens of their own,
-  and reviews supplier links (confirms, rejects or chooses a line's product, and adds a
-  product of ours made from a supplier line: ``products.review``).
+  upload costs the server CPU and memory), and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
   too; a lease deleted alone is made again, free, and its owner stops listening).
+
+The review queue of supplier links (``products.review``): every role above sees it, our
+products, the links with their history and what the matching found (``LINKS_VIEW``);
+operators and administrators also decide there (confirm, reject or choose a line's
+product, or add a product of ours made from the line: ``REVIEW``).
 
 No role writes the other rows only the machinery owns: checkpoints (deleting one makes
 the listener fetch the folder again), heartbeats (``listen_mail`` prunes them; each
@@ -31,9 +33,9 @@ django-q2's schedules, and whatever runs or re-runs a task, are superusers' alon
 
 Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, with
 fleet's model; ``0003_audit_records_kept`` without the delete permissions of the audit
-records; ``0008_product_links`` with the products' and the review queue's). A change
-here reaches existing databases through a new migration that runs ``roles_apply``
-again.
+records). A change here reaches existing databases
+through a new migration that runs ``roles_apply`` again (``0008_product_links`` for the
+review queue's).
 """
 
 from __future__ import annotations
@@ -59,17 +61,12 @@ VIEW = frozenset(
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
         "pricefeed.view_catalogueentry",
+        "pricefeed.view_pricetype",
         "outbox.view_outboxevent",
         "notifications.view_subscription",
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
-        "pricefeed.view_pricetype",
-        # Our products and the supplier lines linked to them (with each link's history).
-        "products.view_product",
-        "products.view_supplierlink",
-        "products.view_linkevent",
-        "products.view_linkcandidate",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -116,14 +113,23 @@ MANAGE = frozenset(
     }
 )
 
-# The review queue's decisions on supplier links (products.review), and a product of
-# ours made from a supplier line there.
-LINK = frozenset({"products.review_supplierlink", "products.add_product"})
+# The review queue (products.review): our products, the supplier links, each link's
+# history and the candidates the matching found for a line.
+LINKS_VIEW = frozenset(
+    {
+        "products.view_product",
+        "products.view_supplierlink",
+        "products.view_linkevent",
+        "products.view_linkcandidate",
+    }
+)
+# Its decisions, and a product of ours made from a supplier line there.
+REVIEW = frozenset({"products.review_supplierlink", "products.add_product"})
 
 ROLES: dict[str, frozenset[str]] = {
-    VIEWER: VIEW,
-    OPERATOR: VIEW | ACT | CONFIGURE | LINK,
-    ADMINISTRATOR: VIEW | ACT | CONFIGURE | LINK | MANAGE,
+    VIEWER: VIEW | LINKS_VIEW,
+    OPERATOR: VIEW | LINKS_VIEW | ACT | CONFIGURE | REVIEW,
+    ADMINISTRATOR: VIEW | LINKS_VIEW | ACT | CONFIGURE | REVIEW | MANAGE,
 }
 
 

@@ -108,11 +108,6 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "product"),
         pgettext_lazy("accusative plural", "products"),
     ),
-    "products.supplierlink": _noun(
-        ngettext_lazy("%(count)s supplier link", "%(count)s supplier links", "count"),
-        pgettext_lazy("accusative", "supplier link"),
-        pgettext_lazy("accusative plural", "supplier links"),
-    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),
@@ -127,6 +122,11 @@ NOUNS: dict[str, Noun] = {
         ngettext_lazy("%(count)s API token", "%(count)s API tokens", "count"),
         pgettext_lazy("accusative", "API token"),
         pgettext_lazy("accusative plural", "API tokens"),
+    ),
+    "products.supplierlink": _noun(
+        ngettext_lazy("%(count)s supplier link", "%(count)s supplier links", "count"),
+        pgettext_lazy("accusative", "supplier link"),
+        pgettext_lazy("accusative plural", "supplier links"),
     ),
     "auth.user": _noun(
         ngettext_lazy("%(count)s user", "%(count)s users", "count"),

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from mailboxes.models import Mailbox
@@ -190,3 +191,38 @@ def two_suppliers(mailbox: Mailbox) -> Queue:
     )
     candidate(south, "S-2", products["grower"], rank=1, score="0.750")
     return Queue(north=north, south=south, products=products, links=links)
+
+
+def review_trouble() -> None:
+    """What the review queue's pages need in the admin's Russian crawl
+    (tests/deploy/test_admin_russian_browser.py): our product, a supplier line's link to
+    it proposed and then decided (with its history), and a candidate with what matched
+    and what differed, for the first config's current lines. Cyrillic data only: the
+    crawl flags Latin words."""
+    from products import review
+
+    config = PriceListConfig.objects.order_by("pk").first()
+    assert config is not None
+    if not PriceItem.objects.filter(config=config, valid_to__isnull=True).exists():
+        current_catalogue(config, [Row("A-1", "Болт М8"), Row("A-2", "Гайка М8")])
+    bolt = product("П-1", "Болт М8", brand="Крепыш", article="933-8", unit="шт")
+    nut = product("П-2", "Гайка М8", brand="Крепыш", article="934-8", unit="шт")
+    skus = list(
+        PriceItem.objects.filter(config=config, valid_from__isnull=False, valid_to__isnull=True)
+        .order_by("sku")
+        .values_list("sku", flat=True)[:2]
+    )
+    proposal(config, skus[0], bolt)
+    user = User.objects.filter(is_superuser=True).first()
+    review.link_confirm(
+        line=review.Line(config_id=config.pk, sku=skus[0]), product_id=bolt.pk, user=user
+    )
+    if len(skus) > 1:
+        proposal(config, skus[1], nut, kind=SupplierLink.Kind.NAME)
+        candidate(
+            config,
+            skus[1],
+            nut,
+            matched=[{"attribute": "brand", "line": "Крепыш", "product": "Крепыш"}],
+            differed=[{"attribute": "size", "line": "М8", "product": "М10"}],
+        )

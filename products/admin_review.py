@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
@@ -39,6 +39,8 @@ from .models import LinkCandidate, LinkEvent, Product, SupplierLink
 
 State = SupplierLink.State
 PAGE_SIZE = 20
+# The most proposals one bulk confirm takes: a page's, with room to spare.
+BULK_LIMIT = 5 * PAGE_SIZE
 # How many products the "any product" field suggests as one types.
 SUGGESTIONS = 15
 REVIEW_PERMISSION = "products.review_supplierlink"
@@ -380,7 +382,9 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
         if request.method == "POST":
             return self._decide(request)
         filters = QueueFilterForm(request.GET or None)
-        chosen: dict[str, Any] = filters.cleaned_data if filters.is_valid() else {}
+        if filters.is_bound and not filters.is_valid():
+            raise BadRequest(filters.errors.as_text())  # as the lists answer ?state=bogus
+        chosen: dict[str, Any] = filters.cleaned_data if filters.is_bound else {}
         config = chosen.get("config")
         lines = review_queue.queue_lines(
             config_id=config.pk if config else None,
@@ -550,7 +554,8 @@ class SupplierLinkAdmin(ListAdminMixin, admin.ModelAdmin):
         return HttpResponseRedirect(back)
 
     def _bulk(self, request: HttpRequest, back: str) -> HttpResponse:
-        proposals = list(_pairs(request.POST.getlist("proposal")))
+        # No more than a page of the queue shows (a crafted form may carry thousands).
+        proposals = list(_pairs(request.POST.getlist("proposal")[:BULK_LIMIT]))
         count = review.links_confirm(proposals=proposals, user=person(request))
         self.message_user(request, confirmed_message(count), messages.SUCCESS)
         if skipped := len(proposals) - count:

@@ -8,7 +8,7 @@ import re
 from html import unescape
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from access.roles import ADMINISTRATOR, OPERATOR, VIEWER
@@ -101,6 +101,27 @@ def test_a_viewer_cannot_open_or_post_the_new_product_page(client, queue):
     assert client.get(reverse(NEW), query).status_code == 403
     assert client.post(reverse(NEW), {**query, "own_code": "X", "name": "X"}).status_code == 403
     assert not Product.objects.filter(own_code="X").exists()
+
+
+def test_reviewing_without_adding_products_is_refused_the_new_product_page(client, queue):
+    user = staff(None)
+    user.user_permissions.add(
+        Permission.objects.get(codename="review_supplierlink"),
+        Permission.objects.get(codename="view_supplierlink"),
+    )
+    client.force_login(user)
+
+    assert client.get(reverse(QUEUE)).status_code == 200
+    assert client.get(reverse(NEW), {"config": queue.north.pk, "sku": "N-5"}).status_code == 403
+    page = client.get(reverse(QUEUE)).content.decode()
+    assert 'value="confirm"' in page and reverse(NEW) not in page
+
+
+def test_a_filter_the_queue_cannot_read_is_a_bad_request(client, queue):
+    as_role(client, VIEWER)
+
+    assert client.get(reverse(QUEUE), {"config": "x"}).status_code == 400
+    assert client.get(reverse(QUEUE), {"show": "bogus"}).status_code == 400
 
 
 # -- the operator's decisions ---------------------------------------------------------

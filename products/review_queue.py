@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
 from pricefeed.models import PriceItem
 
@@ -44,17 +44,18 @@ def queue_lines(
     link = SupplierLink.objects.filter(
         config_id=OuterRef("config_id"), supplier_sku=OuterRef("sku")
     )
-    lines = current_lines().annotate(link_state=Subquery(link.values("state")[:1]))
+    # (Anti-)semi-joins, which PostgreSQL runs as hash joins over the whole catalogue
+    # (the page's count); the state itself is read for the page's rows only.
+    if show == PROPOSED:
+        wanted = Exists(link.filter(state=State.PROPOSED))
+    elif show == UNLINKED:
+        wanted = ~Exists(link.exclude(state=State.REJECTED))
+    else:
+        wanted = ~Exists(link.filter(state__in=[State.AUTO, State.CONFIRMED]))
+    lines = current_lines().filter(wanted)
     if config_id is not None:
         lines = lines.filter(config_id=config_id)
-    if show == PROPOSED:
-        lines = lines.filter(link_state=State.PROPOSED)
-    elif show == UNLINKED:
-        lines = lines.filter(Q(link_state__isnull=True) | Q(link_state=State.REJECTED))
-    else:
-        lines = lines.filter(
-            Q(link_state__isnull=True) | Q(link_state__in=[State.PROPOSED, State.REJECTED])
-        )
+    lines = lines.annotate(link_state=Subquery(link.values("state")[:1]))
     search = search.strip()
     if search:
         lines = lines.filter(Q(sku=search) | Q(name__icontains=search))

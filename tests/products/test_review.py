@@ -256,3 +256,19 @@ def test_a_product_made_from_a_line_is_added_and_the_line_linked_to_it(queue, op
     )
     assert (link.product, link.state, link.kind) == (product, State.CONFIRMED, Kind.MANUAL)
     assert LinkEvent.objects.get(link=link).product_after == product
+
+
+def test_a_link_made_by_another_decision_meanwhile_is_said_not_overwritten(
+    queue, operator, monkeypatch
+):
+    # Another operator's choice committed between this one's look (no link) and its
+    # insert: the unique (config, SKU) refuses the second link.
+    washer, grower = queue.products["washer"], queue.products["grower"]
+    review.link_choose(line=line(queue, "N-3"), product_id=grower.pk, user=operator)
+    monkeypatch.setattr(review, "_locked", lambda _line: None)
+
+    with pytest.raises(review.LinkChanged):
+        review.link_choose(line=line(queue, "N-3"), product_id=washer.pk, user=operator)
+
+    assert link_of(queue, "N-3").product == grower
+    assert LinkEvent.objects.filter(link__supplier_sku="N-3").count() == 1

@@ -31,14 +31,14 @@ WAIT_MS = 60_000
 
 
 def assert_product_page_shows_both_suppliers_offers(text: str, *, suppliers: tuple[str, str]):
-    """The product page of a product linked to a line of each of ``suppliers`` (config
-    names), as the browser shows it (``text``).
+    """The page of our bolt (П-0001), linked to a line of each of ``suppliers`` (config
+    names: N-1 of Север, S-1 of Юг), as the browser shows it (``text``).
 
     The product page and its offers are products/admin.py's (the loading work, merged
-    separately): once it shows each supplier's current offer, assert here that both
-    suppliers' names and their prices ("1 234,50" and "990,00" in ``two_suppliers``'
-    data: 10,00 for each line) are on it. Until then the review queue's own part is
-    asserted: the page is our product's."""
+    separately). Once it shows each supplier's current offer, assert here that both
+    suppliers' names and their offers are on it (two_suppliers gives each line the
+    price 10,00 RUB and the quantity 5). Until then the review queue's own part is
+    asserted: the page is our bolt's."""
     assert "П-0001" in text
 
 

@@ -31,14 +31,18 @@ WAIT_MS = 60_000
 
 
 def assert_product_page_shows_both_suppliers_offers(text: str, *, suppliers: tuple[str, str]):
-    """The page of our bolt (П-0001), linked to a line of each of ``suppliers`` (config
+    r"""The page of our bolt (П-0001), linked to a line of each of ``suppliers`` (config
     names: N-1 of Север, S-1 of Юг), as the browser shows it (``text``).
 
     The product page and its offers are products/admin.py's (the loading work, merged
-    separately). Once it shows each supplier's current offer, assert here that both
-    suppliers' names and their offers are on it (two_suppliers gives each line the
-    price 10,00 RUB and the quantity 5). Until then the review queue's own part is
-    asserted: the page is our bolt's."""
+    separately). Once merged, add (checked against that page on a trial merge; each
+    line of two_suppliers costs 10,00 RUB, quantity 5)::
+
+        assert "Предложения поставщиков" in text
+        for supplier, sku in zip(suppliers, ("N-1", "S-1"), strict=True):
+            assert re.search(rf"{supplier}\s+{sku}\s+10,00\s+RUB\s+5\b", text), text
+
+    Until then the review queue's own part is asserted: the page is our bolt's."""
     assert "П-0001" in text
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import Combinable
 
 from pricefeed.models import PriceItem
 
@@ -46,6 +47,7 @@ def queue_lines(
     )
     # (Anti-)semi-joins, which PostgreSQL runs as hash joins over the whole catalogue
     # (the page's count); the state itself is read for the page's rows only.
+    wanted: Exists | Combinable
     if show == PROPOSED:
         wanted = Exists(link.filter(state=State.PROPOSED))
     elif show == UNLINKED:

@@ -17,6 +17,11 @@ Each role holds everything of the one before it:
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
   too; a lease deleted alone is made again, free, and its owner stops listening).
 
+The review queue of supplier links (``products.review``): every role above sees it, our
+products, the links with their history and what the matching found (``LINKS_VIEW``);
+operators and administrators also decide there (confirm, reject or choose a line's
+product, or add a product of ours made from the line: ``REVIEW``).
+
 No role writes the other rows only the machinery owns: checkpoints (deleting one makes
 the listener fetch the folder again), heartbeats (``listen_mail`` prunes them; each
 process prunes the process heartbeats), price items (they go with their import) and
@@ -29,7 +34,8 @@ django-q2's schedules, and whatever runs or re-runs a task, are superusers' alon
 Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, with
 fleet's model; ``0003_audit_records_kept`` without the delete permissions of the audit
 records). A change here reaches existing databases
-through a new migration that runs ``roles_apply`` again.
+through a new migration that runs ``roles_apply`` again (``0008_product_links`` for the
+review queue's).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ VIEW = frozenset(
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
         "pricefeed.view_catalogueentry",
+        "pricefeed.view_pricetype",
         "outbox.view_outboxevent",
         "notifications.view_subscription",
         "notifications.view_notification",
@@ -106,10 +113,23 @@ MANAGE = frozenset(
     }
 )
 
+# The review queue (products.review): our products, the supplier links, each link's
+# history and the candidates the matching found for a line.
+LINKS_VIEW = frozenset(
+    {
+        "products.view_product",
+        "products.view_supplierlink",
+        "products.view_linkevent",
+        "products.view_linkcandidate",
+    }
+)
+# Its decisions, and a product of ours made from a supplier line there.
+REVIEW = frozenset({"products.review_supplierlink", "products.add_product"})
+
 ROLES: dict[str, frozenset[str]] = {
-    VIEWER: VIEW,
-    OPERATOR: VIEW | ACT | CONFIGURE,
-    ADMINISTRATOR: VIEW | ACT | CONFIGURE | MANAGE,
+    VIEWER: VIEW | LINKS_VIEW,
+    OPERATOR: VIEW | LINKS_VIEW | ACT | CONFIGURE | REVIEW,
+    ADMINISTRATOR: VIEW | LINKS_VIEW | ACT | CONFIGURE | REVIEW | MANAGE,
 }
 
 

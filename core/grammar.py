@@ -103,6 +103,11 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "catalogue entry"),
         pgettext_lazy("accusative plural", "catalogue entries"),
     ),
+    "products.product": _noun(
+        ngettext_lazy("%(count)s product", "%(count)s products", "count"),
+        pgettext_lazy("accusative", "product"),
+        pgettext_lazy("accusative plural", "products"),
+    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),
@@ -117,6 +122,11 @@ NOUNS: dict[str, Noun] = {
         ngettext_lazy("%(count)s API token", "%(count)s API tokens", "count"),
         pgettext_lazy("accusative", "API token"),
         pgettext_lazy("accusative plural", "API tokens"),
+    ),
+    "products.supplierlink": _noun(
+        ngettext_lazy("%(count)s supplier link", "%(count)s supplier links", "count"),
+        pgettext_lazy("accusative", "supplier link"),
+        pgettext_lazy("accusative plural", "supplier links"),
     ),
     "auth.user": _noun(
         ngettext_lazy("%(count)s user", "%(count)s users", "count"),

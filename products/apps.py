@@ -8,3 +8,8 @@ class ProductsConfig(AppConfig):
 
     name = "products"
     verbose_name = _("Our products")
+
+    def ready(self) -> None:
+        # The links' admin and the review queue: after the admin's autodiscovery
+        # (products/admin.py), whose product admin it then does not replace.
+        from . import admin_review  # noqa: F401

@@ -119,6 +119,8 @@ class SupplierLink(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["product"], name="link_product")]
+        # The review queue's decisions (products.review): confirm, reject, choose.
+        permissions = [("review_supplierlink", _("Can confirm, reject and choose supplier links"))]
 
     def __str__(self) -> str:
         return f"{self.supplier_sku} → {self.product_id}"

@@ -41,6 +41,11 @@ OFFERED: dict[str, dict[str, set[str]]] = {
         ADMINISTRATOR: {"retry_now", "requeue", "mark_failed"},
     },
     "notifications_subscription": {OPERATOR: {DELETE}, ADMINISTRATOR: {DELETE}},
+    # Links: decided in the review queue or by these actions; deleted by superusers only.
+    "products_supplierlink": {
+        OPERATOR: {"confirm_selected", "reject_selected"},
+        ADMINISTRATOR: {"confirm_selected", "reject_selected"},
+    },
     "notifications_notification": {
         OPERATOR: {"retry_now", "requeue", "give_up"},
         ADMINISTRATOR: {"retry_now", "requeue", "give_up"},

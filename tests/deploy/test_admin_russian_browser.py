@@ -30,6 +30,7 @@ from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
 from tests.factories import receive, run_all
+from tests.products.review_data import review_trouble
 from tests.requirements import require_chromium
 
 from .support import ROOT, Gunicorn, admin_over_plain_http, unit_command
@@ -142,10 +143,10 @@ WRONG_FORMS = {
 }
 
 # The page's title and visible text, without what is an identifier by its markup: the
-# <code> of the API's reference page (paths, parameter and field names) and the
-# password's hash summary on a user's page.
+# <code> of the API's reference page (paths, parameter and field names), the <kbd> of
+# the review queue's keys (Enter, j, k) and the password's hash summary on a user's page.
 VISIBLE_TEXT = """() => {
-  for (const e of document.querySelectorAll('code, .field-password div:not(.help)')) {
+  for (const e of document.querySelectorAll('code, kbd, .field-password div:not(.help)')) {
     e.style.display = 'none';
   }
   return document.title + '\\n' + document.body.innerText;
@@ -155,7 +156,8 @@ VISIBLE_TEXT = """() => {
 def more_trouble() -> None:
     """What trouble_of_every_kind lacks for a page of every model: a broken workbook (a
     stored reason of ours around a library's error), an outbox event given up on, an API
-    token, a group, a schedule and django-q2's task records."""
+    token, a group, a schedule, django-q2's task records, and our products with a
+    supplier line's link to one and a line proposed for review."""
     mailbox = Mailbox.objects.first()
     assert mailbox is not None
     message = receive(mailbox, [("книга.xlsx", b"PK\x03\x04 not a workbook")], subject="Прайс")
@@ -169,6 +171,7 @@ def more_trouble() -> None:
     Group.objects.create(name="Операторы")
     schedule("pricefeed.overdue.overdue_sweep", name="Проверка опозданий", minutes=5)
     async_task("pricefeed.overdue.overdue_sweep", sync=False)  # waits in the ORM queue
+    review_trouble()
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",
@@ -259,7 +262,11 @@ def test_no_english_word_nor_wrong_form_on_any_admin_page_in_russian(transaction
     more_trouble()
     pages, empty = pages_of_the_admin(user)
     assert not empty, f"no row to open the change page of: {empty}"
-    pages += [reverse("api:docs"), "/admin/no-such-page/"]
+    pages += [
+        reverse("api:docs"),
+        reverse("admin:products_supplierlink_review"),
+        "/admin/no-such-page/",
+    ]
     venv = Path(sys.executable).parent.parent
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 

@@ -43,7 +43,7 @@ from .errors import (
     WorkbookRefused,
     XmlRefused,
 )
-from .reader import parse
+from .reader import CheckedFile, check_file, parse
 from .types import (
     CURRENCY_MAX_LENGTH,
     FIELDS,
@@ -72,6 +72,7 @@ __all__ = [
     "SKU_MAX_LENGTH",
     "ArchiveRefused",
     "ArchiveTooLarge",
+    "CheckedFile",
     "CorruptFile",
     "EmptyFile",
     "FileTooLarge",
@@ -99,6 +100,7 @@ __all__ = [
     "UnsupportedFormat",
     "WorkbookRefused",
     "XmlRefused",
+    "check_file",
     "check_xml_defences",
     "detect_format",
     "expand",

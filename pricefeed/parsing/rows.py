@@ -320,10 +320,10 @@ def _in_chunks(
         check(Text(m.AT_ROW, row=rn + 1))
         # all(map(any, …)) runs in C and stops at a row's first non-empty cell: about
         # 2 ms per 100k rows of a price list, where every row has a value.
-        runs = None if not skip_empty or all(map(any, chunk)) else _data_runs(chunk)
-        if runs is None:
-            runs = ((0, len(chunk)),)
+        if not skip_empty or all(map(any, chunk)):
+            runs = [(0, len(chunk))]
         else:
+            runs = _data_runs(chunk)
             ctx.skipped += len(chunk) - sum(end - start for start, end in runs)
         for start, end in runs:
             part = chunk if end - start == len(chunk) else chunk[start:end]

@@ -71,13 +71,12 @@ _SIMPLE_SPAN = 999_999 * 26
 # what a message is charged: pricefeed.imports.lifecycle.charge_cells). Its rows are
 # counted up to a bound: the highest row number seen, rounded up to two significant
 # digits (100,003 -> 109,999; at most a tenth more than the sheet has). Each piece's
-# last cell reference raises the bound, then one search for a reference past it (a
-# later column, or a row past the bound) checks the whole piece; only a piece that has
-# one (rows out of order, a wider row) is read reference by reference. Rounding keeps
-# the searches' patterns few (at most 540 bounds, compiled once per process): a pattern
-# per exact row number cost 0.4 ms to compile, once per 256 KiB piece. On a 100k x 8
-# sheet (46 MB of XML) the measurement is one more regex scan, ~0.07 s of the guard's
-# ~0.45 s.
+# last cell reference raises the bound, then the one search that looks for an unusual
+# tag (_past: _OTHER_CELL narrowed to the columns and rows measured so far) finds a
+# reference past them too; only a piece that has one (rows out of order, a wider row)
+# is read reference by reference. Rounding keeps the patterns few (at most 540 bounds,
+# compiled once per process): a pattern per exact row number cost 0.4 ms to compile,
+# once per 256 KiB piece.
 _SIMPLE_REF = re.compile(rb'<c r="([A-Z])([0-9]{1,6})"')
 _REF_START = b'<c r="'
 _SST_TAG = re.compile(rb"<(?:[\w.-]+:)?sst\b([^>]*)>")
@@ -234,30 +233,48 @@ class _PartScan:
         buf = self.tail + piece
         if not self.sheet and b"sheetData" in buf:
             self.sheet = True
-        if not self.unusual and _unusual_tag(buf, len(buf) - _LOOKAHEAD):
-            self.unusual = True
-        if self.track and not self.unusual:
-            self._measure(buf)
+        if not self.unusual:
+            self._judge(buf, len(buf) - _LOOKAHEAD)
         self.tail = buf[-_TAIL:]
 
-    def _measure(self, buf: bytes) -> None:
-        """Raise max_row and max_col to the simple cell references in ``buf`` (module
-        docstring of _SIMPLE_REF). A reference cut off by the end of ``buf`` reads
-        smaller than it is, and is read whole with the next piece (the carried tail)."""
+    def _judge(self, buf: bytes, before: int) -> None:
+        """Sets ``unusual`` when ``buf`` has an unusual tag starting before ``before``
+        (_unusual_tag). A tracked part is judged by the same search that measures it: a
+        cell tag in the common form past the columns and rows measured so far fails
+        that search's pattern too (_past), and only such a tag makes the piece be read
+        reference by reference; each piece's last reference raises the bound first (in
+        an ascending sheet, the piece's highest), so that an ordinary sheet costs one
+        search a piece, as an untracked one does."""
+        if not self.track:
+            if _unusual_tag(buf, before):
+                self.unusual = True
+            return
+        prefixed = _PREFIXED.search(buf)
+        if prefixed and prefixed.start() < before:
+            self.unusual = True
+            return
         end = buf.rfind(_REF_START)
         last = _SIMPLE_REF.match(buf, end) if end >= 0 else None
-        if last is None and end > 0:
+        if last is None and end > 0:  # cut off by the end of the piece: the one before
             end = buf.rfind(_REF_START, 0, end)
             last = _SIMPLE_REF.match(buf, end) if end >= 0 else None
         if last is not None:
             self.max_row = max(self.max_row, _bound(int(last.group(2))))
             self.max_col = max(self.max_col, last.group(1)[0] - 65)
-        beyond = _beyond(self.max_col, self.max_row)
-        if beyond is not None and beyond.search(buf):
+        found = _past(self.max_col, self.max_row).search(buf)
+        if found is None or found.start() >= before:
+            return  # a tag at the very end is judged whole with the next piece
+        if not _OTHER_CELL.match(buf, found.start()):
+            # A common cell tag past the bound: every reference of the piece is read,
+            # and what follows the tag is judged as an untracked part is.
             for letter, digits in _SIMPLE_REF.findall(buf):
                 self.max_row = max(self.max_row, int(digits))
                 self.max_col = max(self.max_col, letter[0] - 65)
             self.max_row = _bound(self.max_row)
+            found = _OTHER_CELL.search(buf, found.end())
+            if found is None or found.start() >= before:
+                return
+        self.unusual = True
 
     def span(self) -> int:
         """The cells of a simple sheet measured while inflating (its rows up to the
@@ -265,8 +282,8 @@ class _PartScan:
         return (self.max_row + 1) * (self.max_col + 2)
 
     def finish(self) -> None:
-        if not self.unusual and _unusual_tag(self.tail, len(self.tail)):
-            self.unusual = True
+        if not self.unusual:
+            self._judge(self.tail, len(self.tail))
         self._check_prolog()
         self._check_shared_strings()
 
@@ -339,25 +356,32 @@ def _bound(row: int) -> int:
 
 
 @lru_cache(maxsize=1024)
-def _beyond(col: int, row: int) -> re.Pattern[bytes] | None:
-    """A simple cell reference past column ``col`` (0: A) or row ``row``: a larger
-    number of up to six digits. A reference with more digits than ``row`` is taken as
-    larger even when its leading digits are zeros (the piece is then read reference by
-    reference, which gives the exact figure). None: nothing can be past both."""
+def _past(col: int, row: int) -> re.Pattern[bytes]:
+    """_OTHER_CELL for a sheet measured up to column ``col`` (0: A) and row ``row``: it
+    also matches a cell tag in the common form whose reference is past either (a later
+    letter, or a row number above ``row``; one with leading zeros and more digits than
+    ``row`` is taken as past it, and then read exactly)."""
     digits = str(row)
-    size = len(digits)
-    larger = [f"[0-9]{{{size + 1},6}}"] if size < 6 else []
-    for i, digit in enumerate(digits):
-        if digit != "9":
-            larger.append(f"{digits[:i]}[{int(digit) + 1}-9][0-9]{{{size - i - 1}}}")
-    refs = []
-    if col < 25:
-        refs.append(f"[{chr(66 + col)}-Z][0-9]{{1,6}}")
-    if larger:
-        refs.append(f"[A-Z](?:{'|'.join(larger)})")
-    if not refs:
-        return None
-    return re.compile(f'<c r="(?:{"|".join(refs)})"'.encode())
+    # As a trie of the digits, most likely first (as many digits as ``row``), so that a
+    # reference within is matched without backtracking: a pattern of plain alternatives
+    # made the search that every piece costs twice as slow.
+    within = _up_to(digits)
+    if len(digits) > 1:
+        within += f"|[0-9]{{1,{len(digits) - 1}}}+"
+    letters = f"A-{chr(65 + col)}"
+    return re.compile(
+        f'<c(?! r="[{letters}](?:{within})"(?: [stcvmph]{{1,2}}="[^"<>]*+")*+ ?/?>)[\\s/>]'.encode()
+    )
+
+
+def _up_to(digits: str) -> str:
+    """A pattern of the numbers of len(digits) digits up to ``digits`` (leading zeros
+    included)."""
+    if not digits:
+        return ""
+    first, rest = int(digits[0]), len(digits) - 1
+    lower = f"[0-{first - 1}][0-9]{{{rest}}}|" if first else ""
+    return f"(?:{lower}{first}{_up_to(digits[1:])})"
 
 
 def _unusual_tag(buf: bytes, before: int) -> bool:

@@ -5,7 +5,8 @@ no files; the caller builds its Limits (pricefeed.limits.parse_limits from setti
     for member in members:
         parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
 
-See docs in each module: reader (parse: format detection and dispatch), archives (caps,
+See docs in each module: reader (parse: format detection and dispatch; check_file: the
+checks before reading, with the cells a workbook spans), archives (caps,
 zip-slip, tar header guard), workbook_guard (XML and memory bombs in an xlsx before
 calamine), xls_guard and cfb (memory and time bombs in an xls before calamine), workbook
 (the calamine path), textfile (the text path), text (encodings, delimiters), plainlines

@@ -33,6 +33,11 @@ length of the string it refers to. A cheap bound comes first: cell tags (counted
 inflating) times the longest string, taken as the whole table, then as its longest
 ``<si>`` element; only a workbook past both is inflated again and its shared-string
 cells charged one by one.
+
+check_workbook returns the cells the sheets span, the figure a message is charged
+before the reader opens the workbook (PRICEFEED_MESSAGE_PARSE_CELLS): a sheet measured
+exactly as above, or one in the common form measured while it inflates, its rows up to
+a tenth more than it has (_SIMPLE_REF).
 """
 
 from __future__ import annotations

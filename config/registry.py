@@ -601,6 +601,26 @@ SETTINGS: tuple[Setting, ...] = (
         example="600",
     ),
     Setting(
+        "PRICEFEED_MESSAGE_PARSE_CELLS",
+        int,
+        default="`128000000`",
+        doc=(
+            "cells the workbooks of one message may span in all, as their guards measure "
+            "them before the reader opens them: each file is charged its span, and one "
+            "that does not fit in what its message has left ends FAILED unread (a message "
+            "of 100 files, each within its own limits, cannot cost 100 times one). Sized "
+            "from measurement: "
+            "python-calamine holds about 31 bytes and spends about 0.12 us of CPU per cell "
+            "(31 M cells: 3.6 s, 961 MB), so 128 M cells is about 15 s of reading and 4 GB "
+            "held in turn (never at once); four files at PRICEFEED_PARSE_MAX_CELLS, or 140 "
+            "price lists of 100k x 8 (0.9 M cells each). Keep it at least "
+            "PRICEFEED_PARSE_MAX_CELLS, or a lone file within that limit is refused"
+        ),
+        reads=("pricefeed.imports.lifecycle",),
+        section="Input limits",
+        example="128000000",
+    ),
+    Setting(
         "PRICEFEED_PARSE_MAX_CELLS_PER_BYTE",
         int,
         default="`64`",

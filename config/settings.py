@@ -352,6 +352,9 @@ PRICEFEED_PARSE_MAX_CELLS = env.int("PRICEFEED_PARSE_MAX_CELLS", default=32_000_
 # Reading time all the files of one message may take together (pricefeed.imports.lifecycle
 # .message_limits): each file keeps PRICEFEED_PARSE_MAX_SECONDS at most.
 PRICEFEED_MESSAGE_PARSE_SECONDS = env.int("PRICEFEED_MESSAGE_PARSE_SECONDS", default=600)
+# Cells the workbooks of one message may span in all (pricefeed.imports.lifecycle
+# .charge_cells): four files at PRICEFEED_PARSE_MAX_CELLS, 140 of a 100k x 8 price list.
+PRICEFEED_MESSAGE_PARSE_CELLS = env.int("PRICEFEED_MESSAGE_PARSE_CELLS", default=128_000_000)
 PRICEFEED_PARSE_MAX_CELLS_PER_BYTE = env.int("PRICEFEED_PARSE_MAX_CELLS_PER_BYTE", default=64)
 PRICEFEED_PARSE_MAX_TEXT_BYTES = env.int("PRICEFEED_PARSE_MAX_TEXT_BYTES", default=512 * 2**20)
 PRICEFEED_PARSE_MAX_ERRORS = env.int("PRICEFEED_PARSE_MAX_ERRORS", default=10_000)

@@ -538,7 +538,8 @@ class Case:
     ``refusal`` is a regular expression (case-insensitive) that the reason recorded for
     the refused message (Outcome.reason) must match. ``patterns`` are filename patterns
     of configs the case's mailbox has besides the one for ordinary "*.csv" price lists,
-    so that the hostile attachment is matched and read.
+    so that the hostile attachment is matched and read. ``imported``: the message is
+    costly, not wrong, and must end with every import SUCCEEDED (``refusal`` unused).
     """
 
     name: str
@@ -546,6 +547,7 @@ class Case:
     build: Callable[[], bytes]
     refusal: str
     patterns: tuple[str, ...] = ()
+    imported: bool = False
 
 
 def _tar_pax_mail() -> bytes:
@@ -697,6 +699,42 @@ CASES += (
         patterns=("*.xls",),
     ),
 )
+
+
+def _wide_spans_mail() -> bytes:
+    from devkit.hostile_files import xlsx_wide_span
+
+    data = xlsx_wide_span()
+    files = [(f"span_{i}.xlsx", data) for i in range(6)]
+    return supplier_email(
+        subject="Price list", sender=SENDER, attachments=files, message_id=_message_id("span")
+    )
+
+
+def _empty_rows_mail() -> bytes:
+    from devkit.hostile_files import xlsx_empty_rows
+
+    return mail_with_attachment("prices.xlsx", xlsx_empty_rows())
+
+
+# Issue 30: budgets per message, and rows that cost nothing to skip.
+CASES += (
+    Case(
+        "message-cells",
+        "6 xlsx of 512 KB, each spanning 32 M cells (within its own limits), in one message",
+        _wide_spans_mail,
+        refusal=r"PRICEFEED_MESSAGE_PARSE_CELLS",
+        patterns=("*.xlsx",),
+    ),
+    Case(
+        "empty-rows",
+        "xlsx of 2.4 MB: two price rows a million empty rows apart",
+        _empty_rows_mail,
+        refusal="",
+        patterns=("*.xlsx",),
+        imported=True,
+    ),
+)
 CASES_BY_NAME = {case.name: case for case in CASES}
 
 
@@ -769,7 +807,13 @@ def acceptance_problems(
             f"the normal price list's import did not succeed within {settled_within:.0f} s "
             f"(it is: {result.normal})"
         )
-    if result.hostile_settled_after is None or not result.hostile.refused:
+    if case.imported:
+        if result.hostile_settled_after is None or not result.hostile.succeeded:
+            problems.append(
+                f"the costly message's imports did not all succeed within "
+                f"{settled_within:.0f} s (it is: {result.hostile})"
+            )
+    elif result.hostile_settled_after is None or not result.hostile.refused:
         problems.append(
             f"the hostile message did not end REJECTED, IGNORED or with its import FAILED "
             f"within {settled_within:.0f} s (it is: {result.hostile})"

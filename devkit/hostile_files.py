@@ -10,7 +10,9 @@ library's defences (issue 11).
 * ``handmade_xlsx``: an xlsx assembled from raw XML parts; ``xlsx_shared_string_copies``
   and ``xls_shared_string_copies``: workbooks whose cells all refer to one long shared
   string (a small file that a reader copying the string into every cell inflates to GBs);
-  ``xlsx_far_cell``: a tiny xlsx with one cell far from the others.
+  ``xlsx_far_cell``: a tiny xlsx with one cell far from the others; ``xlsx_wide_span``:
+  the same padded to a size that allows its span; ``xlsx_empty_rows``: two price rows
+  a million empty rows apart.
 
 Everything is written byte by byte from the formats' specifications ([MS-CFB], [MS-XLS],
 POSIX ustar/pax, GNU tar), so that a file can be exactly as malformed as a test needs.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import random
 import struct
 import zipfile
 
@@ -417,6 +420,40 @@ def xlsx_far_cell(ref: str = "AE999990") -> bytes:
         '<row r="2"><c r="A2" t="inlineStr"><is><t>A-1</t></is></c><c r="B2"><v>10.5</v></c>'
         f'</row><row r="{ref.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")}"><c r="{ref}"><v>1</v></c>'
         "</row></sheetData></worksheet>"
+    )
+    return handmade_xlsx(sheet)
+
+
+def xlsx_wide_span(ref: str = "AE999990", *, padding: int = 510_000, seed: int = 30) -> bytes:
+    """An xlsx with a header and one cell at ``ref`` (no price row), made large enough by
+    ``padding`` incompressible bytes in a part of its own that its span is within the
+    cells a file of its size may span (64 a byte by default: AE999990 spans 32.0 M cells,
+    allowed from 500 KB). A message of several is what a per-message cell budget is for:
+    each file alone is within every limit."""
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{MAIN_NS}"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c>'
+        '<c r="B1" t="inlineStr"><is><t>price</t></is></c></row>'
+        f'<row r="{ref.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")}"><c r="{ref}"><v>1</v></c>'
+        "</row></sheetData></worksheet>"
+    )
+    noise = random.Random(seed).randbytes(padding)
+    return handmade_xlsx(sheet, extra={"docProps/padding.bin": noise})
+
+
+def xlsx_empty_rows(empty: int = 999_996) -> bytes:
+    """An xlsx with a header, a price row, ``empty`` empty rows (a ``<row r="N"/>`` tag
+    each, as a writer leaves formatted but empty rows) and a last price row: 2.4 MB for
+    the default, which ends at row 999,999 (every cell reference in the common form)."""
+    last = empty + 3
+    rows = "".join(f'<row r="{r}"/>' for r in range(3, last))
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{MAIN_NS}"><sheetData>'
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>sku</t></is></c>'
+        '<c r="B1" t="inlineStr"><is><t>price</t></is></c></row>'
+        '<row r="2"><c r="A2" t="inlineStr"><is><t>A-1</t></is></c><c r="B2"><v>10.5</v></c>'
+        f'</row>{rows}<row r="{last}"><c r="A{last}" t="inlineStr"><is><t>A-2</t></is></c>'
+        f'<c r="B{last}"><v>11.5</v></c></row></sheetData></worksheet>'
     )
     return handmade_xlsx(sheet)
 

@@ -358,6 +358,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         "row_errors",
         "attempts",
         "crashes",
+        "cells_charged",
         "claimed_by",
         "claimed_at",
         "next_attempt_at",
@@ -409,6 +410,7 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
             {
                 "fields": [
                     ("attempts", "crashes"),
+                    "cells_charged",
                     ("claimed_by", "claimed_at"),
                     "next_attempt_at",
                     ("created_at", "started_at", "finished_at", "duration"),

@@ -295,6 +295,20 @@ class PriceImport(models.Model):
         db_default=0,
         help_text=_("Rows read so far while the import runs; every data row read once it ends."),
     )
+    # The cells its workbook spans (as its guard measured them before the reader opened
+    # it), charged to its message's PRICEFEED_MESSAGE_PARSE_CELLS by its last run
+    # (pricefeed.imports.lifecycle.charge_cells): a run replaces its own charge, so a
+    # retried or requeued import is never charged twice; 0 for a text table, a file
+    # refused unread, or an import not run yet.
+    cells_charged = models.BigIntegerField(
+        _("cells charged"),
+        default=0,
+        db_default=0,
+        help_text=_(
+            "Cells the file's workbook spans, charged to what its message may read "
+            "(PRICEFEED_MESSAGE_PARSE_CELLS)."
+        ),
+    )
     # How the file was read: sheet, encoding, delimiter, header row, column mapping.
     parse_info = models.JSONField(_("how the file was read"), default=dict, blank=True)
     errors = models.JSONField(_("row errors"), default=list, blank=True)

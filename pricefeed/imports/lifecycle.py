@@ -24,9 +24,11 @@ from django.utils import timezone
 
 from core import metrics
 from core.claims import PERMANENT_ERRORS, ClaimedWork, SweepResult
+from core.exceptions import ClaimLost
 from core.faults import crash_point
 from core.texts import Text, as_json, gettext_noop, stored, stored_all, text_of
 from mailboxes.exceptions import MessageRefused
+from mailboxes.models import InboundMessage
 from pricefeed import catalogue, parsing
 from pricefeed.limits import parse_limits
 from pricefeed.matching import Attachment
@@ -176,6 +178,10 @@ def _parse_and_store(
     """
     options = options_for(price_import.config)
     limits = message_limits(price_import)
+    # The guard runs before the transaction: what the file spans is charged to its
+    # message, in a short transaction of its own, before the reader opens it.
+    checked = parsing.check_file(data, limits)
+    charge_cells(price_import, worker, checked.cells)
     try:
         with transaction.atomic(durable=True):
             # A config's first list is made current as it is stored (pricefeed.catalogue).
@@ -189,7 +195,7 @@ def _parse_and_store(
                     current_from=first_list,
                 ) as writer,
             ):
-                parsed = parsing.parse(data, options, limits, sink=writer)
+                parsed = parsing.parse(data, options, limits, sink=writer, checked=checked)
             status, reason = verdict(price_import.config, parsed)
             if status == Status.FAILED:
                 raise _Discard(parsed)
@@ -235,6 +241,59 @@ def message_limits(price_import: PriceImport) -> parsing.Limits:
     if left < 1:
         raise parsing.ParseTimeLimit(Text(MESSAGE_TIME_SPENT, seconds=math.ceil(spent)))
     return dataclasses.replace(limits, max_seconds=min(limits.max_seconds, left))
+
+
+MESSAGE_CELLS_SPENT = gettext_noop(
+    "this file spans %(cells)s cells and the other files of this message %(spent)s, more "
+    "than one message may span (PRICEFEED_MESSAGE_PARSE_CELLS, %(limit)s): this file was "
+    "not read"
+)
+
+
+def charge_cells(price_import: PriceImport, worker: str, cells: int) -> None:
+    """Charges the cells a file's workbook spans (its guard's measure, parsing.check_file)
+    to its message's PRICEFEED_MESSAGE_PARSE_CELLS, before the reader opens it: the
+    files of one message together cannot make the reader hold more (issue 30), however
+    many there are. A file that does not fit in what the message has left raises
+    WorkbookRefused, charged nothing: its import ends FAILED unread, with the reason.
+
+    What a message has spent is the sum of its imports' ``cells_charged``; each run
+    sets its own import's charge (0 first, then ``cells`` when they fit), so a retried or
+    requeued import replaces its charge instead of adding to it. The sum is read and the
+    charge written under the message's row lock, in a transaction of its own: imports of
+    one message charged at once by different workers take turns, and each sees what the
+    one before committed (READ COMMITTED), so two cannot both take the last cells. The
+    import's own row is written first, then the message is locked: the order in which a
+    finishing import takes them (outcome.publish_outcome). A text table (0 cells) is
+    charged nothing and costs no transaction. Raises ClaimLost when the import is no
+    longer this worker's."""
+    if not cells:
+        return
+    budget = settings.PRICEFEED_MESSAGE_PARSE_CELLS
+    with transaction.atomic(durable=True):
+        ours = PriceImport.objects.filter(
+            pk=price_import.pk, status=Status.RUNNING, claimed_by=worker
+        ).update(cells_charged=0)
+        if not ours:
+            raise ClaimLost(f"price import {price_import.pk} is no longer claimed by {worker}")
+        InboundMessage.objects.select_for_update().values_list("pk", flat=True).get(
+            pk=price_import.message_id
+        )
+        spent = (
+            (
+                PriceImport.objects.filter(message_id=price_import.message_id)
+                .exclude(pk=price_import.pk)
+                .aggregate(spent=Sum("cells_charged"))["spent"]
+            )
+            or 0
+        )
+        fits = spent + cells <= budget
+        if fits:
+            PriceImport.objects.filter(pk=price_import.pk).update(cells_charged=cells)
+    if not fits:
+        raise parsing.WorkbookRefused(
+            Text(MESSAGE_CELLS_SPENT, cells=cells, spent=spent, limit=budget)
+        )
 
 
 # Why an import FAILED, stored in English as its last error and translated where it is

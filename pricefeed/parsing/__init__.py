@@ -5,7 +5,8 @@ no files; the caller builds its Limits (pricefeed.limits.parse_limits from setti
     for member in members:
         parsed = parse(member.data, ParseOptions(columns={"price": "Цена опт"}), limits)
 
-See docs in each module: reader (parse: format detection and dispatch), archives (caps,
+See docs in each module: reader (parse: format detection and dispatch; check_file: the
+checks before reading, with the cells a workbook spans), archives (caps,
 zip-slip, tar header guard), workbook_guard (XML and memory bombs in an xlsx before
 calamine), xls_guard and cfb (memory and time bombs in an xls before calamine), workbook
 (the calamine path), textfile (the text path), text (encodings, delimiters), plainlines
@@ -43,7 +44,7 @@ from .errors import (
     WorkbookRefused,
     XmlRefused,
 )
-from .reader import parse
+from .reader import CheckedFile, check_file, parse
 from .types import (
     CURRENCY_MAX_LENGTH,
     FIELDS,
@@ -72,6 +73,7 @@ __all__ = [
     "SKU_MAX_LENGTH",
     "ArchiveRefused",
     "ArchiveTooLarge",
+    "CheckedFile",
     "CorruptFile",
     "EmptyFile",
     "FileTooLarge",
@@ -99,6 +101,7 @@ __all__ = [
     "UnsupportedFormat",
     "WorkbookRefused",
     "XmlRefused",
+    "check_file",
     "check_xml_defences",
     "detect_format",
     "expand",

@@ -81,14 +81,16 @@ _I32 = struct.Struct("<i").unpack_from
 _WRAP = 1 << 32
 
 
-def check_xls(data: bytes, limits: Limits) -> None:
+def check_xls(data: bytes, limits: Limits) -> int:
     """Refuse an .xls that would make calamine exhaust memory or time; see the module
-    docstring. Raises CorruptFile, WorkbookRefused or SheetTooLarge; returns None for a
-    workbook that is safe to open (or one calamine will refuse itself: no workbook
-    stream, encrypted)."""
+    docstring. Raises CorruptFile, WorkbookRefused or SheetTooLarge; for a workbook that
+    is safe to open, returns the cells calamine will hold reading it (every sheet's
+    span, its formulas' span and a copy of the widest); 0 for one calamine will refuse
+    itself (no workbook stream, encrypted)."""
     stream = CompoundFile(data).stream("Workbook", "Book")
-    if stream is not None:
-        _Scan(stream, limits.for_file(len(data))).run()
+    if stream is None:
+        return 0
+    return _Scan(stream, limits.for_file(len(data))).run()
 
 
 class _Scan:
@@ -99,10 +101,10 @@ class _Scan:
         self.strings: list[int] = []  # UTF-8 bytes of each shared string, at most
         self.text = 0  # bytes the cells' text takes in the reader, at most
 
-    def run(self) -> None:
+    def run(self) -> int:
         sheets = self._globals()
         if sheets is None:
-            return
+            return 0
         spans: dict[int, tuple[int, int, int]] = {}  # position -> (end, cells, formulas)
         held = widest = read = 0
         for position, name in sheets:
@@ -131,6 +133,7 @@ class _Scan:
                     setting=limit_name("max_cells"),
                 )
             )
+        return held
 
     def _globals(self) -> list[tuple[int, str]] | None:
         """The sheets as (position, name); None when calamine reads none (encrypted, or

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devkit import hostile_files as h
@@ -100,3 +100,35 @@ def test_a_far_cell_past_what_the_file_may_span_is_refused(column, row):
     except SheetTooLarge:
         return
     assert span <= Limits().for_file(len(data)).max_cells
+
+
+@st.composite
+def simple_cells(draw):
+    """Cells in the common form (one letter, up to six digits) in any order, each with
+    up to 2,000 characters of text, so that a sheet runs over several of the pieces the
+    guard inflates it in (256 KiB) and a reference may be cut at a piece's end."""
+    refs = draw(
+        st.lists(st.tuples(st.integers(0, 25), st.integers(1, 999_999)), min_size=1, max_size=250)
+    )
+    sizes = draw(st.lists(st.integers(0, 2000), min_size=len(refs), max_size=len(refs)))
+    return refs, sizes
+
+
+@settings(max_examples=50)
+@given(simple_cells())
+def test_the_span_a_message_is_charged_covers_every_cell_and_little_more(cells):
+    refs, sizes = cells
+    body = "".join(
+        f'<row><c r="{chr(65 + col)}{row}" t="inlineStr"><is><t>{"x" * size}</t></is></c></row>'
+        for (col, row), size in zip(refs, sizes, strict=True)
+    )
+    data = h.handmade_xlsx(
+        f'<worksheet xmlns="{h.MAIN_NS}"><sheetData>{body}</sheetData></worksheet>'
+    )
+    # A large per-byte allowance: the sheet is measured while it inflates (the path of
+    # files over ~400 KB), not by the exact pass of small files.
+    charged = check_workbook(data, Limits(max_cells_per_byte=10**6))
+    rows = max(row for _, row in refs)
+    cols = max(col for col, _ in refs) + 1
+    exact = (rows + 1) * (cols + 1)  # as the exact pass counts (from A1, one over)
+    assert exact <= charged <= (rows * 11 // 10 + 10) * (cols + 1)

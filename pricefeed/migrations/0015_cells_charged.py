@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pricefeed', '0013_sender_auth_default'),
+        ('pricefeed', '0014_price_types_and_match_fields'),
     ]
 
     operations = [

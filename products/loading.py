@@ -65,6 +65,11 @@ def _copy_text(products: list[tuple]) -> str:
         ]
     )
     rows = len(products)
+    if "\x00" in text:  # PostgreSQL's text holds no NUL
+        text = text.replace("\x00", "")
+        products = [
+            tuple(v.replace("\x00", "") if isinstance(v, str) else v for v in p) for p in products
+        ]
     if (
         text.count("\t") == 6 * rows
         and text.count("\n") == rows
@@ -180,7 +185,6 @@ def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
         raise CatalogueRefused(
             _("the file holds no product that could be loaded: nothing is changed or retired")
         )
-    cursor.execute("ANALYZE product_load")
     cursor.execute(UPDATE_CHANGED)
     result.changed, result.reactivated = cursor.fetchone()
     cursor.execute(INSERT_ADDED)

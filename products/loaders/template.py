@@ -56,10 +56,15 @@ def _missing_header() -> CatalogueRefused:
     )
 
 
-def _category(value: str) -> str:
-    if "/" in value:
-        return category_path(value.split("/"))
-    return " ".join(value.split()) if value else ""
+def _category(value: str, known: dict[str, str]) -> str:
+    """A category cell as Product.category stores it; the few distinct paths of a
+    catalogue are normalised once each (``known``)."""
+    path = known.get(value)
+    if path is None:
+        path = category_path(value.split("/"))
+        if len(known) < 100_000:
+            known[value] = path
+    return path
 
 
 def read_csv(source: BinaryIO, limits: LoadLimits, rows: Rows) -> Rows:
@@ -108,6 +113,7 @@ def _csv_rows(text: io.TextIOWrapper, limits: LoadLimits, rows: Rows, deadline: 
         i_code, i_name, i_brand, i_article, i_barcode, i_unit, i_category = index
         width = max(index) + 1
         add = rows.add
+        known: dict[str, str] = {}
         max_rows = limits.max_rows
         read = 0
         for row in reader:
@@ -136,7 +142,7 @@ def _csv_rows(text: io.TextIOWrapper, limits: LoadLimits, rows: Rows, deadline: 
                 row[i_article],
                 row[i_barcode],
                 row[i_unit],
-                _category(category) if category else "",
+                _category(category, known) if category else "",
             )
     except csv.Error as exc:
         raise CatalogueRefused(
@@ -201,6 +207,7 @@ def read_xlsx(source: BinaryIO, limits: LoadLimits, rows: Rows) -> Rows:
     index = [columns.get(column, -1) for column in COLUMNS]
     width = max(index) + 1
     header_number = number
+    known: dict[str, str] = {}
     for number, cells in enumerate(cells_rows, start=header_number + 1):
         values = [_cell(c) for c in cells[:width]]
         if not any(values):
@@ -213,5 +220,5 @@ def read_xlsx(source: BinaryIO, limits: LoadLimits, rows: Rows) -> Rows:
                 _("reading took longer than %(limit)s seconds") % {"limit": limits.max_seconds}
             )
         own_code, name, brand, article, barcode, unit, category = (values[i] for i in index)
-        rows.add(number, own_code, name, brand, article, barcode, unit, _category(category))
+        rows.add(number, own_code, name, brand, article, barcode, unit, _category(category, known))
     return rows

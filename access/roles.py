@@ -4,14 +4,16 @@ what in the admin.
 Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
-  downloads their raw ``.eml``), configs, imports and their items, subscriptions,
+  downloads their raw ``.eml``), configs, imports and their items, our products (with
+  every supplier's offer) and the supplier links, subscriptions,
   notifications (and their delivery attempts), outbox events, and django-q2's task
   results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
-  held import, retry, requeue or give up an outbox event), adds, changes and deletes
-  price-list configs and subscriptions (and previews files against configs: reading an
-  upload costs the server CPU and memory), and makes and revokes API tokens of their own.
+  held import, retry, requeue or give up an outbox event), adds and changes our
+  products, adds, changes and deletes price-list configs and subscriptions (and
+  previews files against configs: reading an upload costs the server CPU and memory),
+  and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -60,6 +62,11 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
+        # Our catalogue, and which supplier lines are linked to it (the product's page
+        # shows every supplier's offer; the API reads both).
+        "products.view_product",
+        "products.view_supplierlink",
+        "products.view_linkevent",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -85,6 +92,10 @@ CONFIGURE = frozenset(
         "pricefeed.add_pricelistconfig",
         "pricefeed.change_pricelistconfig",
         "pricefeed.delete_pricelistconfig",
+        # Our products by hand (products_load loads the whole catalogue); none is deleted
+        # (a load retires it).
+        "products.add_product",
+        "products.change_product",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

@@ -103,6 +103,11 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "catalogue entry"),
         pgettext_lazy("accusative plural", "catalogue entries"),
     ),
+    "products.product": _noun(
+        ngettext_lazy("%(count)s product", "%(count)s products", "count"),
+        pgettext_lazy("accusative", "product"),
+        pgettext_lazy("accusative plural", "products"),
+    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),

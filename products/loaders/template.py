@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import time
 from typing import Any, BinaryIO
 
@@ -97,7 +98,7 @@ def _csv_rows(text: io.TextIOWrapper, limits: LoadLimits, rows: Rows, deadline: 
     delimiter = ";" if first.count(";") >= max(first.count(","), 1) else ","
     if "\t" in first and first.count("\t") > first.count(delimiter):
         delimiter = "\t"
-    reader = csv.reader(_chain(first, text), delimiter=delimiter)
+    reader = csv.reader(itertools.chain([first], text), delimiter=delimiter)
     columns = None
     try:
         for _line in range(HEADER_SEARCH_LINES):
@@ -150,11 +151,6 @@ def _csv_rows(text: io.TextIOWrapper, limits: LoadLimits, rows: Rows, deadline: 
             % {"line": reader.line_num, "error": str(exc)[:200]}
         ) from None
     return rows
-
-
-def _chain(first: str, rest: io.TextIOWrapper):
-    yield first
-    yield from rest
 
 
 def _cell(value: Any) -> str:

@@ -52,7 +52,8 @@ def test_check_digits_of_every_barcode_length(code, valid):
 def test_the_template_as_csv_with_a_bom_semicolons_barcodes_and_a_category_path(tmp_path):
     text = "\ufeff" + template_csv(
         [
-            ("P-1", "Болт  М8х40 ", " Bosch", "A-1", "4600000000008|4006381333931", "шт", "Крепёж/ Болты"),
+            ("P-1", "Болт  М8х40 ", " Bosch", "A-1", "4600000000008|4006381333931", "шт",
+             "Крепёж/ Болты"),
             ("P-2", "Гайка М8", "", "", "", "шт", ""),
         ]
     )  # fmt: skip
@@ -174,7 +175,7 @@ def test_an_offers_xml_is_refused_with_what_to_load_instead(tmp_path):
         '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация ВерсияСхемы="2.05">'
         "<ПакетПредложений><Предложения/></ПакетПредложений></КоммерческаяИнформация>"
     )
-    with pytest.raises(CatalogueRefused, match="load the import.xml"):
+    with pytest.raises(CatalogueRefused, match=r"load the import\.xml"):
         read_catalogue(write(tmp_path, offers))
 
 

@@ -11,6 +11,7 @@ from products.loaders import CatalogueRefused, load_limits, read_catalogue
 from products.loaders.rows import gtin_valid
 
 from .samples import (
+    BILLION_LAUGHS,
     CML_BOLT,
     CML_DELETED,
     CML_NUT,
@@ -194,20 +195,6 @@ def test_yml_offers_with_their_category_path_and_every_barcode(tmp_path, encodin
 
 # -- hostile files ------------------------------------------------------------------------
 
-BILLION_LAUGHS = """<?xml version="1.0"?>
-<!DOCTYPE yml_catalog [
- <!ENTITY lol "lol">
- <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
- <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
- <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
- <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
- <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
- <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
- <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
- <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
-]>
-<yml_catalog><shop><offers><offer id="1"><name>&lol9;</name></offer></offers></shop></yml_catalog>
-"""
 EXTERNAL_ENTITY = """<?xml version="1.0"?>
 <!DOCTYPE КоммерческаяИнформация [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
 <КоммерческаяИнформация><Каталог><Товары><Товар><Ид>1</Ид><Наименование>&xxe;</Наименование>

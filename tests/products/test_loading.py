@@ -139,9 +139,7 @@ def test_commerceml_changes_only_retires_only_what_it_marks_deleted(tmp_path):
 
 def test_values_with_tabs_backslashes_and_nul_are_stored_as_read(tmp_path):
     path = tmp_path / "catalogue.csv"
-    path.write_text(
-        'own_code;name;brand\nP-\\1;"Болт\tМ8 \\ 40";"Bo\x00sch"\n', encoding="utf-8"
-    )
+    path.write_text('own_code;name;brand\nP-\\1;"Болт\tМ8 \\ 40";"Bo\x00sch"\n', encoding="utf-8")
     products_load(path)
     product = Product.objects.get()
     assert (product.own_code, product.name, product.brand) == ("P-\\1", "Болт М8 \\ 40", "Bosch")

@@ -8,7 +8,14 @@ from rest_framework.test import APIClient
 
 from api.tokens import token_create
 
-EVERYTHING = ["view_pricelistconfig", "view_priceimport", "view_priceitem", "view_catalogueentry"]
+EVERYTHING = [
+    "view_pricelistconfig",
+    "view_priceimport",
+    "view_priceitem",
+    "view_catalogueentry",
+    "view_product",
+    "view_supplierlink",
+]
 
 
 def user_with(username: str, codenames: list[str]) -> User:

@@ -7,6 +7,7 @@ from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from api.tokens import token_create
+from tests.products.conftest import world  # noqa: F401  (our products with offers)
 
 EVERYTHING = [
     "view_pricelistconfig",

@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from products.models import Product
 from tests.api.conftest import token_client, user_with
-from tests.products.conftest import world  # noqa: F401  (the fixture)
 
 
 def rows(client, url: str, **params) -> list[dict]:

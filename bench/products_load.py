@@ -8,7 +8,7 @@ Generates, in a temporary directory and from a fixed seed, our template as a UTF
 CSV of ``--rows`` products (own code, a Russian name, brand, article, one or two valid
 EAN-13 barcodes, unit, a two-level category path) and a copy of it with 10% of the
 products changed (new names and brands), on a fresh PostgreSQL database named after
-DATABASE_URL's plus "_bench_products" (dropped at the end, also on an error or Ctrl-C,
+DATABASE_URL's plus "_bench_products_load" (dropped at the end, also on an error or Ctrl-C,
 unless ``--keep``). Then, in each round, in child processes of their own:
 
 * the peer: a bare ``COPY ... FROM STDIN (FORMAT csv, HEADER, DELIMITER ';')`` of the
@@ -47,7 +47,7 @@ from bench.benchdb import (  # noqa: E402
     production_key,
 )
 
-BENCH_DB = bench_database("products")
+BENCH_DB = bench_database("products_load")
 TARGET_ROWS_PER_SECOND = 100_000
 WORDS = (
     "Болт Гайка Шайба Винт Саморез Анкер Дюбель оцинкованный нержавеющий DIN933 DIN934 "

@@ -67,6 +67,9 @@ VIEW = frozenset(
         "products.view_product",
         "products.view_supplierlink",
         "products.view_linkevent",
+        "products.view_linkcandidate",
+        # The price types configs map their columns to (pricefeed 0014).
+        "pricefeed.view_pricetype",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",

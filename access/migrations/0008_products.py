@@ -1,5 +1,6 @@
-"""The role groups again: viewers see our products and the supplier links (products
-0001); operators add and change products."""
+"""The role groups again: viewers see our products, the supplier links, their history
+and candidates (products 0001) and the price types (pricefeed 0014); operators add and
+change products."""
 
 import importlib
 

@@ -30,6 +30,7 @@ from .models import Product
 TABLE = Product._meta.db_table
 # pg_advisory_xact_lock's key for "a catalogue load runs" ("prod" in ASCII).
 LOCK_KEY = 0x70726F64
+LOAD_WORK_MEM = "256MB"
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 COLUMNS = "own_code, name, brand, article, barcodes, unit, category"
@@ -155,6 +156,9 @@ def products_load(
     all on a full reload (which would retire every product)."""
     with transaction.atomic(durable=True), connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+        # The joins of a million-product file with our catalogue hash in memory (the
+        # default 4 MB spills them to disk in batches); for this transaction only.
+        cursor.execute(f"SET LOCAL work_mem = '{LOAD_WORK_MEM}'")
         cursor.execute(CREATE_LOAD_TABLE)
         raw = cursor.cursor
         with raw.copy(COPY_LOAD) as copy:

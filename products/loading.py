@@ -12,8 +12,10 @@ statements do the rest in the database, in one transaction:
   retired (it is in the file, unreadable). Products a CommerceML file marks deleted
   are retired in any case.
 
-Two loads take turns (an advisory lock). ``dry_run`` does all of it and rolls back: the
-counts are exactly what the load would do.
+Two loads take turns, and products are not changed by hand while one runs (the table is
+locked SHARE ROW EXCLUSIVE: reads go on). A first load, into an empty catalogue, COPYs
+straight into Product. ``dry_run`` does all of it and rolls back: the counts are
+exactly what the load would do.
 """
 
 from __future__ import annotations
@@ -28,8 +30,6 @@ from .loaders import CatalogueRefused, LoadLimits, Problem, Rows, read_catalogue
 from .models import Product
 
 TABLE = Product._meta.db_table
-# pg_advisory_xact_lock's key for "a catalogue load runs" ("prod" in ASCII).
-LOCK_KEY = 0x70726F64
 LOAD_WORK_MEM = "256MB"
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
@@ -104,6 +104,8 @@ CREATE TEMP TABLE product_load (
 ) ON COMMIT DROP
 """
 COPY_LOAD = f"COPY product_load ({COLUMNS}) FROM STDIN"
+# created_at and updated_at: their database default, now().
+COPY_FIRST = f"COPY {TABLE} ({COLUMNS}) FROM STDIN"
 
 # One join of the file with our products: the ones whose values differ, or that are
 # retired, get the file's values (and are active again).
@@ -155,28 +157,44 @@ def products_load(
     docstring. CatalogueRefused when the file cannot be read, or holds no product at
     all on a full reload (which would retire every product)."""
     with transaction.atomic(durable=True), connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+        # Two loads take turns (the lock conflicts with itself), and nobody changes a
+        # product while one runs; the admin and the API still read.
+        cursor.execute(f"LOCK TABLE {TABLE} IN SHARE ROW EXCLUSIVE MODE")
         # The joins of a million-product file with our catalogue hash in memory (the
         # default 4 MB spills them to disk in batches); for this transaction only.
         cursor.execute(f"SET LOCAL work_mem = '{LOAD_WORK_MEM}'")
-        cursor.execute(CREATE_LOAD_TABLE)
-        raw = cursor.cursor
-        with raw.copy(COPY_LOAD) as copy:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})")
+        first = not _one(cursor.fetchone())
+        if not first:
+            cursor.execute(CREATE_LOAD_TABLE)
+        # A first load (no product yet: everything is added) goes straight into the
+        # products table: the server stores and indexes one chunk while this process
+        # reads the next (the codes are unique already: Rows refuses a repeated one).
+        with cursor.cursor.copy(COPY_FIRST if first else COPY_LOAD) as copy:
 
             def send(products: list[tuple]) -> None:
                 copy.write(_copy_text(products))
 
             rows = read_catalogue(path, limits=limits, own_code=own_code, sink=send)
             rows.flush()
-        result = _apply(cursor, rows, retire=retire)
+        if first:
+            result = _result(rows)
+            result.added = rows.count
+        else:
+            result = _apply(cursor, rows, retire=retire)
         result.dry_run = dry_run
         if dry_run:
             transaction.set_rollback(True)
     return result
 
 
-def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
-    result = LoadResult(
+def _one(row: tuple | None) -> object:
+    assert row is not None
+    return row[0]
+
+
+def _result(rows: Rows) -> LoadResult:
+    return LoadResult(
         format=rows.format,
         full=rows.full,
         read=rows.count,
@@ -185,6 +203,10 @@ def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
         problems=rows.problems,
         notes=list(rows.notes),
     )
+
+
+def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
+    result = _result(rows)
     if not rows.count and rows.full and retire and not rows.deleted_codes:
         raise CatalogueRefused(
             _("the file holds no product that could be loaded: nothing is changed or retired")

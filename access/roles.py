@@ -4,14 +4,16 @@ what in the admin.
 Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
-  downloads their raw ``.eml``), configs, imports and their items, subscriptions,
+  downloads their raw ``.eml``), configs, imports and their items, our products (with
+  every supplier's offer) and the supplier links, subscriptions,
   notifications (and their delivery attempts), outbox events, and django-q2's task
   results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
-  held import, retry, requeue or give up an outbox event), adds, changes and deletes
-  price-list configs and subscriptions (and previews files against configs: reading an
-  upload costs the server CPU and memory), and makes and revokes API tokens of their own.
+  held import, retry, requeue or give up an outbox event), adds and changes our
+  products, adds, changes and deletes price-list configs and subscriptions (and
+  previews files against configs: reading an upload costs the server CPU and memory),
+  and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -67,6 +69,8 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
+        # The price types configs map their columns to (pricefeed 0014).
+        "pricefeed.view_pricetype",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -92,6 +96,9 @@ CONFIGURE = frozenset(
         "pricefeed.add_pricelistconfig",
         "pricefeed.change_pricelistconfig",
         "pricefeed.delete_pricelistconfig",
+        # Our products by hand (products_load loads the whole catalogue); none is deleted
+        # (a load retires it). Adding one is part of REVIEW.
+        "products.change_product",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",
@@ -113,8 +120,9 @@ MANAGE = frozenset(
     }
 )
 
-# The review queue (products.review): our products, the supplier links, each link's
-# history and the candidates the matching found for a line.
+# Our catalogue (a product's page shows every supplier's offer; the API reads it too)
+# and the review queue (products.review): the supplier links, each link's history and
+# the candidates the matching found for a line.
 LINKS_VIEW = frozenset(
     {
         "products.view_product",

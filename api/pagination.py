@@ -3,7 +3,8 @@ before through an index, so page 10,000 costs what page 1 does.
 
 A cursor comes from the client: its position is checked against the ordering's column
 before it reaches a query (a text where an id belongs, a year-0 time, an integer past
-bigint), and a cursor that does not fit is 404, like one that does not decode."""
+bigint, a NUL in a text, a time without its offset), and a cursor that does not fit is
+404, like one that does not decode."""
 
 from __future__ import annotations
 
@@ -58,7 +59,11 @@ class CursorPagination(pagination.CursorPagination):
         try:
             value = field.to_python(position)
             field.run_validators(value)
+            if isinstance(value, str) and "\x00" in value:
+                raise ValueError("PostgreSQL's text holds no NUL")
             if isinstance(value, datetime):
+                if value.tzinfo is None:  # DRF writes aware times; a naive one is made up
+                    raise ValueError("a naive time")
                 value.astimezone(UTC)  # as the database gets it: year 1 at +14:00 is year 0
         except (ValidationError, ValueError, TypeError, OverflowError):
             raise NotFound(self.invalid_cursor_message) from None

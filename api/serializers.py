@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from pricefeed.models import PriceImport, PriceListConfig
+from products.models import Product, SupplierLink
 
 
 def decimal_text(value: Decimal | str | None) -> str | None:
@@ -222,7 +223,111 @@ class ChangeSerializer(EntrySerializer):
         return row
 
 
+# -- our products ------------------------------------------------------------------------
+
+
+class ProductSerializer(serializers.ModelSerializer):
+    active = serializers.BooleanField(help_text=_("Not retired."))
+
+    class Meta:
+        model = Product
+        fields = [
+            "id",
+            "own_code",
+            "name",
+            "brand",
+            "article",
+            "barcodes",
+            "unit",
+            "category",
+            "active",
+            "retired_at",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class OfferSerializer(serializers.Serializer):
+    """A supplier's offer of one of our products: the link (config + supplier SKU) and
+    the config's current catalogue entry of that SKU (price and the rest null when the
+    current list lacks it)."""
+
+    id = serializers.IntegerField(help_text=_("The link's id."))
+    config = serializers.IntegerField(source="config_id", help_text=_("The supplier's config."))
+    supplier = serializers.CharField(source="config.name", help_text=_("The config's name."))
+    supplier_sku = serializers.CharField()
+    kind = serializers.ChoiceField(choices=SupplierLink.Kind.choices)
+    state = serializers.ChoiceField(choices=SupplierLink.State.choices)
+    confidence = serializers.DecimalField(max_digits=4, decimal_places=3)
+    price = serializers.DecimalField(
+        source="entry_price", max_digits=18, decimal_places=4, allow_null=True
+    )
+    currency = serializers.CharField(source="entry_currency", allow_null=True)
+    quantity = serializers.DecimalField(
+        source="entry_quantity", max_digits=18, decimal_places=4, allow_null=True
+    )
+    current_from = serializers.DateTimeField(
+        source="entry_valid_from", allow_null=True, help_text=_("Current from.")
+    )
+    list_date = serializers.DateTimeField(
+        allow_null=True,
+        help_text=_("The list's date: its message's, else when its import became current."),
+    )
+    price_import = serializers.IntegerField(
+        source="entry_price_import_id",
+        allow_null=True,
+        help_text=_("The import that set this value."),
+    )
+
+
+class UnlinkedLineSerializer(serializers.Serializer):
+    """A line of a config's current catalogue that no link makes an offer of."""
+
+    sku = serializers.CharField()
+    name = serializers.CharField()
+    price = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    currency = serializers.CharField()
+    quantity = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    valid_from = serializers.DateTimeField(help_text=_("Current from."))
+    price_import = serializers.IntegerField(
+        source="price_import_id", help_text=_("The import that set this value.")
+    )
+    link_state = serializers.ChoiceField(
+        choices=[SupplierLink.State.PROPOSED, SupplierLink.State.REJECTED],
+        allow_null=True,
+        help_text=_("proposed or rejected; null: no link at all."),
+    )
+    link_product = serializers.CharField(
+        allow_null=True, help_text=_("Own code of the proposed or rejected product.")
+    )
+
+
 # -- query parameters ---------------------------------------------------------------------
+
+
+class ProductFilter(serializers.Serializer):
+    own_code = serializers.CharField(
+        required=False, max_length=100, help_text=_("Only this own code (exact).")
+    )
+    brand = serializers.CharField(
+        required=False, max_length=255, help_text=_("Only this brand (exact, any case).")
+    )
+    active = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text=_("true: only active products; false: only retired ones."),
+    )
+    updated_since = serializers.DateTimeField(
+        required=False, help_text=_("Only products changed at or after this time (ISO 8601).")
+    )
+
+
+class OfferQuery(serializers.Serializer):
+    proposed = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text=_("true: the proposed links too (not yet confirmed)."),
+    )
 
 
 class ImportFilter(serializers.Serializer):

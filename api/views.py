@@ -19,6 +19,8 @@ from pricefeed.catalogue import (
     sku_history,
 )
 from pricefeed.models import CatalogueEntry, PriceImport, PriceItem, PriceListConfig
+from products import selectors
+from products.models import Product, SupplierLink
 
 from . import serializers
 
@@ -216,3 +218,83 @@ class Changes(ApiView, generics.ListAPIView):
         else:
             changes = catalogue_changes(config_id, since=params["since"])
         return serializers.ChangeSerializer.rows(changes.current | changes.removed)
+
+
+# -- our products -------------------------------------------------------------------------
+
+
+@extend_schema(
+    summary=_("Our products"),
+    description=_("Our catalogue by own code; by code, brand, active or retired, change time."),
+    parameters=[serializers.ProductFilter],
+)
+class ProductList(ApiView, generics.ListAPIView):
+    """Our catalogue by own code; by code, brand, active or retired, change time."""
+
+    model = Product
+    ordering = "own_code"  # unique
+    serializer_class = serializers.ProductSerializer
+
+    def get_queryset(self) -> QuerySet[Product]:
+        params = self.query(serializers.ProductFilter)
+        products = Product.objects.all()
+        if "own_code" in params:
+            products = products.filter(own_code=params["own_code"])
+        if "brand" in params:
+            products = products.filter(brand__iexact=params["brand"])
+        if params.get("active") is not None:
+            products = products.filter(retired_at__isnull=params["active"])
+        if "updated_since" in params:
+            products = products.filter(updated_at__gte=params["updated_since"])
+        return products
+
+
+@extend_schema(summary=_("A product"), description=_("One of our products by its id."))
+class ProductDetail(ApiView, generics.RetrieveAPIView):
+    model = Product
+    serializer_class = serializers.ProductSerializer
+    queryset = Product.objects.all()
+
+
+@extend_schema(
+    summary=_("A product's offers"),
+    description=_(
+        "Every supplier's current offer of one of our products: each link made "
+        "automatically or confirmed (and, with proposed=true, each proposed one) with its "
+        "config's current catalogue entry of the SKU."
+    ),
+    parameters=[serializers.OfferQuery],
+)
+class ProductOffers(ApiView, generics.ListAPIView):
+    """Every supplier's current offer of one of our products (products.selectors)."""
+
+    model = SupplierLink
+    parent, parent_kwarg = Product, "product_id"
+    ordering = "id"
+    serializer_class = serializers.OfferSerializer
+
+    def get_queryset(self) -> QuerySet:
+        params = self.query(serializers.OfferQuery)
+        states = list(selectors.OFFERING)
+        if params.get("proposed"):
+            states.append(SupplierLink.State.PROPOSED)
+        return selectors.product_offers(self.kwargs["product_id"], states=states)
+
+
+@extend_schema(
+    summary=_("A config's unlinked lines"),
+    description=_(
+        "The lines of a config's current catalogue that are linked to none of our "
+        "products (no link, or only a proposed or rejected one), by SKU."
+    ),
+)
+class UnlinkedLines(ApiView, generics.ListAPIView):
+    """A config's current lines with no link made automatically or confirmed."""
+
+    model = SupplierLink
+    parent, parent_kwarg = PriceListConfig, "config_id"
+    ordering = "sku"  # one current entry per SKU
+    serializer_class = serializers.UnlinkedLineSerializer
+
+    def get_queryset(self) -> QuerySet:
+        return selectors.unlinked_lines(self.kwargs["config_id"])

@@ -15,7 +15,7 @@ from access.roles import ADMINISTRATOR, OPERATOR, ROLES, VIEWER, roles_apply
 
 pytestmark = pytest.mark.django_db
 
-APPS = ("mailboxes", "pricefeed", "outbox", "notifications", "fleet", "products")
+APPS = ("mailboxes", "pricefeed", "products", "outbox", "notifications", "fleet")
 ROLES_MIGRATION = ("access", "0001_roles")
 
 

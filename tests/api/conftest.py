@@ -7,8 +7,16 @@ from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 from api.tokens import token_create
+from tests.products.conftest import world  # noqa: F401  (our products with offers)
 
-EVERYTHING = ["view_pricelistconfig", "view_priceimport", "view_priceitem", "view_catalogueentry"]
+EVERYTHING = [
+    "view_pricelistconfig",
+    "view_priceimport",
+    "view_priceitem",
+    "view_catalogueentry",
+    "view_product",
+    "view_supplierlink",
+]
 
 
 def user_with(username: str, codenames: list[str]) -> User:

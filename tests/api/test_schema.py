@@ -23,10 +23,20 @@ def test_the_schema_is_valid_openapi_3_without_warnings(tmp_path):
         "/api/configs/{config_id}/catalogue/",
         "/api/configs/{config_id}/history/",
         "/api/configs/{config_id}/changes/",
+        "/api/configs/{config_id}/unlinked/",
+        "/api/products/",
+        "/api/products/{id}/",
+        "/api/products/{product_id}/offers/",
     ):
         assert set(paths[path_name]) == {"get"}, path_name
     catalogue = paths["/api/configs/{config_id}/catalogue/"]["get"]
     assert {p["name"] for p in catalogue["parameters"]} >= {"as_of", "sku", "search", "cursor"}
+    products = paths["/api/products/"]["get"]
+    assert {p["name"] for p in products["parameters"]} >= {
+        "own_code", "brand", "active", "updated_since", "cursor"
+    }  # fmt: skip
+    offer = schema["components"]["schemas"]["Offer"]["properties"]
+    assert offer["price"]["format"] == "decimal" and offer["price"]["nullable"]
     entry = schema["components"]["schemas"]["Entry"]["properties"]
     assert entry["price"]["type"] == "string" and entry["price"]["format"] == "decimal"
     assert "tokenAuth" in schema["components"]["securitySchemes"]

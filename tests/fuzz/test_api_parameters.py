@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from api.tokens import token_create
 from devkit.samples import price_list_csv
+from products.models import Product, SupplierLink
 from tests.api.conftest import EVERYTHING, user_with
 from tests.factories import create_config, create_mailbox, receive, run_all
 
@@ -46,6 +47,9 @@ LISTS = (
     "/api/configs/{config_id}/catalogue/",
     "/api/configs/{config_id}/history/?sku=S-001",
     "/api/configs/{config_id}/changes/?since=2000-01-01T00:00:00Z",
+    "/api/configs/{config_id}/unlinked/",
+    "/api/products/",
+    "/api/products/{product_id}/offers/",
 )
 
 
@@ -100,17 +104,32 @@ POSITIONS = st.one_of(
 @example(list_path=LISTS[2], offset=0, reverse=0, position="1e400")
 @example(list_path=LISTS[4], offset=0, reverse=0, position="0001-01-01T00:00:00+14:00")
 @example(list_path=LISTS[0], offset=0, reverse=1, position="99999999999999999999")
+@example(list_path=LISTS[7], offset=0, reverse=0, position="\x00")
+@example(list_path=LISTS[4], offset=0, reverse=0, position="0001-01-02T00:00:00")
 def test_a_crafted_cursor_is_a_404_never_a_server_error(
     client, signed_in, list_path, offset, reverse, position
 ):
     headers, config, price_import = signed_in
-    path = list_path.format(config_id=config.pk, import_id=price_import.pk)
+    path = list_path.format(
+        config_id=config.pk, import_id=price_import.pk, product_id=signed_in_product(config)
+    )
     joiner = "&" if "?" in path else "?"
     url = f"{path}{joiner}cursor={cursor(offset, reverse, position)}"
 
     response = client.get(url, headers=headers)
 
     assert response.status_code in (200, 404), (url, response.content[:300])
+
+
+def signed_in_product(config) -> int:
+    """A product of ours linked to the config's first SKU (made once per example)."""
+    product, _ = Product.objects.get_or_create(own_code="P-001", defaults={"name": "Товар 1"})
+    SupplierLink.objects.get_or_create(
+        config=config,
+        supplier_sku="S-001",
+        defaults={"product": product, "kind": "manual", "confidence": 1, "state": "confirmed"},
+    )
+    return product.pk
 
 
 @pytest.mark.parametrize("raw", ["abc", "1e400", "cD1hYmM"])

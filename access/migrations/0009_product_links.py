@@ -17,7 +17,7 @@ def groups_update(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("access", "0007_delivery_attempts"),
+        ("access", "0008_products"),
         ("products", "0002_review_permission"),
     ]
 

@@ -1,0 +1,232 @@
+"""Loading our catalogue: a file's products (products.loaders) into Product, set-based.
+
+The file's products are COPYed, as they are read, into a temporary table; then three
+statements do the rest in the database, in one transaction:
+
+- **changed**: a product of ours whose values differ from the file's (or that was
+  retired and is listed again: active again) gets the file's values;
+- **added**: a code we do not have becomes a product;
+- **retired**: on a full reload (not ``retire=False``, and not a CommerceML file of
+  changes only), an active product the file does not list is retired (``retired_at``
+  set), never deleted, linked or not; a code on a line the load refused is not
+  retired (it is in the file, unreadable). Products a CommerceML file marks deleted
+  are retired in any case.
+
+Two loads take turns, and products are not changed by hand while one runs (the table is
+locked SHARE ROW EXCLUSIVE: reads go on). A first load, into an empty catalogue, COPYs
+straight into Product. ``dry_run`` does all of it and rolls back: the counts are
+exactly what the load would do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils.translation import gettext as _
+
+from .loaders import CatalogueRefused, LoadLimits, Problem, Rows, read_catalogue
+from .models import Product
+
+TABLE = Product._meta.db_table
+LOAD_WORK_MEM = "256MB"
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+COLUMNS = "own_code, name, brand, article, barcodes, unit, category"
+
+
+@dataclass
+class LoadResult:
+    """What a load did (or, dry, would do)."""
+
+    format: str
+    full: bool
+    read: int = 0
+    added: int = 0
+    changed: int = 0
+    reactivated: int = 0
+    retired: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    flagged: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+
+def _copy_text(products: list[tuple]) -> str:
+    """Products as COPY text lines. Made without escaping first; made again with every
+    text escaped when a value held a backslash, tab or line break (rare: one count
+    over the chunk tells). Barcodes are digits: an array literal needs no quoting."""
+    text = "".join(
+        [
+            f"{code}\t{name}\t{brand}\t{article}\t{{{','.join(barcodes)}}}\t{unit}\t{category}\n"
+            for code, name, brand, article, barcodes, unit, category in products
+        ]
+    )
+    rows = len(products)
+    if "\x00" in text:  # PostgreSQL's text holds no NUL
+        text = text.replace("\x00", "")
+        products = [
+            tuple(v.replace("\x00", "") if isinstance(v, str) else v for v in p) for p in products
+        ]
+    if (
+        text.count("\t") == 6 * rows
+        and text.count("\n") == rows
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        return text
+    return "".join(
+        [
+            "\t".join(
+                (
+                    code.translate(_COPY_ESCAPES),
+                    name.translate(_COPY_ESCAPES),
+                    brand.translate(_COPY_ESCAPES),
+                    article.translate(_COPY_ESCAPES),
+                    "{" + ",".join(barcodes) + "}",
+                    unit.translate(_COPY_ESCAPES),
+                    category.translate(_COPY_ESCAPES),
+                )
+            )
+            + "\n"
+            for code, name, brand, article, barcodes, unit, category in products
+        ]
+    )
+
+
+CREATE_LOAD_TABLE = """
+CREATE TEMP TABLE product_load (
+    own_code text NOT NULL, name text NOT NULL, brand text NOT NULL, article text NOT NULL,
+    barcodes varchar(14)[] NOT NULL, unit text NOT NULL, category text NOT NULL
+) ON COMMIT DROP
+"""
+COPY_LOAD = f"COPY product_load ({COLUMNS}) FROM STDIN"
+# created_at and updated_at: their database default, now().
+COPY_FIRST = f"COPY {TABLE} ({COLUMNS}) FROM STDIN"
+
+# One join of the file with our products: the ones whose values differ, or that are
+# retired, get the file's values (and are active again).
+UPDATE_CHANGED = f"""
+WITH changed AS (
+    SELECT p.id, l.name, l.brand, l.article, l.barcodes, l.unit, l.category,
+           p.retired_at IS NOT NULL AS was_retired
+    FROM product_load l JOIN {TABLE} p ON p.own_code = l.own_code
+    WHERE p.retired_at IS NOT NULL
+       OR (p.name, p.brand, p.article, p.barcodes, p.unit, p.category)
+          IS DISTINCT FROM (l.name, l.brand, l.article, l.barcodes, l.unit, l.category)
+), done AS (
+    UPDATE {TABLE} p
+    SET name = c.name, brand = c.brand, article = c.article, barcodes = c.barcodes,
+        unit = c.unit, category = c.category, retired_at = NULL, updated_at = now()
+    FROM changed c WHERE p.id = c.id
+    RETURNING c.was_retired
+)
+SELECT count(*), count(*) FILTER (WHERE was_retired) FROM done
+"""
+INSERT_ADDED = f"""
+INSERT INTO {TABLE} ({COLUMNS}, created_at, updated_at)
+SELECT {COLUMNS}, now(), now() FROM product_load l
+WHERE NOT EXISTS (SELECT 1 FROM {TABLE} p WHERE p.own_code = l.own_code)
+"""
+RETIRE_MISSING = f"""
+UPDATE {TABLE} p SET retired_at = now(), updated_at = now()
+WHERE p.retired_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM product_load l WHERE l.own_code = p.own_code)
+  AND p.own_code <> ALL(%s::text[])
+"""
+RETIRE_DELETED = f"""
+UPDATE {TABLE} p SET retired_at = now(), updated_at = now()
+WHERE p.retired_at IS NULL AND p.own_code = ANY(%s::text[])
+  AND NOT EXISTS (SELECT 1 FROM product_load l WHERE l.own_code = p.own_code)
+"""
+
+
+def products_load(
+    path: str | os.PathLike,
+    *,
+    retire: bool = True,
+    dry_run: bool = False,
+    own_code: str = "id",
+    limits: LoadLimits | None = None,
+) -> LoadResult:
+    """Loads our catalogue from the file at ``path`` (any format of products.loaders):
+    adds, changes and (``retire``, on a full file) retires products; see the module
+    docstring. CatalogueRefused when the file cannot be read, or holds no product at
+    all on a full reload (which would retire every product)."""
+    with transaction.atomic(durable=True), connection.cursor() as cursor:
+        # Two loads take turns (the lock conflicts with itself), and nobody changes a
+        # product while one runs; the admin and the API still read.
+        cursor.execute(f"LOCK TABLE {TABLE} IN SHARE ROW EXCLUSIVE MODE")
+        # The joins of a million-product file with our catalogue hash in memory (the
+        # default 4 MB spills them to disk in batches); for this transaction only.
+        cursor.execute(f"SET LOCAL work_mem = '{LOAD_WORK_MEM}'")
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})")
+        first = not _one(cursor.fetchone())
+        if not first:
+            cursor.execute(CREATE_LOAD_TABLE)
+        # A first load (no product yet: everything is added) goes straight into the
+        # products table: the server stores and indexes one chunk while this process
+        # reads the next (the codes are unique already: Rows refuses a repeated one).
+        with cursor.cursor.copy(COPY_FIRST if first else COPY_LOAD) as copy:
+
+            def send(products: list[tuple]) -> None:
+                copy.write(_copy_text(products))
+
+            rows = read_catalogue(path, limits=limits, own_code=own_code, sink=send)
+            rows.flush()
+        if first:
+            result = _result(rows)
+            result.added = rows.count
+        else:
+            result = _apply(cursor, rows, retire=retire)
+        result.dry_run = dry_run
+        if dry_run:
+            transaction.set_rollback(True)
+    return result
+
+
+def _one(row: tuple | None) -> object:
+    assert row is not None
+    return row[0]
+
+
+def _result(rows: Rows) -> LoadResult:
+    return LoadResult(
+        format=rows.format,
+        full=rows.full,
+        read=rows.count,
+        refused=rows.refused,
+        flagged=rows.flagged,
+        problems=rows.problems,
+        notes=list(rows.notes),
+    )
+
+
+def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
+    result = _result(rows)
+    if not rows.count and rows.full and retire and not rows.deleted_codes:
+        raise CatalogueRefused(
+            _("the file holds no product that could be loaded: nothing is changed or retired")
+        )
+    cursor.execute(UPDATE_CHANGED)
+    result.changed, result.reactivated = cursor.fetchone()
+    cursor.execute(INSERT_ADDED)
+    result.added = cursor.rowcount
+    if rows.full and retire:
+        cursor.execute(RETIRE_MISSING, [sorted(rows.kept_codes)])
+        result.retired = cursor.rowcount
+    elif not rows.full:
+        result.notes.append(_("the file holds changes only: products it does not list are kept"))
+    if rows.deleted_codes:
+        cursor.execute(RETIRE_DELETED, [rows.deleted_codes])
+        result.retired += cursor.rowcount
+    result.unchanged = rows.count - result.added - result.changed
+    return result
+
+
+def copy_lines(products: list[tuple]) -> str:
+    """The COPY text of ``products`` (for the benchmark's yardstick)."""
+    return _copy_text(products)

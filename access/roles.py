@@ -69,8 +69,6 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
-        # The price types configs map their columns to (pricefeed 0014).
-        "pricefeed.view_pricetype",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",

@@ -1,0 +1,155 @@
+"""The matching keys of our products (ProductKey, MatchToken), refreshed set-based.
+
+``keys_refresh`` finds the products whose key is missing or older than the product
+(``Product.updated_at``), the retired ones that still have one and the keys of products
+gone, and rewrites just those: the keys are computed in Python (products.normalize) and
+COPYed in, a temporary table at a time, then swapped in with three statements. A
+product's tokens are what the matching finds it by: ``b:<barcode>``, ``a:<article
+key>``, ``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from . import normalize
+
+# Products read and keyed per round trip.
+CHUNK = 20_000
+
+_STALE = """
+SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
+  FROM products_product p LEFT JOIN products_productkey k ON k.product_id = p.id
+ WHERE p.retired_at IS NULL AND (k.product_id IS NULL OR k.made_from <> p.updated_at)
+"""
+_DROP_RETIRED = """
+DELETE FROM products_productkey k USING products_product p
+ WHERE p.id = k.product_id AND p.retired_at IS NOT NULL
+RETURNING k.product_id
+"""
+
+
+@dataclass(frozen=True)
+class Key:
+    product_id: int
+    article_key: str
+    brand_key: str
+    name_key: str
+    attributes: dict[str, str]
+    tokens: frozenset[str]
+
+
+def line_tokens(
+    words: Iterable[str], article_key: str, barcodes: Iterable[str]
+) -> frozenset[str]:
+    """The tokens a product or a line is found by."""
+    tokens = {"w:" + word for word in words}
+    if article_key:
+        tokens.add("a:" + article_key)
+    tokens.update("b:" + barcode for barcode in barcodes if barcode)
+    return frozenset(tokens)
+
+
+def product_key(
+    product_id: int, name: str, brand: str, article: str, barcodes: Iterable[str]
+) -> Key:
+    parsed = normalize.parse_name(name)
+    brand_key = normalize.brand_key(brand)
+    # The brand written in the name is the brand, not a word of what the product is.
+    words = [w for w in parsed.words if w.upper() != brand_key]
+    article_key = normalize.article_key(article)
+    return Key(
+        product_id=product_id,
+        article_key=article_key,
+        brand_key=brand_key,
+        name_key=normalize.name_key(words),
+        attributes=parsed.attributes,
+        tokens=line_tokens(set(words), article_key, barcodes or ()),
+    )
+
+
+def _stale_rows() -> Iterator[list[tuple]]:
+    # A named (server-side) cursor: a million products are read a chunk at a time.
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_STALE)
+        while rows := cursor.fetchmany(CHUNK):
+            yield rows
+
+
+def keys_refresh() -> int:
+    """Brings every product's key up to date; returns how many were rewritten or
+    dropped. Inside one transaction: the matching that follows sees all of it."""
+    changed = 0
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_DROP_RETIRED)
+            retired = [row[0] for row in cursor.fetchall()]
+            if retired:
+                cursor.execute(
+                    "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)", [retired]
+                )
+            changed += len(retired)
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) "
+                "ON COMMIT DROP"
+            )
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_tokens (token text, product_id bigint) "
+                "ON COMMIT DROP"
+            )
+        for rows in _stale_rows():
+            changed += len(rows)
+            _copy_keys(rows)
+        if changed:
+            _swap_in()
+    return changed
+
+
+def _copy_keys(rows: list[tuple]) -> None:
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        with raw.copy("COPY m_keys FROM STDIN") as copy:
+            keys = []
+            for product_id, name, brand, article, barcodes, updated_at in rows:
+                key = product_key(product_id, name, brand, article, barcodes)
+                keys.append(key)
+                copy.write_row(
+                    (
+                        product_id,
+                        key.article_key[:255],
+                        key.brand_key[:255],
+                        key.name_key,
+                        json.dumps(key.attributes, ensure_ascii=False),
+                        updated_at,
+                    )
+                )
+        with raw.copy("COPY m_tokens (token, product_id) FROM STDIN") as copy:
+            for key in keys:
+                for token in key.tokens:
+                    copy.write_row((token, key.product_id))
+
+
+def _swap_in() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM products_matchtoken t USING m_keys k WHERE t.product_id = k.product_id"
+        )
+        cursor.execute(
+            """
+            INSERT INTO products_productkey
+            SELECT * FROM m_keys
+            ON CONFLICT (product_id) DO UPDATE SET
+              article_key = excluded.article_key, brand_key = excluded.brand_key,
+              name_key = excluded.name_key, attributes = excluded.attributes,
+              made_from = excluded.made_from
+            """
+        )
+        cursor.execute(
+            "INSERT INTO products_matchtoken (token, product_id) "
+            "SELECT DISTINCT token, product_id FROM m_tokens ON CONFLICT DO NOTHING"
+        )
+        cursor.execute("TRUNCATE m_keys, m_tokens")

@@ -304,12 +304,15 @@ def _article_variant(article: str, rng: random.Random) -> str:
     return variant
 
 
-def _unique_specs(rng: random.Random, n: int, seen: set[str]) -> list[Spec]:
+def _unique_specs(
+    rng: random.Random, n: int, seen: set[str], *, names: set[str] | None = None
+) -> list[Spec]:
+    """n specs whose name and brand are not in ``seen`` (nor their names in ``names``)."""
     specs: list[Spec] = []
     for spec in _families(rng):
         name = render(spec)
         key = name + "|" + spec.brand
-        if key in seen:
+        if key in seen or (names is not None and name in names):
             continue
         seen.add(key)
         specs.append(spec)
@@ -381,6 +384,8 @@ def supplier_lines(
     rng = random.Random(seed * 1000 + style)
     carried = rng.sample(products, int(len(products) * share))
     ours = {render(p.spec) + "|" + p.spec.brand for p in products}
+    # What we do not carry is named unlike anything we do, whatever the brand.
+    our_names = {render(p.spec) for p in products}
     barcode_share = {1: 0.9, 2: 0.0, 3: 0.4, 4: 0.6, 5: 0.0, 6: 0.3}[style]
     brand_share = {1: 1.0, 2: 0.9, 3: 0.5, 4: 0.9, 5: 0.7, 6: 0.6}[style]
     article_share = {1: 0.9, 2: 0.9, 3: 0.7, 4: 0.6, 5: 0.0, 6: 0.4}[style]
@@ -405,10 +410,10 @@ def supplier_lines(
         lines.append(line(product.spec, product.article, product.barcode, product.own_code, MATCH))
     for product in rng.sample(carried, int(len(carried) * decoys)):
         spec = _decoy(product.spec, rng)
-        if render(spec) + "|" + spec.brand in ours:
+        if render(spec) in our_names:
             continue
         lines.append(line(spec, _article(rng), ean13(rng, "47"), "", DECOY))
-    for spec in _unique_specs(rng, int(len(carried) * absent), set(ours)):
+    for spec in _unique_specs(rng, int(len(carried) * absent), set(ours), names=our_names):
         lines.append(line(spec, _article(rng), ean13(rng, "48"), "", ABSENT))
     for product in rng.sample(carried, int(len(carried) * conflicts)):
         other = rng.choice(products)

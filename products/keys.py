@@ -18,6 +18,8 @@ from django.db import connection, transaction
 
 from . import normalize
 
+# Words on a line that do not say what it is (уп. → упаковка).
+NOISE_WORDS = frozenset({"упаков", "коробк", "new", "новинк", "хит", "акция"})
 # Products read and keyed per round trip.
 CHUNK = 20_000
 
@@ -31,6 +33,10 @@ DELETE FROM products_productkey k USING products_product p
  WHERE p.id = k.product_id AND p.retired_at IS NOT NULL
 RETURNING k.product_id
 """
+
+
+# A brand's words and its key, by each of its words.
+BrandIndex = dict[str, list[tuple[frozenset[str], str]]]
 
 
 @dataclass(frozen=True)
@@ -54,13 +60,32 @@ def line_tokens(
     return frozenset(tokens)
 
 
+def brand_words(brand: str) -> frozenset[str]:
+    """The words a brand is written with in a name (``Tech-Krep`` → tech, krep)."""
+    return frozenset(normalize.parse_name(brand).words) if brand else frozenset()
+
+
 def product_key(
-    product_id: int, name: str, brand: str, article: str, barcodes: Iterable[str]
+    product_id: int,
+    name: str,
+    brand: str,
+    article: str,
+    barcodes: Iterable[str],
+    brands: BrandIndex | None = None,
 ) -> Key:
+    """The key of a product (or of a supplier line). The brand's words are not words
+    of the name; a line with no brand given whose name has every word of a known brand
+    (``brands``, known_brands) has that brand."""
     parsed = normalize.parse_name(name)
     brand_key = normalize.brand_key(brand)
-    # The brand written in the name is the brand, not a word of what the product is.
-    words = [w for w in parsed.words if w.upper() != brand_key]
+    words = set(parsed.words) - NOISE_WORDS
+    if brand_key:
+        words -= brand_words(brand)
+    elif brands:
+        found = [b for w in words for b in brands.get(w, ()) if b[0] <= words]
+        if found:
+            known, brand_key = max(found, key=lambda b: (len(b[0]), b[1]))
+            words -= known
     article_key = normalize.article_key(article)
     return Key(
         product_id=product_id,
@@ -68,8 +93,22 @@ def product_key(
         brand_key=brand_key,
         name_key=normalize.name_key(words),
         attributes=parsed.attributes,
-        tokens=line_tokens(set(words), article_key, barcodes or ()),
+        tokens=line_tokens(words, article_key, barcodes or ()),
     )
+
+
+def known_brands() -> BrandIndex:
+    """The brands of our active products, as (words, brand key) by each of their words."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
+        )
+        brands = {brand_words(b): normalize.brand_key(b) for (b,) in cursor.fetchall()}
+    index: BrandIndex = {}
+    for known, key in brands.items():
+        for word in known:
+            index.setdefault(word, []).append((known, key))
+    return index
 
 
 def _stale_rows() -> Iterator[list[tuple]]:

@@ -84,6 +84,7 @@ class Thresholds:
 @dataclass
 class Line:
     sku: str
+    name_key: str
     brand_key: str
     article_key: str
     barcodes: list[str]
@@ -105,6 +106,11 @@ class Candidate:
     kind: str = Kind.NAME
     matched: list[dict[str, str]] = field(default_factory=list)
     differed: list[dict[str, str]] = field(default_factory=list)
+    # What blocks an automatic link: a decisive attribute or the brand differs.
+    blocking: bool = False
+    # Every word of the product's name is on the line, and the line has no other word
+    # that says what it is.
+    same_words: bool = False
 
 
 @dataclass
@@ -145,10 +151,18 @@ SELECT e.sku, e.name, e.brand, e.article, e.barcodes
 """
 
 
-def _line(sku: str, name: str, brand: str, article: str, barcodes: list[str]) -> Line:
-    key = keys.product_key(0, name or "", brand or "", article or "", barcodes or ())
+def _line(
+    sku: str,
+    name: str,
+    brand: str,
+    article: str,
+    barcodes: list[str],
+    brands: keys.BrandIndex | None = None,
+) -> Line:
+    key = keys.product_key(0, name or "", brand or "", article or "", barcodes or (), brands)
     return Line(
         sku=sku,
+        name_key=key.name_key,
         brand_key=key.brand_key,
         article_key=key.article_key,
         barcodes=list(barcodes or ()),
@@ -167,7 +181,9 @@ def lines_of(config_id: int, import_id: int | None) -> list[Line]:
     )
     with connection.cursor() as cursor:
         cursor.execute(_LINES, {"config": config_id, "first": first, "last": last})
-        return [_line(*row) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+    brands = keys.known_brands()
+    return [_line(*row, brands=brands) for row in rows]
 
 
 # -- candidates -------------------------------------------------------------------------------
@@ -176,7 +192,9 @@ _SETUP = """
 CREATE TEMP TABLE IF NOT EXISTS m_line_token (n int, token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_block (n int, token text) ON COMMIT DROP;
-TRUNCATE m_line_token, m_df, m_block;
+CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
+TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact;
 """
 # How many active products have each token of the lines (counted up to the cap).
 _DF = f"""
@@ -186,8 +204,13 @@ SELECT d.token, (SELECT count(*) FROM (SELECT 1 FROM products_matchtoken t
   FROM (SELECT DISTINCT token FROM m_line_token) d;
 ANALYZE m_df;
 """
-# The tokens candidates are found by: every barcode and article of the line, and its
-# rarest words.
+# The products whose name has exactly the line's words (hash index on name_key).
+_EXACT = """
+SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes
+  FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
+"""
+# The tokens candidates are found by: every barcode and article of the line, and the
+# rarest words of a line whose name is not exactly a product's.
 _BLOCK = f"""
 INSERT INTO m_block
 SELECT n, token FROM (
@@ -195,7 +218,7 @@ SELECT n, token FROM (
          row_number() OVER (PARTITION BY lt.n, lt.token LIKE 'w:%%' ORDER BY d.df, lt.token) AS r
     FROM m_line_token lt JOIN m_df d USING (token)
    WHERE d.df BETWEEN 1 AND {WORD_DF_CAP}
-) b WHERE NOT word OR r <= {BLOCK_WORDS};
+) b WHERE NOT word OR (r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n));
 ANALYZE m_block;
 """
 _CANDIDATES = f"""
@@ -226,26 +249,44 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
             for n, line in enumerate(lines):
                 for token in line.tokens:
                     copy.write_row((n, token))
+        with cursor.cursor.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
+            for n, line in enumerate(lines):
+                if line.name_key:
+                    copy.write_row((n, line.name_key))
         cursor.execute("ANALYZE m_line_token")
+        cursor.execute("ANALYZE m_line_name")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
         cursor.execute(_DF)
         cursor.execute("SELECT token, df FROM m_df")
         df = dict(cursor.fetchall())
+        found: dict[int, dict[int, Candidate]] = defaultdict(dict)
+        cursor.execute(_EXACT)
+        _collect(cursor, found)
+        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
+            for n in found:
+                copy.write_row((n,))
         cursor.execute(_BLOCK)
         cursor.execute(_CANDIDATES)
-        found: dict[int, list[Candidate]] = defaultdict(list)
-        for n, product_id, by_barcode, by_article, brand, article, name, attrs in cursor:
-            found[n].append(
-                Candidate(
-                    product_id=product_id,
-                    by_barcode=by_barcode,
-                    by_article=by_article,
-                    brand_key=brand,
-                    article_key=article,
-                    words=frozenset(name.split()),
-                    attributes=attrs if isinstance(attrs, dict) else json.loads(attrs),
-                )
-            )
-    return found, df
+        _collect(cursor, found)
+    return {n: list(by_product.values()) for n, by_product in found.items()}, df
+
+
+def _collect(rows: Iterable[tuple], found: dict[int, dict[int, Candidate]]) -> None:
+    for n, product_id, by_barcode, by_article, brand, article, name, attrs in rows:
+        known = found[n].get(product_id)
+        if known is not None:
+            known.by_barcode |= by_barcode
+            known.by_article |= by_article
+            continue
+        found[n][product_id] = Candidate(
+            product_id=product_id,
+            by_barcode=by_barcode,
+            by_article=by_article,
+            brand_key=brand,
+            article_key=article,
+            words=frozenset(name.split()),
+            attributes=attrs if isinstance(attrs, dict) else json.loads(attrs),
+        )
 
 
 # -- deciding ---------------------------------------------------------------------------------
@@ -291,6 +332,18 @@ def _annotate(line: Line, candidate: Candidate) -> None:
         )
     if candidate.by_barcode:
         matched.append({"attribute": "barcode", "line": ",".join(line.barcodes), "product": ""})
+    candidate.blocking = bool(differed)
+    missing = candidate.words - line.words
+    extra = line.words - candidate.words
+    candidate.same_words = not missing and not extra
+    if missing or extra:
+        differed.append(
+            {
+                "attribute": "name",
+                "line": " ".join(sorted(extra)),
+                "product": " ".join(sorted(missing)),
+            }
+        )
     candidate.matched, candidate.differed = matched, differed
 
 
@@ -339,7 +392,7 @@ def decide(
             return _link(decision, only[0], Kind.ARTICLE, ARTICLE_ONLY_CONFIDENCE, found)
     ranked = sorted(
         (c for c in found if c.score >= CANDIDATE_FLOOR),
-        key=lambda c: (not c.by_barcode and not c.by_article, bool(c.differed), -c.score),
+        key=lambda c: (not c.by_barcode and not c.by_article, c.blocking, -c.score),
     )
     if by_barcode or by_article:  # several products share the barcode or the article
         ranked.sort(key=lambda c: (not (c.by_barcode or c.by_article), -c.score))
@@ -355,7 +408,7 @@ def decide(
     runner_up = max((c.score for c in found if c is not best), default=0.0)
     confidence = Decimal(str(round(best.score, 3)))
     clear = best.score - runner_up >= AUTO_MARGIN
-    if best.score >= thresholds.auto and clear and not best.differed:
+    if best.score >= thresholds.auto and clear and best.same_words and not best.blocking:
         return _link(decision, best, Kind.NAME, confidence, found)
     decision.candidates = ranked[:CANDIDATES_KEPT]
     _propose(decision, best)
@@ -381,7 +434,7 @@ def _link(
     decision.product_id = product.product_id
     decision.kind = kind
     decision.confidence = confidence
-    if product.differed:
+    if product.blocking:
         decision.state = State.PROPOSED
         others = sorted((c for c in found if c is not product), key=lambda c: -c.score)
         decision.candidates = [product, *others][:CANDIDATES_KEPT]
@@ -617,4 +670,5 @@ def import_links_match(import_id: int) -> Outcome:
 
 def all_lines(lines: Iterable[tuple[str, str, str, str, list[str]]]) -> list[Line]:
     """Lines from (sku, name, brand, article, barcodes) tuples (the bench, the tests)."""
-    return [_line(*row) for row in lines]
+    brands = keys.known_brands()
+    return [_line(*row, brands=brands) for row in lines]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, HashIndex
 from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
@@ -225,6 +225,8 @@ class ProductKey(models.Model):
     class Meta:
         indexes = [
             GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="productkey_name_trgm"),
+            # The products named with exactly a line's words.
+            HashIndex(fields=["name_key"], name="productkey_name_exact"),
         ]
 
     def __str__(self) -> str:

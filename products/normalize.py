@@ -23,6 +23,7 @@ _CYRILLIC = "АВЕКМНОРСТХаеокрсухмнвт"
 _LATIN = "ABEKMHOPCTXaeokpcyxmhbt"
 TO_LATIN = str.maketrans(_CYRILLIC, _LATIN)
 TO_CYRILLIC = str.maketrans(_LATIN, _CYRILLIC)
+_LOOKALIKES = frozenset(_CYRILLIC + _LATIN)
 
 _CYRILLIC_LETTER = re.compile(r"[а-я]")
 _LATIN_LETTER = re.compile(r"[a-z]")
@@ -80,7 +81,16 @@ ABBREVIATIONS = {
     "кт": "комплект",
 }
 # Prefix abbreviations written with a slash: д/дерева, б/ручки, с/р.
-SLASHED = {"д/": "для ", "б/": "без ", "п/": "под ", "с/р": "саморез", "н/р": "нержавеющий"}
+SLASHED = {
+    "д/": "для ",
+    "б/": "без ",
+    "п/": "под ",
+    "с/р": "саморез",
+    "н/р": "нержавеющий",
+    "к-т": "комплект",
+    "п/кр": "полукруглый",
+}
+_SLASHED_LONGEST_FIRST = sorted(SLASHED.items(), key=lambda item: -len(item[0]))
 STOPWORDS = frozenset({"для", "и", "с", "в", "на", "по", "из", "под", "без", "к", "от", "до"})
 # Units that only say how a line is counted: not part of what it is.
 UNITS = frozenset(
@@ -196,7 +206,9 @@ def _plain(value: Decimal) -> str:
 def _one_script(word: str) -> str:
     """A word written in two alphabets in the one it mostly uses (a word with digits,
     an article or a size, in Latin)."""
-    if any(c.isdigit() for c in word):
+    if any(c.isdigit() for c in word) or all(c in _LOOKALIKES for c in word):
+        # A size, an article, or a word every letter of which could be either (НSS-Со,
+        # В, Р): the same in Latin on both sides.
         return word.translate(TO_LATIN)
     cyrillic = len(_CYRILLIC_LETTER.findall(word))
     latin = len(_LATIN_LETTER.findall(word))
@@ -225,7 +237,7 @@ def _size(match: re.Match[str]) -> str:
 def parse_name(name: str) -> Parsed:
     """Words and decisive attributes of a name."""
     text = fold(name)
-    for short, full in SLASHED.items():
+    for short, full in _SLASHED_LONGEST_FIRST:
         text = text.replace(short, full)
     attributes: dict[str, list[str]] = {}
 

@@ -53,7 +53,7 @@ State = SupplierLink.State
 # A word found in more products than this is no way to find candidates (болт, краска).
 WORD_DF_CAP = 2_000
 # The rarest words of a line a candidate is found through.
-BLOCK_WORDS = 3
+BLOCK_WORDS = 2
 # Candidates per line scored (by how many of those words they share).
 CANDIDATES_SCORED = 12
 # Candidates per line kept for the review queue.
@@ -201,7 +201,8 @@ _DF = f"""
 INSERT INTO m_df
 SELECT d.token, (SELECT count(*) FROM (SELECT 1 FROM products_matchtoken t
                   WHERE t.token = d.token LIMIT {WORD_DF_CAP + 1}) c)
-  FROM (SELECT DISTINCT token FROM m_line_token) d;
+  FROM (SELECT DISTINCT token FROM m_line_token lt
+         WHERE lt.token NOT LIKE 'w:%%' OR NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)) d;
 ANALYZE m_df;
 """
 # The products whose name has exactly the line's words (hash index on name_key).
@@ -256,15 +257,16 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         cursor.execute("ANALYZE m_line_token")
         cursor.execute("ANALYZE m_line_name")
         cursor.execute("SET LOCAL work_mem = '64MB'")
-        cursor.execute(_DF)
-        cursor.execute("SELECT token, df FROM m_df")
-        df = dict(cursor.fetchall())
         found: dict[int, dict[int, Candidate]] = defaultdict(dict)
         cursor.execute(_EXACT)
         _collect(cursor, found)
         with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
             for n in found:
                 copy.write_row((n,))
+        cursor.execute("ANALYZE m_exact")
+        cursor.execute(_DF)
+        cursor.execute("SELECT token, df FROM m_df")
+        df = dict(cursor.fetchall())
         cursor.execute(_BLOCK)
         cursor.execute(_CANDIDATES)
         _collect(cursor, found)
@@ -298,21 +300,22 @@ def _weight(df: int | None, total: int) -> float:
     return math.log(1 + total / max(df or 1, 1))
 
 
-def name_score(line: Line, candidate: Candidate, df: dict[str, int], total: int) -> float:
+def word_weights(line: Line, df: dict[str, int], total: int) -> dict[str, float]:
+    """The weight of each word of the line: rare words say more (a word no product has
+    weighs as a product-unique one)."""
+    return {w: _weight(df.get("w:" + w, 1), total) for w in line.words}
+
+
+def name_score(line: Line, candidate: Candidate, weights: dict[str, float]) -> float:
     """How alike the names are, 0..1: the weighted share of the words both have (Dice),
     with the brand weighed in (the same brand: a bonus; another brand: a penalty)."""
     common = line.words & candidate.words
     if not common:
         return 0.0
-    default = _weight(1, total)
-
-    def weight(word: str) -> float:
-        return _weight(df.get("w:" + word), total) if ("w:" + word) in df else default
-
-    shared = sum(weight(w) for w in common)
-    line_total = sum(weight(w) for w in line.words)
+    shared = sum(weights[w] for w in common)
+    line_total = sum(weights.values())
     # The product's own words not on the line: weighed as the line's words are on average.
-    mean = line_total / max(len(line.words), 1)
+    mean = line_total / len(line.words)
     product_total = shared + mean * len(candidate.words - line.words)
     score = 2 * shared / (line_total + product_total)
     if line.brand_key and candidate.brand_key:
@@ -357,8 +360,9 @@ def decide(
 ) -> Decision:
     """The cascade for one line."""
     found = [c for c in found if c.product_id not in rejected]
+    weights = word_weights(line, df, total)
     for candidate in found:
-        candidate.score = name_score(line, candidate, df, total)
+        candidate.score = name_score(line, candidate, weights)
         _annotate(line, candidate)
     decision = Decision(sku=line.sku)
     by_barcode = [c for c in found if c.by_barcode]

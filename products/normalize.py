@@ -14,6 +14,7 @@ and that differs blocks an automatic link however similar the rest is.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -264,24 +265,35 @@ def parse_name(name: str) -> Parsed:
         if ":" in raw and raw.split(":", 1)[0] in DECISIVE:
             words.append(raw)
             continue
-        for piece in _NOT_ALNUM.split(raw):
-            if not piece:
-                continue
-            for run in _RUNS.findall(_one_script(piece)):
-                for word in ABBREVIATIONS.get(run, run).split():
-                    words.extend(_word(word, attributes))
+        found = _raw_words(raw)
+        words.extend(found)
+        for word in found:
+            if word.startswith("colour:"):
+                attributes.setdefault("colour", []).append(word[len("colour:") :])
     return Parsed(
         words=tuple(words),
         attributes={k: ",".join(sorted(set(v))) for k, v in attributes.items()},
     )
 
 
-def _word(word: str, attributes: dict[str, list[str]]) -> list[str]:
+@functools.lru_cache(maxsize=100_000)
+def _raw_words(raw: str) -> tuple[str, ...]:
+    """The canonical words of one whitespace-separated piece of a name (cached: a price
+    list repeats its words thousands of times)."""
+    words: list[str] = []
+    for piece in _NOT_ALNUM.split(raw):
+        if not piece:
+            continue
+        for run in _RUNS.findall(_one_script(piece)):
+            for word in ABBREVIATIONS.get(run, run).split():
+                words.extend(_word(word))
+    return tuple(words)
+
+
+def _word(word: str) -> list[str]:
     colour = _COLOUR.fullmatch(word)
     if colour:
-        value = COLOURS[colour.group(1)]
-        attributes.setdefault("colour", []).append(value)
-        return [f"colour:{value}"]
+        return [f"colour:{COLOURS[colour.group(1)]}"]
     if word in STOPWORDS or word in UNITS:
         return []
     if word.isdigit():

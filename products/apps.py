@@ -8,3 +8,7 @@ class ProductsConfig(AppConfig):
 
     name = "products"
     verbose_name = _("Our products")
+
+    def ready(self) -> None:
+        # Registers the outbox handler that matches an accepted import's lines.
+        from . import handlers  # noqa: F401

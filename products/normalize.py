@@ -176,8 +176,10 @@ def article_key(article: str) -> str:
     separators (spaces, dashes, dots, slashes…) dropped, leading zeros of every number
     dropped: ``ав-0012.3`` → ``AB123``."""
     text = article.upper().replace("Ё", "Е").translate(TO_LATIN)
-    text = _NOT_ALNUM.sub("", text)
-    return _LEADING_ZEROS.sub("", text)
+    # Leading zeros of each number between separators: AB-0012 and AB 12 are AB12.
+    # (Once more on the whole: a key is its own key.)
+    joined = "".join(_LEADING_ZEROS.sub("", group) for group in _NOT_ALNUM.split(text))
+    return _LEADING_ZEROS.sub("", joined)
 
 
 def brand_key(brand: str) -> str:

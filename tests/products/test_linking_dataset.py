@@ -22,9 +22,7 @@ pytestmark = pytest.mark.django_db
 
 def test_the_six_lists_are_linked_precisely_and_almost_completely(mailbox, capsys):
     catalogue, lists = catalogue_set.data_set(5000, seed=31)
-    made = products(
-        (p.own_code, p.name, p.spec.brand, p.article, [p.barcode]) for p in catalogue
-    )
+    made = products((p.own_code, p.name, p.spec.brand, p.article, [p.barcode]) for p in catalogue)
     own = {p.pk: p.own_code for p in made}
     auto = auto_right = decoys_auto = true = found_first = 0
     for name, lines in lists.items():
@@ -34,9 +32,7 @@ def test_the_six_lists_are_linked_precisely_and_almost_completely(mailbox, capsy
             ((x.sku, x.name, x.brand, x.article, [x.barcode] if x.barcode else []) for x in lines),
         )
         links_match(config_id=config.pk, import_id=price_import.pk)
-        links = {
-            link.supplier_sku: link for link in SupplierLink.objects.filter(config=config)
-        }
+        links = {link.supplier_sku: link for link in SupplierLink.objects.filter(config=config)}
         first = {
             c.supplier_sku: c.product_id
             for c in LinkCandidate.objects.filter(config=config, rank=1)

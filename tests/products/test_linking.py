@@ -222,4 +222,3 @@ def test_a_product_changed_since_is_matched_by_its_new_key(mailbox, catalogue):
     )
     links_match(config_id=config.pk)
     assert link_of(config, "A1").product == catalogue["OWN-5"]
-

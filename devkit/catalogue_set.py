@@ -80,7 +80,7 @@ BRANDS = {
     "paint": ["Текс", "Лакра", "Tikkurila", "Dufa", "Ярославские краски", "Eskaro"],
 }
 COLOURS = ["белый", "черный", "серый", "красный", "синий", "зеленый", "желтый", "коричневый"]
-PAINT_COLOURS = COLOURS + ["бежевый", "голубой", "оранжевый"]
+PAINT_COLOURS = [*COLOURS, "бежевый", "голубой", "оранжевый"]
 
 
 def _families(rng: random.Random) -> Iterator[Spec]:
@@ -95,87 +95,245 @@ def _families(rng: random.Random) -> Iterator[Spec]:
             pack = rng.choice(["10", "25", "50", "100", "200"])
             finish = rng.choice(["оцинкованный", "нержавеющий", "черный оксид"])
             if kind == 0:
-                yield Spec(family, "Болт", ("DIN 933", "8.8", finish), (d, length), True,
-                           (("pack", pack),), "", brand, "Крепёж/Болты")
+                yield Spec(
+                    family,
+                    "Болт",
+                    ("DIN 933", "8.8", finish),
+                    (d, length),
+                    True,
+                    (("pack", pack),),
+                    "",
+                    brand,
+                    "Крепёж/Болты",
+                )
             elif kind == 1:
-                yield Spec(family, "Винт", ("DIN 7985", "с полукруглой головкой", finish),
-                           (d, length), True, (("pack", pack),), "", brand, "Крепёж/Винты")
+                yield Spec(
+                    family,
+                    "Винт",
+                    ("DIN 7985", "с полукруглой головкой", finish),
+                    (d, length),
+                    True,
+                    (("pack", pack),),
+                    "",
+                    brand,
+                    "Крепёж/Винты",
+                )
             elif kind == 2:
                 ds = rng.choice(["3,5", "3,8", "4,2", "4,8", "5,5"])
-                yield Spec(family, "Саморез", ("по металлу", rng.choice(["со сверлом", "острый"]),
-                           rng.choice(["оцинкованный", "фосфатированный"])),
-                           (ds, length), False, (("pack", pack),), "", brand, "Крепёж/Саморезы")
+                yield Spec(
+                    family,
+                    "Саморез",
+                    (
+                        "по металлу",
+                        rng.choice(["со сверлом", "острый"]),
+                        rng.choice(["оцинкованный", "фосфатированный"]),
+                    ),
+                    (ds, length),
+                    False,
+                    (("pack", pack),),
+                    "",
+                    brand,
+                    "Крепёж/Саморезы",
+                )
             elif kind == 3:
-                yield Spec(family, "Дюбель", (rng.choice(["распорный", "универсальный"]),
-                           rng.choice(["нейлоновый", "полипропиленовый"])),
-                           (rng.choice(["5", "6", "8", "10"]), length), False,
-                           (("pack", pack),), "", brand, "Крепёж/Дюбели")
+                yield Spec(
+                    family,
+                    "Дюбель",
+                    (
+                        rng.choice(["распорный", "универсальный"]),
+                        rng.choice(["нейлоновый", "полипропиленовый"]),
+                    ),
+                    (rng.choice(["5", "6", "8", "10"]), length),
+                    False,
+                    (("pack", pack),),
+                    "",
+                    brand,
+                    "Крепёж/Дюбели",
+                )
             else:
-                yield Spec(family, "Анкер", (rng.choice(["клиновой", "забивной", "с гайкой"]),
-                           finish), (d, length), False, (("pack", rng.choice(["10", "25", "50"])),),
-                           "", brand, "Крепёж/Анкеры")
+                yield Spec(
+                    family,
+                    "Анкер",
+                    (rng.choice(["клиновой", "забивной", "с гайкой"]), finish),
+                    (d, length),
+                    False,
+                    (("pack", rng.choice(["10", "25", "50"])),),
+                    "",
+                    brand,
+                    "Крепёж/Анкеры",
+                )
         elif family == "tools":
             kind = rng.randrange(4)
             if kind == 0:
                 d = rng.choice(["2", "2,5", "3", "3,5", "4", "5", "6", "8", "10", "12"])
-                yield Spec(family, "Сверло", ("по металлу", rng.choice(["HSS", "HSS-Co", "HSS-G"]),
-                           rng.choice(["ц/х", "шлифованное"])), (), False, (("length", d),),
-                           "", brand, "Инструмент/Сверла")
+                yield Spec(
+                    family,
+                    "Сверло",
+                    (
+                        "по металлу",
+                        rng.choice(["HSS", "HSS-Co", "HSS-G"]),
+                        rng.choice(["ц/х", "шлифованное"]),
+                    ),
+                    (),
+                    False,
+                    (("length", d),),
+                    "",
+                    brand,
+                    "Инструмент/Сверла",
+                )
             elif kind == 1:
-                yield Spec(family, "Бита", (rng.choice(["PH1", "PH2", "PH3", "PZ2", "T25"]),
-                           rng.choice(["магнитная", "торсионная"])), (), False,
-                           (("length", rng.choice(["25", "50", "70", "90"])),
-                            ("pack", rng.choice(["1", "2", "5", "10"]))), "", brand,
-                           "Инструмент/Биты")
+                yield Spec(
+                    family,
+                    "Бита",
+                    (
+                        rng.choice(["PH1", "PH2", "PH3", "PZ2", "T25"]),
+                        rng.choice(["магнитная", "торсионная"]),
+                    ),
+                    (),
+                    False,
+                    (
+                        ("length", rng.choice(["25", "50", "70", "90"])),
+                        ("pack", rng.choice(["1", "2", "5", "10"])),
+                    ),
+                    "",
+                    brand,
+                    "Инструмент/Биты",
+                )
             elif kind == 2:
                 a = rng.choice(["8", "10", "12", "13", "14", "17", "19", "22"])
                 b = str(int(a) + rng.choice([1, 2, 3]))
-                yield Spec(family, "Ключ", ("рожковый", rng.choice(["CrV", "хромированный"])),
-                           (a, b), False, (), "", brand, "Инструмент/Ключи")
+                yield Spec(
+                    family,
+                    "Ключ",
+                    ("рожковый", rng.choice(["CrV", "хромированный"])),
+                    (a, b),
+                    False,
+                    (),
+                    "",
+                    brand,
+                    "Инструмент/Ключи",
+                )
             else:
-                yield Spec(family, "Молоток", (rng.choice(["слесарный", "столярный"]),
-                           rng.choice(["с фиберглассовой ручкой", "с деревянной ручкой"])),
-                           (), False, (("weight", rng.choice(["200", "300", "500", "800", "1000"])),),
-                           "", brand, "Инструмент/Молотки")
+                yield Spec(
+                    family,
+                    "Молоток",
+                    (
+                        rng.choice(["слесарный", "столярный"]),
+                        rng.choice(["с фиберглассовой ручкой", "с деревянной ручкой"]),
+                    ),
+                    (),
+                    False,
+                    (("weight", rng.choice(["200", "300", "500", "800", "1000"])),),
+                    "",
+                    brand,
+                    "Инструмент/Молотки",
+                )
         elif family == "electrical":
             kind = rng.randrange(4)
             if kind == 0:
-                yield Spec(family, "Кабель", (rng.choice(["ВВГнг(А)-LS", "ВВГ-Пнг(А)", "NYM"]),
-                           "медный"), (rng.choice(["2", "3", "4", "5"]),
-                           rng.choice(["1,5", "2,5", "4", "6"])), False,
-                           (("length", rng.choice(["50", "100", "200"]) + " м"),), "", brand,
-                           "Электрика/Кабель")
+                yield Spec(
+                    family,
+                    "Кабель",
+                    (rng.choice(["ВВГнг(А)-LS", "ВВГ-Пнг(А)", "NYM"]), "медный"),
+                    (rng.choice(["2", "3", "4", "5"]), rng.choice(["1,5", "2,5", "4", "6"])),
+                    False,
+                    (("length", rng.choice(["50", "100", "200"]) + " м"),),
+                    "",
+                    brand,
+                    "Электрика/Кабель",
+                )
             elif kind == 1:
-                yield Spec(family, "Выключатель", ("автоматический", rng.choice(["ВА47-29", "ВА47-63"]),
-                           rng.choice(["1P", "2P", "3P"]), rng.choice(["C", "B"])), (), False,
-                           (("current", rng.choice(["6", "10", "16", "20", "25", "32", "40"])),),
-                           "", brand, "Электрика/Автоматы")
+                yield Spec(
+                    family,
+                    "Выключатель",
+                    (
+                        "автоматический",
+                        rng.choice(["ВА47-29", "ВА47-63"]),
+                        rng.choice(["1P", "2P", "3P"]),
+                        rng.choice(["C", "B"]),
+                    ),
+                    (),
+                    False,
+                    (("current", rng.choice(["6", "10", "16", "20", "25", "32", "40"])),),
+                    "",
+                    brand,
+                    "Электрика/Автоматы",
+                )
             elif kind == 2:
-                yield Spec(family, "Лампа", ("светодиодная", rng.choice(["A60", "C37", "G45"]),
-                           rng.choice(["E27", "E14"]), rng.choice(["4000K", "3000K", "6500K"])),
-                           (), False, (("power", rng.choice(["5", "7", "9", "11", "13", "15"])),),
-                           "", brand, "Электрика/Лампы")
+                yield Spec(
+                    family,
+                    "Лампа",
+                    (
+                        "светодиодная",
+                        rng.choice(["A60", "C37", "G45"]),
+                        rng.choice(["E27", "E14"]),
+                        rng.choice(["4000K", "3000K", "6500K"]),
+                    ),
+                    (),
+                    False,
+                    (("power", rng.choice(["5", "7", "9", "11", "13", "15"])),),
+                    "",
+                    brand,
+                    "Электрика/Лампы",
+                )
             else:
-                yield Spec(family, "Изолента", ("ПВХ", rng.choice(["15", "19"]) + " мм"), (),
-                           False, (("length", rng.choice(["10", "20", "25"]) + " м"),),
-                           rng.choice(COLOURS), brand, "Электрика/Изоляция")
+                yield Spec(
+                    family,
+                    "Изолента",
+                    ("ПВХ", rng.choice(["15", "19"]) + " мм"),
+                    (),
+                    False,
+                    (("length", rng.choice(["10", "20", "25"]) + " м"),),
+                    rng.choice(COLOURS),
+                    brand,
+                    "Электрика/Изоляция",
+                )
         else:
             kind = rng.randrange(3)
             volume = rng.choice(["0,4", "0,8", "0,9", "1", "1,9", "2,5", "2,7", "5", "9", "10"])
             if kind == 0:
-                yield Spec(family, "Эмаль", (rng.choice(["ПФ-115", "ПФ-266", "НЦ-132", "алкидная"]),
-                           rng.choice(["глянцевая", "матовая"])), (), False,
-                           (("weight_kg", volume),), rng.choice(PAINT_COLOURS), brand,
-                           "Лакокраска/Эмали")
+                yield Spec(
+                    family,
+                    "Эмаль",
+                    (
+                        rng.choice(["ПФ-115", "ПФ-266", "НЦ-132", "алкидная"]),
+                        rng.choice(["глянцевая", "матовая"]),
+                    ),
+                    (),
+                    False,
+                    (("weight_kg", volume),),
+                    rng.choice(PAINT_COLOURS),
+                    brand,
+                    "Лакокраска/Эмали",
+                )
             elif kind == 1:
-                yield Spec(family, "Краска", ("водно-дисперсионная",
-                           rng.choice(["интерьерная", "фасадная"]), rng.choice(["моющаяся", "матовая"])),
-                           (), False, (("volume", volume),), rng.choice(["белый", "бежевый", "серый"]),
-                           brand, "Лакокраска/Краски")
+                yield Spec(
+                    family,
+                    "Краска",
+                    (
+                        "водно-дисперсионная",
+                        rng.choice(["интерьерная", "фасадная"]),
+                        rng.choice(["моющаяся", "матовая"]),
+                    ),
+                    (),
+                    False,
+                    (("volume", volume),),
+                    rng.choice(["белый", "бежевый", "серый"]),
+                    brand,
+                    "Лакокраска/Краски",
+                )
             else:
-                yield Spec(family, "Грунтовка", (rng.choice(["ГФ-021", "акриловая", "глубокого проникновения"]),),
-                           (), False, (("volume", volume),), rng.choice(["серый", "красный", "белый", ""]),
-                           brand, "Лакокраска/Грунтовки")
+                yield Spec(
+                    family,
+                    "Грунтовка",
+                    (rng.choice(["ГФ-021", "акриловая", "глубокого проникновения"]),),
+                    (),
+                    False,
+                    (("volume", volume),),
+                    rng.choice(["серый", "красный", "белый", ""]),
+                    brand,
+                    "Лакокраска/Грунтовки",
+                )
 
 
 # -- how a spec is written ------------------------------------------------------------------------
@@ -208,7 +366,11 @@ def _colour(word: str, noun: str) -> str:
 
 def _measure(kind: str, value: str, style: int, rng: random.Random) -> str:
     if kind == "pack":
-        return rng.choice([f"({value} шт)", f"уп.{value}шт", f"{value} шт."]) if style else f"({value} шт)"
+        return (
+            rng.choice([f"({value} шт)", f"уп.{value}шт", f"{value} шт."])
+            if style
+            else f"({value} шт)"
+        )
     if kind == "volume":
         if style and rng.random() < 0.5 and float(value.replace(",", ".")) < 1:
             return f"{int(float(value.replace(',', '.')) * 1000)} мл"
@@ -258,8 +420,13 @@ def render(spec: Spec, style: int = 0, rng: random.Random | None = None) -> str:
             colour = ABBREVIATED.get(spec.colour, colour)
     size = _size(spec, style, rng)
     measures = [_measure(k, v, style, rng) for k, v in spec.measures]
-    parts = [spec.noun, *([size] if size else []), *qualifiers, *([colour] if colour else []),
-             *measures]
+    parts = [
+        spec.noun,
+        *([size] if size else []),
+        *qualifiers,
+        *([colour] if colour else []),
+        *measures,
+    ]
     if style in (3, 6) and rng.random() < 0.5:
         head, rest = parts[0], parts[1:]
         rng.shuffle(rest)
@@ -421,17 +588,29 @@ def supplier_lines(
             continue
         sku = f"S{style}-{len(lines) + 1:06d}"
         lines.append(
-            SupplierLine(sku, render(product.spec, style, rng), product.spec.brand,
-                         product.article, other.barcode, "100,00", "1", product.own_code,
-                         CONFLICT)
+            SupplierLine(
+                sku,
+                render(product.spec, style, rng),
+                product.spec.brand,
+                product.article,
+                other.barcode,
+                "100,00",
+                "1",
+                product.own_code,
+                CONFLICT,
+            )
         )
     rng.shuffle(lines)
     return lines
 
 
-def data_set(n: int = 5000, *, seed: int = 31) -> tuple[list[Product], dict[str, list[SupplierLine]]]:
+def data_set(
+    n: int = 5000, *, seed: int = 31
+) -> tuple[list[Product], dict[str, list[SupplierLine]]]:
     products = catalogue(n, seed=seed)
-    lists = {f"supplier{style}": supplier_lines(products, style, seed=seed) for style in range(1, 7)}
+    lists = {
+        f"supplier{style}": supplier_lines(products, style, seed=seed) for style in range(1, 7)
+    }
     return products, lists
 
 
@@ -440,8 +619,9 @@ def write_catalogue(products: list[Product], path: Path) -> None:
         out = csv.writer(f, delimiter=";")
         out.writerow(CATALOGUE_HEADER)
         for p in products:
-            out.writerow([p.own_code, p.name, p.spec.brand, p.article, p.barcode, p.unit,
-                          p.spec.category])
+            out.writerow(
+                [p.own_code, p.name, p.spec.brand, p.article, p.barcode, p.unit, p.spec.category]
+            )
 
 
 def write_list(lines: list[SupplierLine], path: Path) -> None:

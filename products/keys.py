@@ -1,15 +1,17 @@
 """The matching keys of our products (ProductKey, MatchToken), refreshed set-based.
 
 ``keys_refresh`` finds the products whose key is missing or older than the product
-(``Product.updated_at``), the retired ones that still have one and the keys of products
-gone, and rewrites just those: the keys are computed in Python (products.normalize) and
-COPYed in, a temporary table at a time, then swapped in with three statements. A
+(``Product.updated_at``) and the retired ones that still have one, and rewrites just
+those: the keys are computed in Python (products.normalize) and COPYed in (the keys
+through a temporary table, upserted with one statement; the tokens straight in, the
+old ones of those products deleted first). A
 product's tokens are what the matching finds it by: ``b:<barcode>``, ``a:<article
 key>``, ``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -49,9 +51,7 @@ class Key:
     tokens: frozenset[str]
 
 
-def line_tokens(
-    words: Iterable[str], article_key: str, barcodes: Iterable[str]
-) -> frozenset[str]:
+def line_tokens(words: Iterable[str], article_key: str, barcodes: Iterable[str]) -> frozenset[str]:
     """The tokens a product or a line is found by."""
     tokens = {"w:" + word for word in words}
     if article_key:
@@ -60,6 +60,7 @@ def line_tokens(
     return frozenset(tokens)
 
 
+@functools.lru_cache(maxsize=10_000)
 def brand_words(brand: str) -> frozenset[str]:
     """The words a brand is written with in a name (``Tech-Krep`` → tech, krep)."""
     return frozenset(normalize.parse_name(brand).words) if brand else frozenset()
@@ -77,7 +78,7 @@ def product_key(
     of the name; a line with no brand given whose name has every word of a known brand
     (``brands``, known_brands) has that brand."""
     parsed = normalize.parse_name(name)
-    brand_key = normalize.brand_key(brand)
+    brand_key = _brand_key(brand)
     words = set(parsed.words) - NOISE_WORDS
     if brand_key:
         words -= brand_words(brand)
@@ -95,6 +96,11 @@ def product_key(
         attributes=parsed.attributes,
         tokens=line_tokens(words, article_key, barcodes or ()),
     )
+
+
+@functools.lru_cache(maxsize=10_000)
+def _brand_key(brand: str) -> str:
+    return normalize.brand_key(brand)
 
 
 def known_brands() -> BrandIndex:
@@ -133,12 +139,7 @@ def keys_refresh() -> int:
                 )
             changed += len(retired)
             cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) "
-                "ON COMMIT DROP"
-            )
-            cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS m_tokens (token text, product_id bigint) "
-                "ON COMMIT DROP"
+                "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )
         for rows in _stale_rows():
             changed += len(rows)
@@ -149,10 +150,12 @@ def keys_refresh() -> int:
 
 
 def _copy_keys(rows: list[tuple]) -> None:
+    """The keys of a chunk of products COPYed aside (m_keys), their old tokens dropped
+    and their new ones COPYed in."""
     with connection.cursor() as cursor:
         raw = cursor.cursor
+        keys = []
         with raw.copy("COPY m_keys FROM STDIN") as copy:
-            keys = []
             for product_id, name, brand, article, barcodes, updated_at in rows:
                 key = product_key(product_id, name, brand, article, barcodes)
                 keys.append(key)
@@ -166,7 +169,11 @@ def _copy_keys(rows: list[tuple]) -> None:
                         updated_at,
                     )
                 )
-        with raw.copy("COPY m_tokens (token, product_id) FROM STDIN") as copy:
+        cursor.execute(
+            "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)",
+            [[k.product_id for k in keys]],
+        )
+        with raw.copy("COPY products_matchtoken (token, product_id) FROM STDIN") as copy:
             for key in keys:
                 for token in key.tokens:
                     copy.write_row((token, key.product_id))
@@ -174,9 +181,6 @@ def _copy_keys(rows: list[tuple]) -> None:
 
 def _swap_in() -> None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "DELETE FROM products_matchtoken t USING m_keys k WHERE t.product_id = k.product_id"
-        )
         cursor.execute(
             """
             INSERT INTO products_productkey
@@ -187,8 +191,4 @@ def _swap_in() -> None:
               made_from = excluded.made_from
             """
         )
-        cursor.execute(
-            "INSERT INTO products_matchtoken (token, product_id) "
-            "SELECT DISTINCT token, product_id FROM m_tokens ON CONFLICT DO NOTHING"
-        )
-        cursor.execute("TRUNCATE m_keys, m_tokens")
+        cursor.execute("TRUNCATE m_keys")

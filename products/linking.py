@@ -51,7 +51,7 @@ Kind = SupplierLink.Kind
 State = SupplierLink.State
 
 # A word found in more products than this is no way to find candidates (болт, краска).
-WORD_DF_CAP = 2_000
+WORD_DF_CAP = 1_000
 # The rarest words of a line a candidate is found through.
 BLOCK_WORDS = 2
 # Candidates per line scored (by how many of those words they share).
@@ -176,14 +176,14 @@ def lines_of(config_id: int, import_id: int | None) -> list[Line]:
     """The lines to match: the config's current entries the import added or changed
     (with no link or one the matching made), and every one with no link or a rejected
     one (for new candidates)."""
-    first, last = (
-        (item_key(import_id, 0), item_key(import_id + 1, 0)) if import_id else (0, 0)
-    )
+    first, last = (item_key(import_id, 0), item_key(import_id + 1, 0)) if import_id else (0, 0)
     with connection.cursor() as cursor:
         cursor.execute(_LINES, {"config": config_id, "first": first, "last": last})
         rows = cursor.fetchall()
     brands = keys.known_brands()
-    return [_line(*row, brands=brands) for row in rows]
+    return [
+        _line(sku, name, brand, article, codes, brands) for sku, name, brand, article, codes in rows
+    ]
 
 
 # -- candidates -------------------------------------------------------------------------------
@@ -209,9 +209,23 @@ ANALYZE m_df;
 _EXACT = """
 SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes
   FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
+ WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n)
 """
-# The tokens candidates are found by: every barcode and article of the line, and the
-# rarest words of a line whose name is not exactly a product's.
+# The products with a barcode or the article of a line: the first steps of the cascade.
+_CODES = """
+SELECT c.n, c.product_id, c.by_barcode, c.by_article,
+       k.brand_key, k.article_key, k.name_key, k.attributes
+  FROM (
+    SELECT lt.n, t.product_id,
+           bool_or(lt.token LIKE 'b:%%') AS by_barcode,
+           bool_or(lt.token LIKE 'a:%%') AS by_article
+      FROM m_line_token lt JOIN products_matchtoken t ON t.token = lt.token
+     WHERE lt.token LIKE 'b:%%' OR lt.token LIKE 'a:%%'
+     GROUP BY lt.n, t.product_id
+  ) c JOIN products_productkey k ON k.product_id = c.product_id
+"""
+# The tokens candidates are found by for a line that neither its codes nor its exact
+# name settle: its rarest words.
 _BLOCK = f"""
 INSERT INTO m_block
 SELECT n, token FROM (
@@ -219,7 +233,7 @@ SELECT n, token FROM (
          row_number() OVER (PARTITION BY lt.n, lt.token LIKE 'w:%%' ORDER BY d.df, lt.token) AS r
     FROM m_line_token lt JOIN m_df d USING (token)
    WHERE d.df BETWEEN 1 AND {WORD_DF_CAP}
-) b WHERE NOT word OR (r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n));
+) b WHERE word AND r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n);
 ANALYZE m_block;
 """
 _CANDIDATES = f"""
@@ -258,10 +272,19 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         cursor.execute("ANALYZE m_line_name")
         cursor.execute("SET LOCAL work_mem = '64MB'")
         found: dict[int, dict[int, Candidate]] = defaultdict(dict)
+        # The cascade's first steps for every line; the later ones only for the lines
+        # these leave (m_exact: the lines settled so far).
+        cursor.execute(_CODES)
+        _collect(cursor, found)
+        settled = [n for n, by_product in found.items() if _settled(lines[n], by_product)]
+        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
+            for n in settled:
+                copy.write_row((n,))
         cursor.execute(_EXACT)
+        exact = set(found)
         _collect(cursor, found)
         with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
-            for n in found:
+            for n in set(found) - exact:
                 copy.write_row((n,))
         cursor.execute("ANALYZE m_exact")
         cursor.execute(_DF)
@@ -271,6 +294,16 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         cursor.execute(_CANDIDATES)
         _collect(cursor, found)
     return {n: list(by_product.values()) for n, by_product in found.items()}, df
+
+
+def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
+    """Whether a line's barcode or article and brand name one product: the later steps
+    have nothing to add."""
+    barcode = [c for c in by_product.values() if c.by_barcode]
+    article = [c for c in by_product.values() if c.by_article and c.brand_key == line.brand_key]
+    if len(barcode) == 1:
+        return all(c.product_id == barcode[0].product_id for c in article)
+    return not barcode and len(article) == 1 and bool(line.brand_key)
 
 
 def _collect(rows: Iterable[tuple], found: dict[int, dict[int, Candidate]]) -> None:
@@ -367,9 +400,7 @@ def decide(
     decision = Decision(sku=line.sku)
     by_barcode = [c for c in found if c.by_barcode]
     by_article = [
-        c
-        for c in found
-        if c.by_article and line.brand_key and c.brand_key == line.brand_key
+        c for c in found if c.by_article and line.brand_key and c.brand_key == line.brand_key
     ]
     if len(by_barcode) == 1:
         product = by_barcode[0]
@@ -546,9 +577,7 @@ def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]
                     continue  # an unlinked line keeps a link it has
                 before = existing.get(d.sku)
                 if before is None:
-                    copy.write_row(
-                        (d.sku, None, None, d.product_id, d.kind, d.confidence, d.state)
-                    )
+                    copy.write_row((d.sku, None, None, d.product_id, d.kind, d.confidence, d.state))
                     changes += 1
                     continue
                 link_id, product_id, state, kind, confidence = before
@@ -600,9 +629,7 @@ def _total_products() -> int:
         return cursor.fetchone()[0]
 
 
-def lines_match(
-    config_id: int, lines: list[Line], thresholds: Thresholds | None = None
-) -> Outcome:
+def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None = None) -> Outcome:
     """Runs the cascade on ``lines`` of a config, inside the caller's transaction."""
     thresholds = thresholds or Thresholds.from_settings()
     if not lines:
@@ -644,7 +671,9 @@ def links_match(
     keys of products changed since are refreshed first."""
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]
+            )
         keys.keys_refresh()
         outcome = lines_match(config_id, lines_of(config_id, import_id), thresholds)
     logger.info(
@@ -675,4 +704,7 @@ def import_links_match(import_id: int) -> Outcome:
 def all_lines(lines: Iterable[tuple[str, str, str, str, list[str]]]) -> list[Line]:
     """Lines from (sku, name, brand, article, barcodes) tuples (the bench, the tests)."""
     brands = keys.known_brands()
-    return [_line(*row, brands=brands) for row in lines]
+    return [
+        _line(sku, name, brand, article, codes, brands)
+        for sku, name, brand, article, codes in lines
+    ]

@@ -61,7 +61,14 @@ def _rows() -> Iterator[tuple]:
 
 def _cells(row: tuple) -> list[str]:
     config_id, sku, own_code, state, kind, confidence = row
-    return [str(config_id), sku, own_code, state, kind, "" if confidence is None else str(confidence)]
+    return [
+        str(config_id),
+        sku,
+        own_code,
+        state,
+        kind,
+        "" if confidence is None else str(confidence),
+    ]
 
 
 def links_export(path: Path) -> int:
@@ -133,7 +140,9 @@ def read_rows(path: Path) -> list[list[str]]:
     """The rows of a links file under its header, the header checked."""
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        raise LinksRefused([_("the file is larger than %(limit)s MB") % {"limit": MAX_FILE_BYTES // 2**20}], 0)
+        raise LinksRefused(
+            [_("the file is larger than %(limit)s MB") % {"limit": MAX_FILE_BYTES // 2**20}], 0
+        )
     data = path.read_bytes()
     try:
         rows = _read_xlsx(data) if path.suffix.lower() == ".xlsx" else _read_csv(data)
@@ -142,17 +151,21 @@ def read_rows(path: Path) -> list[list[str]]:
             raise LinksRefused(
                 [_("the first row must be the header %(header)s") % {"header": ";".join(HEADER)}], 0
             )
-        body = []
+        body: list[list[str]] = []
         for row in rows:
             if len(body) >= MAX_ROWS:
-                raise LinksRefused([_("the file has more than %(limit)s rows") % {"limit": MAX_ROWS}], 0)
+                raise LinksRefused(
+                    [_("the file has more than %(limit)s rows") % {"limit": MAX_ROWS}], 0
+                )
             if any(c.strip() for c in row):
                 body.append([c.strip() for c in row] + [""] * (len(HEADER) - len(row)))
         return body
     except LinksRefused:
         raise
     except Exception as exc:  # a file that cannot be read, whatever the library says
-        raise LinksRefused([_("the file cannot be read: %(error)s") % {"error": str(exc)[:200]}], 0) from None
+        raise LinksRefused(
+            [_("the file cannot be read: %(error)s") % {"error": str(exc)[:200]}], 0
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -217,7 +230,10 @@ def links_import(path: Path, *, user: Any = None) -> Imported:
         elif own_code and not products[own_code].active and state != SupplierLink.State.REJECTED:
             why = _("product %(code)s is retired") % {"code": own_code}
         elif (config_id, sku) in seen:
-            why = _("SKU %(sku)s of config %(config)s is in the file twice") % {"sku": sku, "config": config}
+            why = _("SKU %(sku)s of config %(config)s is in the file twice") % {
+                "sku": sku,
+                "config": config,
+            }
         if why:
             refused += 1
             if len(reasons) < MAX_REASONS:

@@ -239,7 +239,12 @@ class MatchToken(models.Model):
 
     pk = models.CompositePrimaryKey("token", "product")
     token = models.TextField()
-    product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="+")
+    # No foreign key in the database: its check per row made writing the tokens of a
+    # million products several times slower; they are written only by keys_refresh, and
+    # deleted with their product (Django's cascade) or by it.
+    product = models.ForeignKey(
+        Product, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
 
     class Meta:
         indexes = [models.Index(fields=["product"], name="matchtoken_product")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -318,7 +319,7 @@ def attributes(name: str) -> dict[str, str]:
     return parse_name(name).attributes
 
 
-def name_key(words: tuple[str, ...] | list[str]) -> str:
+def name_key(words: Iterable[str]) -> str:
     """The words as one string, sorted (the order a supplier writes them in does not
     count): what the trigram index of product names is built on."""
     return " ".join(sorted(set(words)))

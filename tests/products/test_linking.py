@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db.models.functions import Now
-
 import pytest
+from django.db.models.functions import Now
 
 from products.linking import Thresholds, links_match
 from products.models import LinkCandidate, LinkEvent, Product, SupplierLink

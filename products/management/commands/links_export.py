@@ -21,5 +21,7 @@ class Command(BaseCommand):
         try:
             count = links_export(path)
         except OSError as exc:
-            raise CommandError(_("cannot write %(path)s: %(error)s") % {"path": path, "error": exc.strerror}) from None
+            raise CommandError(
+                _("cannot write %(path)s: %(error)s") % {"path": path, "error": exc.strerror}
+            ) from None
         self.stdout.write(_("%(count)s rows written to %(path)s") % {"count": count, "path": path})

@@ -56,6 +56,8 @@ WORD_DF_CAP = 1_000
 BLOCK_WORDS = 2
 # Candidates per line scored (by how many of those words they share).
 CANDIDATES_SCORED = 12
+# Candidates per line compared closely (attributes, brand, words) by name score.
+CANDIDATES_CLOSER = 6
 # Candidates per line kept for the review queue.
 CANDIDATES_KEPT = 3
 # A name link is automatic only this far ahead of the next candidate.
@@ -101,7 +103,8 @@ class Candidate:
     brand_key: str
     article_key: str
     words: frozenset[str]
-    attributes: dict[str, str]
+    # The decisive attributes as stored (JSON), read only for the candidates that count.
+    attributes_json: str
     score: float = 0.0
     kind: str = Kind.NAME
     matched: list[dict[str, str]] = field(default_factory=list)
@@ -207,14 +210,14 @@ ANALYZE m_df;
 """
 # The products whose name has exactly the line's words (hash index on name_key).
 _EXACT = """
-SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes
+SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
  WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n)
 """
 # The products with a barcode or the article of a line: the first steps of the cascade.
 _CODES = """
 SELECT c.n, c.product_id, c.by_barcode, c.by_article,
-       k.brand_key, k.article_key, k.name_key, k.attributes
+       k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM (
     SELECT lt.n, t.product_id,
            bool_or(lt.token LIKE 'b:%%') AS by_barcode,
@@ -238,7 +241,7 @@ ANALYZE m_block;
 """
 _CANDIDATES = f"""
 SELECT c.n, c.product_id, c.by_barcode, c.by_article,
-       k.brand_key, k.article_key, k.name_key, k.attributes
+       k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM (
     SELECT h.*, row_number() OVER (PARTITION BY h.n ORDER BY h.shared DESC, h.product_id) AS r
       FROM (
@@ -320,7 +323,7 @@ def _collect(rows: Iterable[tuple], found: dict[int, dict[int, Candidate]]) -> N
             brand_key=brand,
             article_key=article,
             words=frozenset(name.split()),
-            attributes=attrs if isinstance(attrs, dict) else json.loads(attrs),
+            attributes_json=attrs,
         )
 
 
@@ -357,8 +360,9 @@ def name_score(line: Line, candidate: Candidate, weights: dict[str, float]) -> f
 
 
 def _annotate(line: Line, candidate: Candidate) -> None:
-    matched = normalize.agreements(line.attributes, candidate.attributes)
-    differed = normalize.conflicts(line.attributes, candidate.attributes)
+    attributes = json.loads(candidate.attributes_json) if candidate.attributes_json else {}
+    matched = normalize.agreements(line.attributes, attributes)
+    differed = normalize.conflicts(line.attributes, attributes)
     if line.brand_key and candidate.brand_key:
         entry = {"attribute": "brand", "line": line.brand_key, "product": candidate.brand_key}
         (matched if line.brand_key == candidate.brand_key else differed).append(entry)
@@ -396,6 +400,13 @@ def decide(
     weights = word_weights(line, df, total)
     for candidate in found:
         candidate.score = name_score(line, candidate, weights)
+    # Only the candidates that can count are looked at closer: those found by a code, and
+    # the closest by name.
+    found.sort(key=lambda c: -c.score)
+    found = [
+        c for i, c in enumerate(found) if i < CANDIDATES_CLOSER or c.by_barcode or c.by_article
+    ]
+    for candidate in found:
         _annotate(line, candidate)
     decision = Decision(sku=line.sku)
     by_barcode = [c for c in found if c.by_barcode]

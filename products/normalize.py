@@ -33,6 +33,8 @@ _NOT_ALNUM = re.compile(r"[^0-9A-Za-zА-Яа-я]+")
 _LEADING_ZEROS = re.compile(r"(?<![0-9])0+(?=[0-9])")
 # A word's runs of letters and of digits: DIN933 and DIN 933 are the same words.
 _RUNS = re.compile(r"[a-zа-я]+|[0-9]+")
+# A name is read up to this many characters (a real one is far shorter).
+MAX_NAME = 1000
 # Words longer than this are cut to it: Russian endings vary with gender and number
 # (оцинкованный, оцинкованная, оцинкованные) and carry no meaning for matching.
 STEM_LENGTH = 6
@@ -176,7 +178,7 @@ def article_key(article: str) -> str:
     """An article as compared: upper case, ё as Е, Cyrillic look-alikes as Latin,
     separators (spaces, dashes, dots, slashes…) dropped, leading zeros of every number
     dropped: ``ав-0012.3`` → ``AB123``."""
-    text = article.upper().replace("Ё", "Е").translate(TO_LATIN)
+    text = article[:MAX_NAME].upper().replace("Ё", "Е").translate(TO_LATIN)
     # Leading zeros of each number between separators: AB-0012 and AB 12 are AB12.
     # (Once more on the whole: a key is its own key.)
     joined = "".join(_LEADING_ZEROS.sub("", group) for group in _NOT_ALNUM.split(text))
@@ -239,8 +241,9 @@ def _size(match: re.Match[str]) -> str:
 
 
 def parse_name(name: str) -> Parsed:
-    """Words and decisive attributes of a name."""
-    text = fold(name)
+    """Words and decisive attributes of a name (of its first MAX_NAME characters: the
+    time taken stays bounded whatever a file holds)."""
+    text = fold(name[:MAX_NAME])
     for short, full in _SLASHED_LONGEST_FIRST:
         text = text.replace(short, full)
     attributes: dict[str, list[str]] = {}

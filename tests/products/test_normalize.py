@@ -13,6 +13,7 @@ from products.normalize import (
     name_key,
     name_words,
     number,
+    parse_name,
 )
 
 
@@ -98,3 +99,8 @@ def test_word_order_does_not_change_the_name_key():
 def test_numbers_compare_without_trailing_zeros_or_a_decimal_comma():
     assert number("4,50") == number("4.5") == "4.5"
     assert number("08") == "8"
+
+
+def test_a_hostile_name_is_read_up_to_its_first_thousand_characters():
+    assert "m8x40" in parse_name("Болт М8х40 " + "1х" * 100_000).attributes["size"].split(",")
+    assert len(parse_name("а " * 100_000).words) <= 1000

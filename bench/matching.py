@@ -2,7 +2,7 @@
 """Matching benchmark: issue 31's bar for linking supplier lines to our products.
 
     .venv/bin/python bench/matching.py [--products 1000000] [--lines 100000]
-                                       [--trgm-lines 300] [--seed 31] [--quick] [--keep]
+                                       [--trgm-lines 100] [--seed 31] [--quick] [--keep]
 
 Works in a throwaway PostgreSQL database next to DATABASE_URL's (default: the local
 server on 127.0.0.1:5432), named after it plus "_bench_matching", dropped at the end
@@ -25,7 +25,7 @@ catalogue of a million has):
 * the precision of the automatic links and the share of true matches linked or
   proposed first, from the lines' truth.
 
-``--quick``: 50,000 products, 5,000 lines, 50 lines through pg_trgm (the test suite's
+``--quick``: 50,000 products, 5,000 lines, 20 lines through pg_trgm (the test suite's
 smoke pass; the figures are then indicative only).
 """
 
@@ -215,13 +215,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--products", type=int, default=1_000_000)
     parser.add_argument("--lines", type=int, default=100_000)
-    parser.add_argument("--trgm-lines", type=int, default=300)
+    parser.add_argument("--trgm-lines", type=int, default=100)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--quick", action="store_true", help="50,000 products, 5,000 lines")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
     if args.quick:
-        args.products, args.lines, args.trgm_lines = 50_000, 5_000, 50
+        args.products, args.lines, args.trgm_lines = 50_000, 5_000, 20
 
     production_key()
     interrupt_on_termination()

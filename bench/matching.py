@@ -258,7 +258,8 @@ def main() -> None:
         print(
             f"cascade: {outcome.lines:,} lines in {cascade:.2f} s ({rate:,.0f} lines/s): "
             f"{outcome.linked:,} linked ({outcome.by_kind}), {outcome.proposed:,} proposed, "
-            f"{outcome.unlinked:,} unlinked"
+            f"{outcome.unlinked:,} unlinked; seconds per stage: "
+            + ", ".join(f"{stage} {took:.2f}" for stage, took in outcome.seconds.items())
         )
         sample = [linking.all_lines([line[:5]])[0].name_key for line in lines[: args.trgm_lines]]
         took = trgm_join(sample)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -139,6 +140,9 @@ class Outcome:
     unlinked: int = 0
     changed: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
+    # Seconds each stage took (keys, lines, candidates, decide, write): for the logs
+    # and the bench.
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 # -- lines ------------------------------------------------------------------------------------
@@ -646,20 +650,27 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     if not lines:
         return Outcome()
     skus = [line.sku for line in lines]
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
     found, df = _candidates(lines)
+    seconds["candidates"] = time.perf_counter() - started
     total = max(_total_products(), 1)
     rejected = _rejected(config_id, skus)
     existing = _existing(config_id, skus)
+    started = time.perf_counter()
     decisions = [
         decide(line, found.get(n, []), df, total, thresholds, rejected.get(line.sku, set()))
         for n, line in enumerate(lines)
     ]
+    seconds["decide"] = time.perf_counter() - started
     # A rejected link stays as the operator left it; its line only gets new candidates.
     for d in decisions:
         before = existing.get(d.sku)
         if before is not None and before[2] == State.REJECTED:
             d.product_id, d.state = None, ""
+    started = time.perf_counter()
     changed = _write(config_id, decisions, existing)
+    seconds["write"] = time.perf_counter() - started
     by_kind: dict[str, int] = defaultdict(int)
     for d in decisions:
         if d.state == State.AUTO:
@@ -671,6 +682,7 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
         unlinked=sum(1 for d in decisions if d.product_id is None),
         changed=changed,
         by_kind=dict(by_kind),
+        seconds=seconds,
     )
 
 
@@ -685,16 +697,22 @@ def links_match(
             cursor.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]
             )
+        started = time.perf_counter()
         keys.keys_refresh()
-        outcome = lines_match(config_id, lines_of(config_id, import_id), thresholds)
+        refreshed = time.perf_counter()
+        lines = lines_of(config_id, import_id)
+        read = time.perf_counter()
+        outcome = lines_match(config_id, lines, thresholds)
+        outcome.seconds.update(keys=refreshed - started, lines=read - refreshed)
     logger.info(
-        "links matched config=%s import=%s lines=%s linked=%s proposed=%s changed=%s",
+        "links matched config=%s import=%s lines=%s linked=%s proposed=%s changed=%s seconds=%s",
         config_id,
         import_id,
         outcome.lines,
         outcome.linked,
         outcome.proposed,
         outcome.changed,
+        " ".join(f"{stage}:{took:.2f}" for stage, took in outcome.seconds.items()),
         extra={"action": "links_match", "config_id": config_id, "import_id": import_id},
     )
     return outcome

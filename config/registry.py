@@ -1145,6 +1145,32 @@ SETTINGS: tuple[Setting, ...] = (
         section="Outbox dispatcher (manage.py dispatch_outbox)",
         example="",
     ),
+    # -- Matching supplier lines to our products ----------------------------------------------
+    Setting(
+        "PRICEFEED_MATCH_AUTO",
+        float,
+        default="`0.8`",
+        doc=(
+            "name similarity (0..1) from which a supplier line is linked to one of our "
+            "products automatically (when no decisive attribute differs and no other "
+            "product is as close)"
+        ),
+        reads=("products.linking",),
+        section="Matching supplier lines to our products",
+        example="0.8",
+    ),
+    Setting(
+        "PRICEFEED_MATCH_REVIEW",
+        float,
+        default="`0.5`",
+        doc=(
+            "name similarity (0..1) from which a link is proposed for review; below it "
+            "the line stays unlinked (its candidates kept)"
+        ),
+        reads=("products.linking",),
+        section="Matching supplier lines to our products",
+        example="0.5",
+    ),
     # -- django-q2 ---------------------------------------------------------------------------
     Setting(
         "PRICEFEED_Q_WORKERS",

@@ -434,6 +434,11 @@ PRICEFEED_REQUEUE_AFTER = env.float("PRICEFEED_REQUEUE_AFTER", default=120.0)
 # killed) is retried after a short backoff, and FAILED once it has happened this often.
 PRICEFEED_CRASH_MAX_ATTEMPTS = env.int("PRICEFEED_CRASH_MAX_ATTEMPTS", default=2)
 
+# Matching supplier lines to our products (products.linking): name similarity from which
+# a link is made automatically, and from which one is proposed for review.
+PRICEFEED_MATCH_AUTO = env.float("PRICEFEED_MATCH_AUTO", default=0.8)
+PRICEFEED_MATCH_REVIEW = env.float("PRICEFEED_MATCH_REVIEW", default=0.5)
+
 # Outbox dispatcher.
 # Each batch crosses django-q2 once (enqueue, take, worker, acknowledgement: ~10 ms of
 # CPU on this machine kind, whatever its size): at 100 that was half the cost of an event.

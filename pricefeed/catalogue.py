@@ -32,6 +32,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from core.texts import Text, gettext_noop
+from outbox.services import publish
 
 from . import sql
 from .models import CatalogueEntry, PriceImport, PriceListConfig, item_key
@@ -57,6 +58,11 @@ HOLD_SHRINKS = gettext_noop(
     "it has %(rows)s items against %(current)s current (%(share)s%% fewer), more than "
     "the %(limit)s%% allowed"
 )
+
+
+# Announced in the transaction that makes an import current (accepted_at set): what
+# the import added or changed is then matched to our products (products.handlers).
+ACCEPTED_EVENT = "import.accepted"
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -372,7 +378,7 @@ def catalogue_apply(decision: Acceptance) -> None:
     assert not decision.first_list, "a first list is made current by first_list_done"
     price_import, at = decision.price_import, decision.at
     if decision.same_list:
-        PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+        _accepted(price_import, at)
         return
     # As the ORM stores a time, so that the ORM's comparisons with it hold.
     moment = connection.ops.adapt_datetimefield_value(at)
@@ -388,7 +394,18 @@ def catalogue_apply(decision: Acceptance) -> None:
                 # Ended first: the rows replacing them may then be current (one per SKU).
                 cursor.execute(sql.CATALOGUE_END, [moment, price_import.pk])
                 cursor.execute(sql.CATALOGUE_ADD, [moment])
+    _accepted(price_import, at)
+
+
+def _accepted(price_import: PriceImport, at: datetime) -> None:
+    """The import is current from ``at``: recorded, and announced (ACCEPTED_EVENT) in
+    the same transaction."""
     PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+    publish(
+        ACCEPTED_EVENT,
+        price_import,
+        {"import_id": price_import.pk, "config_id": price_import.config_id},
+    )
 
 
 def first_list_start(config_id: int) -> datetime | None:
@@ -414,7 +431,7 @@ def first_list_done(price_import: PriceImport, *, at: datetime, again: Sequence[
         with connection.cursor() as cursor:
             cursor.execute(sql.FIRST_LIST_REPEATS, [*keys, skus])
             cursor.execute(sql.FIRST_LIST_LAST_ROWS, [at, *keys, skus])
-    PriceImport.objects.filter(pk=price_import.pk).update(accepted_at=at)
+    _accepted(price_import, at)
 
 
 def same_list(

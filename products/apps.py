@@ -11,5 +11,6 @@ class ProductsConfig(AppConfig):
 
     def ready(self) -> None:
         # The links' admin and the review queue: after the admin's autodiscovery
-        # (products/admin.py), whose product admin it then does not replace.
-        from . import admin_review  # noqa: F401
+        # (products/admin.py), whose product admin it then does not replace. handlers
+        # registers the outbox handler that matches an accepted import's lines.
+        from . import admin_review, handlers  # noqa: F401

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, HashIndex
 from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
@@ -206,3 +206,50 @@ class LinkCandidate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.supplier_sku} ~ {self.product_id} ({self.score})"
+
+
+class ProductKey(models.Model):
+    """What matching compares a product by (products.normalize), kept beside it and
+    refreshed before matching for the products changed since (products.keys):
+    its article and brand as compared, its name's canonical words sorted (``name_key``,
+    with a trigram index) and its decisive attributes. A retired product has none."""
+
+    product = models.OneToOneField(
+        Product, on_delete=models.CASCADE, primary_key=True, related_name="key"
+    )
+    article_key = models.CharField(max_length=255, blank=True)
+    brand_key = models.CharField(max_length=255, blank=True)
+    name_key = models.TextField(blank=True)
+    attributes = models.JSONField(default=dict, blank=True)
+    # The product's updated_at the key was made from: a newer one makes it stale.
+    made_from = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="productkey_name_trgm"),
+            # The products named with exactly a line's words.
+            HashIndex(fields=["name_key"], name="productkey_name_exact"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}: {self.name_key}"
+
+
+class MatchToken(models.Model):
+    """One token of an active product's key, the inverted index the matching finds
+    candidates through: ``b:<barcode>``, ``a:<article key>`` and ``w:<name word>``."""
+
+    pk = models.CompositePrimaryKey("token", "product")
+    token = models.TextField()
+    # No foreign key in the database: its check per row made writing the tokens of a
+    # million products several times slower; they are written only by keys_refresh, and
+    # deleted with their product (Django's cascade) or by it.
+    product = models.ForeignKey(
+        Product, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["product"], name="matchtoken_product")]
+
+    def __str__(self) -> str:
+        return f"{self.token} {self.product_id}"

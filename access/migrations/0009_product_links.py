@@ -18,7 +18,7 @@ def groups_update(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("access", "0008_products"),
-        ("products", "0002_review_permission"),
+        ("products", "0003_review_permission"),
     ]
 
     operations = [

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.integration
 BARS = {
     "parse": ["xlsx_import_seconds", "xlsx_vs_calamine", "xlsx_peak_rss", "csv_import_vs_copy"],
     "ingest": ["ingest_latency_p50", "ingest_latency_p99", "ingest_burst_rate"],
+    "matching": ["matching_lines_per_second"],
     "products_load": ["products_load_rate", "products_reload_rate"],
     "outbox": [
         "outbox_drain_vs_raw",

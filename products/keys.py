@@ -1,0 +1,194 @@
+"""The matching keys of our products (ProductKey, MatchToken), refreshed set-based.
+
+``keys_refresh`` finds the products whose key is missing or older than the product
+(``Product.updated_at``) and the retired ones that still have one, and rewrites just
+those: the keys are computed in Python (products.normalize) and COPYed in (the keys
+through a temporary table, upserted with one statement; the tokens straight in, the
+old ones of those products deleted first). A
+product's tokens are what the matching finds it by: ``b:<barcode>``, ``a:<article
+key>``, ``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from . import normalize
+
+# Words on a line that do not say what it is (уп. → упаковка).
+NOISE_WORDS = frozenset({"упаков", "коробк", "new", "новинк", "хит", "акция"})
+# Products read and keyed per round trip.
+CHUNK = 20_000
+
+_STALE = """
+SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
+  FROM products_product p LEFT JOIN products_productkey k ON k.product_id = p.id
+ WHERE p.retired_at IS NULL AND (k.product_id IS NULL OR k.made_from <> p.updated_at)
+"""
+_DROP_RETIRED = """
+DELETE FROM products_productkey k USING products_product p
+ WHERE p.id = k.product_id AND p.retired_at IS NOT NULL
+RETURNING k.product_id
+"""
+
+
+# A brand's words and its key, by each of its words.
+BrandIndex = dict[str, list[tuple[frozenset[str], str]]]
+
+
+@dataclass(frozen=True)
+class Key:
+    product_id: int
+    article_key: str
+    brand_key: str
+    name_key: str
+    attributes: dict[str, str]
+    tokens: frozenset[str]
+
+
+def line_tokens(words: Iterable[str], article_key: str, barcodes: Iterable[str]) -> frozenset[str]:
+    """The tokens a product or a line is found by."""
+    tokens = {"w:" + word for word in words}
+    if article_key:
+        tokens.add("a:" + article_key)
+    tokens.update("b:" + barcode for barcode in barcodes if barcode)
+    return frozenset(tokens)
+
+
+@functools.lru_cache(maxsize=10_000)
+def brand_words(brand: str) -> frozenset[str]:
+    """The words a brand is written with in a name (``Tech-Krep`` → tech, krep)."""
+    return frozenset(normalize.parse_name(brand).words) if brand else frozenset()
+
+
+def product_key(
+    product_id: int,
+    name: str,
+    brand: str,
+    article: str,
+    barcodes: Iterable[str],
+    brands: BrandIndex | None = None,
+) -> Key:
+    """The key of a product (or of a supplier line). The brand's words are not words
+    of the name; a line with no brand given whose name has every word of a known brand
+    (``brands``, known_brands) has that brand."""
+    parsed = normalize.parse_name(name)
+    brand_key = _brand_key(brand)
+    words = set(parsed.words) - NOISE_WORDS
+    if brand_key:
+        words -= brand_words(brand)
+    elif brands:
+        found = [b for w in words for b in brands.get(w, ()) if b[0] <= words]
+        if found:
+            known, brand_key = max(found, key=lambda b: (len(b[0]), b[1]))
+            words -= known
+    article_key = normalize.article_key(article)
+    return Key(
+        product_id=product_id,
+        article_key=article_key,
+        brand_key=brand_key,
+        name_key=normalize.name_key(words),
+        attributes=parsed.attributes,
+        tokens=line_tokens(words, article_key, barcodes or ()),
+    )
+
+
+@functools.lru_cache(maxsize=10_000)
+def _brand_key(brand: str) -> str:
+    return normalize.brand_key(brand)
+
+
+def known_brands() -> BrandIndex:
+    """The brands of our active products, as (words, brand key) by each of their words."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
+        )
+        brands = {brand_words(b): normalize.brand_key(b) for (b,) in cursor.fetchall()}
+    index: BrandIndex = {}
+    for known, key in brands.items():
+        for word in known:
+            index.setdefault(word, []).append((known, key))
+    return index
+
+
+def _stale_rows() -> Iterator[list[tuple]]:
+    # A named (server-side) cursor: a million products are read a chunk at a time.
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_STALE)
+        while rows := cursor.fetchmany(CHUNK):
+            yield rows
+
+
+def keys_refresh() -> int:
+    """Brings every product's key up to date; returns how many were rewritten or
+    dropped. Inside one transaction: the matching that follows sees all of it."""
+    changed = 0
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_DROP_RETIRED)
+            retired = [row[0] for row in cursor.fetchall()]
+            if retired:
+                cursor.execute(
+                    "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)", [retired]
+                )
+            changed += len(retired)
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
+            )
+        for rows in _stale_rows():
+            changed += len(rows)
+            _copy_keys(rows)
+        if changed:
+            _swap_in()
+    return changed
+
+
+def _copy_keys(rows: list[tuple]) -> None:
+    """The keys of a chunk of products COPYed aside (m_keys), their old tokens dropped
+    and their new ones COPYed in."""
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        keys = []
+        with raw.copy("COPY m_keys FROM STDIN") as copy:
+            for product_id, name, brand, article, barcodes, updated_at in rows:
+                key = product_key(product_id, name, brand, article, barcodes)
+                keys.append(key)
+                copy.write_row(
+                    (
+                        product_id,
+                        key.article_key[:255],
+                        key.brand_key[:255],
+                        key.name_key,
+                        json.dumps(key.attributes, ensure_ascii=False),
+                        updated_at,
+                    )
+                )
+        cursor.execute(
+            "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)",
+            [[k.product_id for k in keys]],
+        )
+        with raw.copy("COPY products_matchtoken (token, product_id) FROM STDIN") as copy:
+            for key in keys:
+                for token in key.tokens:
+                    copy.write_row((token, key.product_id))
+
+
+def _swap_in() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO products_productkey
+            SELECT * FROM m_keys
+            ON CONFLICT (product_id) DO UPDATE SET
+              article_key = excluded.article_key, brand_key = excluded.brand_key,
+              name_key = excluded.name_key, attributes = excluded.attributes,
+              made_from = excluded.made_from
+            """
+        )
+        cursor.execute("TRUNCATE m_keys")

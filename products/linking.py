@@ -1,0 +1,739 @@
+"""The matching cascade: supplier lines linked to our products (SupplierLink).
+
+For an accepted import (``links_match``), the lines matched are its config's current
+entries that the import added or changed, and those with no link at all; a line with a
+confirmed or rejected link keeps it. In order, a line is linked by:
+
+1. its existing link (a line the import did not change keeps it);
+2. barcode: a valid barcode of the line that exactly one active product has. When the
+   line's article and brand point at another product the two disagree: a conflict,
+   never a link; both products become candidates with the conflict in ``differed``;
+3. article + brand as normalised (products.normalize): one active product;
+4. name similarity: the candidates found through the rarest words of the line's
+   normalised name (products.keys' tokens), scored by the overlap of the words (order,
+   spelling variants and abbreviations do not count), the brand weighed in.
+
+A decisive attribute (size, volume, weight, length, pack, power, current, colour) both
+sides state and that differs blocks an automatic link whatever the step: the link is
+proposed instead. Above ``PRICEFEED_MATCH_AUTO`` (and clearly ahead of the next
+candidate) a name link is made (state auto); between ``PRICEFEED_MATCH_REVIEW`` and it,
+proposed; below, the line stays unlinked. Proposed and unlinked lines keep their
+candidates (LinkCandidate) for the review queue. A product rejected for a SKU is never
+proposed for it again. Every link change writes a LinkEvent. Running the cascade twice
+changes nothing.
+
+Set-based: the lines are normalised in Python and COPYed into temporary tables, the
+candidates found in one join against MatchToken, the decisions made in Python, and the
+links, events and candidates written with a few statements.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from pricefeed.models import PriceImport, item_key
+
+from . import keys, normalize
+from .models import SupplierLink
+
+logger = logging.getLogger(__name__)
+
+Kind = SupplierLink.Kind
+State = SupplierLink.State
+
+# A word found in more products than this is no way to find candidates (болт, краска).
+WORD_DF_CAP = 1_000
+# The rarest words of a line a candidate is found through.
+BLOCK_WORDS = 2
+# Candidates per line scored (by how many of those words they share).
+CANDIDATES_SCORED = 12
+# Candidates per line compared closely (attributes, brand, words) by name score.
+CANDIDATES_CLOSER = 6
+# Candidates per line kept for the review queue.
+CANDIDATES_KEPT = 3
+# A name link is automatic only this far ahead of the next candidate.
+AUTO_MARGIN = 0.04
+# Below this a product is not even a candidate.
+CANDIDATE_FLOOR = 0.3
+BARCODE_CONFIDENCE = Decimal("1.000")
+ARTICLE_CONFIDENCE = Decimal("0.950")
+ARTICLE_ONLY_CONFIDENCE = Decimal("0.900")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The operator's thresholds of name similarity (0..1)."""
+
+    auto: float
+    review: float
+
+    @classmethod
+    def from_settings(cls) -> Thresholds:
+        return cls(
+            auto=float(settings.PRICEFEED_MATCH_AUTO), review=float(settings.PRICEFEED_MATCH_REVIEW)
+        )
+
+
+@dataclass
+class Line:
+    sku: str
+    name_key: str
+    brand_key: str
+    article_key: str
+    barcodes: list[str]
+    words: frozenset[str]
+    attributes: dict[str, str]
+    tokens: frozenset[str]
+
+
+@dataclass
+class Candidate:
+    product_id: int
+    by_barcode: bool
+    by_article: bool
+    brand_key: str
+    article_key: str
+    words: frozenset[str]
+    # The decisive attributes as stored (JSON), read only for the candidates that count.
+    attributes_json: str
+    score: float = 0.0
+    kind: str = Kind.NAME
+    matched: list[dict[str, str]] = field(default_factory=list)
+    differed: list[dict[str, str]] = field(default_factory=list)
+    # What blocks an automatic link: a decisive attribute or the brand differs.
+    blocking: bool = False
+    # Every word of the product's name is on the line, and the line has no other word
+    # that says what it is.
+    same_words: bool = False
+
+
+@dataclass
+class Decision:
+    """What the cascade found for one line: a link (product, kind, confidence, state)
+    or none, and the candidates the review queue shows."""
+
+    sku: str
+    product_id: int | None = None
+    kind: str = ""
+    confidence: Decimal = Decimal(0)
+    state: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run of the cascade did."""
+
+    lines: int = 0
+    linked: int = 0
+    proposed: int = 0
+    unlinked: int = 0
+    changed: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    # Seconds each stage took (keys, lines, candidates, decide, write): for the logs
+    # and the bench.
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+# -- lines ------------------------------------------------------------------------------------
+
+_LINES = """
+SELECT e.sku, e.name, e.brand, e.article, e.barcodes
+  FROM pricefeed_priceitem e
+  LEFT JOIN products_supplierlink l ON l.config_id = e.config_id AND l.supplier_sku = e.sku
+ WHERE e.config_id = %(config)s AND e.valid_from IS NOT NULL AND e.valid_to IS NULL
+   AND (l.id IS NULL
+        OR (e.id >= %(first)s AND e.id < %(last)s AND l.state IN ('auto', 'proposed'))
+        OR l.state = 'rejected')
+"""
+
+
+def _line(
+    sku: str,
+    name: str,
+    brand: str,
+    article: str,
+    barcodes: list[str],
+    brands: keys.BrandIndex | None = None,
+) -> Line:
+    key = keys.product_key(0, name or "", brand or "", article or "", barcodes or (), brands)
+    return Line(
+        sku=sku,
+        name_key=key.name_key,
+        brand_key=key.brand_key,
+        article_key=key.article_key,
+        barcodes=list(barcodes or ()),
+        words=frozenset(key.name_key.split()),
+        attributes=key.attributes,
+        tokens=key.tokens,
+    )
+
+
+def lines_of(config_id: int, import_id: int | None) -> list[Line]:
+    """The lines to match: the config's current entries the import added or changed
+    (with no link or one the matching made), and every one with no link or a rejected
+    one (for new candidates)."""
+    first, last = (item_key(import_id, 0), item_key(import_id + 1, 0)) if import_id else (0, 0)
+    with connection.cursor() as cursor:
+        cursor.execute(_LINES, {"config": config_id, "first": first, "last": last})
+        rows = cursor.fetchall()
+    brands = keys.known_brands()
+    return [
+        _line(sku, name, brand, article, codes, brands) for sku, name, brand, article, codes in rows
+    ]
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+_SETUP = """
+CREATE TEMP TABLE IF NOT EXISTS m_line_token (n int, token text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_block (n int, token text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
+TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact;
+"""
+# How many active products have each token of the lines (counted up to the cap).
+_DF = f"""
+INSERT INTO m_df
+SELECT d.token, (SELECT count(*) FROM (SELECT 1 FROM products_matchtoken t
+                  WHERE t.token = d.token LIMIT {WORD_DF_CAP + 1}) c)
+  FROM (SELECT DISTINCT token FROM m_line_token lt
+         WHERE lt.token NOT LIKE 'w:%%' OR NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)) d;
+ANALYZE m_df;
+"""
+# The products whose name has exactly the line's words (hash index on name_key).
+_EXACT = """
+SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes::text
+  FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
+ WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n)
+"""
+# The products with a barcode or the article of a line: the first steps of the cascade.
+_CODES = """
+SELECT c.n, c.product_id, c.by_barcode, c.by_article,
+       k.brand_key, k.article_key, k.name_key, k.attributes::text
+  FROM (
+    SELECT lt.n, t.product_id,
+           bool_or(lt.token LIKE 'b:%%') AS by_barcode,
+           bool_or(lt.token LIKE 'a:%%') AS by_article
+      FROM m_line_token lt JOIN products_matchtoken t ON t.token = lt.token
+     WHERE lt.token LIKE 'b:%%' OR lt.token LIKE 'a:%%'
+     GROUP BY lt.n, t.product_id
+  ) c JOIN products_productkey k ON k.product_id = c.product_id
+"""
+# The tokens candidates are found by for a line that neither its codes nor its exact
+# name settle: its rarest words.
+_BLOCK = f"""
+INSERT INTO m_block
+SELECT n, token FROM (
+  SELECT lt.n, lt.token, lt.token LIKE 'w:%%' AS word,
+         row_number() OVER (PARTITION BY lt.n, lt.token LIKE 'w:%%' ORDER BY d.df, lt.token) AS r
+    FROM m_line_token lt JOIN m_df d USING (token)
+   WHERE d.df BETWEEN 1 AND {WORD_DF_CAP}
+) b WHERE word AND r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n);
+ANALYZE m_block;
+"""
+_CANDIDATES = f"""
+SELECT c.n, c.product_id, c.by_barcode, c.by_article,
+       k.brand_key, k.article_key, k.name_key, k.attributes::text
+  FROM (
+    SELECT h.*, row_number() OVER (PARTITION BY h.n ORDER BY h.shared DESC, h.product_id) AS r
+      FROM (
+        SELECT b.n, t.product_id,
+               bool_or(b.token LIKE 'b:%%') AS by_barcode,
+               bool_or(b.token LIKE 'a:%%') AS by_article,
+               count(*) AS shared
+          FROM m_block b JOIN products_matchtoken t ON t.token = b.token
+         GROUP BY b.n, t.product_id
+      ) h
+  ) c
+  JOIN products_productkey k ON k.product_id = c.product_id
+ WHERE c.by_barcode OR c.by_article OR c.r <= {CANDIDATES_SCORED}
+"""
+
+
+def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str, int]]:
+    """Per line (by position), the products found through its tokens; and how many
+    products have each of its tokens (up to the cap)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SETUP)
+        with cursor.cursor.copy("COPY m_line_token (n, token) FROM STDIN") as copy:
+            for n, line in enumerate(lines):
+                for token in line.tokens:
+                    copy.write_row((n, token))
+        with cursor.cursor.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
+            for n, line in enumerate(lines):
+                if line.name_key:
+                    copy.write_row((n, line.name_key))
+        cursor.execute("ANALYZE m_line_token")
+        cursor.execute("ANALYZE m_line_name")
+        cursor.execute("SET LOCAL work_mem = '64MB'")
+        found: dict[int, dict[int, Candidate]] = defaultdict(dict)
+        # The cascade's first steps for every line; the later ones only for the lines
+        # these leave (m_exact: the lines settled so far).
+        cursor.execute(_CODES)
+        _collect(cursor, found)
+        settled = [n for n, by_product in found.items() if _settled(lines[n], by_product)]
+        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
+            for n in settled:
+                copy.write_row((n,))
+        cursor.execute(_EXACT)
+        exact = set(found)
+        _collect(cursor, found)
+        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
+            for n in set(found) - exact:
+                copy.write_row((n,))
+        cursor.execute("ANALYZE m_exact")
+        cursor.execute(_DF)
+        cursor.execute("SELECT token, df FROM m_df")
+        df = dict(cursor.fetchall())
+        cursor.execute(_BLOCK)
+        cursor.execute(_CANDIDATES)
+        _collect(cursor, found)
+    return {n: list(by_product.values()) for n, by_product in found.items()}, df
+
+
+def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
+    """Whether a line's barcode or article and brand name one product: the later steps
+    have nothing to add."""
+    barcode = [c for c in by_product.values() if c.by_barcode]
+    article = [c for c in by_product.values() if c.by_article and c.brand_key == line.brand_key]
+    if len(barcode) == 1:
+        return all(c.product_id == barcode[0].product_id for c in article)
+    return not barcode and len(article) == 1 and bool(line.brand_key)
+
+
+def _collect(rows: Iterable[tuple], found: dict[int, dict[int, Candidate]]) -> None:
+    for n, product_id, by_barcode, by_article, brand, article, name, attrs in rows:
+        known = found[n].get(product_id)
+        if known is not None:
+            known.by_barcode |= by_barcode
+            known.by_article |= by_article
+            continue
+        found[n][product_id] = Candidate(
+            product_id=product_id,
+            by_barcode=by_barcode,
+            by_article=by_article,
+            brand_key=brand,
+            article_key=article,
+            words=frozenset(name.split()),
+            attributes_json=attrs,
+        )
+
+
+# -- deciding ---------------------------------------------------------------------------------
+
+
+def _weight(df: int | None, total: int) -> float:
+    """A word's weight: rare words say more (a word no product has weighs as a
+    product-unique one)."""
+    return math.log(1 + total / max(df or 1, 1))
+
+
+def word_weights(line: Line, df: dict[str, int], total: int) -> dict[str, float]:
+    """The weight of each word of the line: rare words say more (a word no product has
+    weighs as a product-unique one)."""
+    return {w: _weight(df.get("w:" + w, 1), total) for w in line.words}
+
+
+def name_score(line: Line, candidate: Candidate, weights: dict[str, float]) -> float:
+    """How alike the names are, 0..1: the weighted share of the words both have (Dice),
+    with the brand weighed in (the same brand: a bonus; another brand: a penalty)."""
+    common = line.words & candidate.words
+    if not common:
+        return 0.0
+    shared = sum(weights[w] for w in common)
+    line_total = sum(weights.values())
+    # The product's own words not on the line: weighed as the line's words are on average.
+    mean = line_total / len(line.words)
+    product_total = shared + mean * len(candidate.words - line.words)
+    score = 2 * shared / (line_total + product_total)
+    if line.brand_key and candidate.brand_key:
+        score = min(1.0, score + 0.05) if line.brand_key == candidate.brand_key else score * 0.8
+    return score
+
+
+def _annotate(line: Line, candidate: Candidate) -> None:
+    attributes = json.loads(candidate.attributes_json) if candidate.attributes_json else {}
+    matched = normalize.agreements(line.attributes, attributes)
+    differed = normalize.conflicts(line.attributes, attributes)
+    if line.brand_key and candidate.brand_key:
+        entry = {"attribute": "brand", "line": line.brand_key, "product": candidate.brand_key}
+        (matched if line.brand_key == candidate.brand_key else differed).append(entry)
+    if candidate.by_article:
+        matched.append(
+            {"attribute": "article", "line": line.article_key, "product": candidate.article_key}
+        )
+    if candidate.by_barcode:
+        matched.append({"attribute": "barcode", "line": ",".join(line.barcodes), "product": ""})
+    candidate.blocking = bool(differed)
+    missing = candidate.words - line.words
+    extra = line.words - candidate.words
+    candidate.same_words = not missing and not extra
+    if missing or extra:
+        differed.append(
+            {
+                "attribute": "name",
+                "line": " ".join(sorted(extra)),
+                "product": " ".join(sorted(missing)),
+            }
+        )
+    candidate.matched, candidate.differed = matched, differed
+
+
+def decide(
+    line: Line,
+    found: list[Candidate],
+    df: dict[str, int],
+    total: int,
+    thresholds: Thresholds,
+    rejected: set[int],
+) -> Decision:
+    """The cascade for one line."""
+    found = [c for c in found if c.product_id not in rejected]
+    weights = word_weights(line, df, total)
+    for candidate in found:
+        candidate.score = name_score(line, candidate, weights)
+    # Only the candidates that can count are looked at closer: those found by a code, and
+    # the closest by name.
+    found.sort(key=lambda c: -c.score)
+    found = [
+        c for i, c in enumerate(found) if i < CANDIDATES_CLOSER or c.by_barcode or c.by_article
+    ]
+    for candidate in found:
+        _annotate(line, candidate)
+    decision = Decision(sku=line.sku)
+    by_barcode = [c for c in found if c.by_barcode]
+    by_article = [
+        c for c in found if c.by_article and line.brand_key and c.brand_key == line.brand_key
+    ]
+    if len(by_barcode) == 1:
+        product = by_barcode[0]
+        others = [c for c in by_article if c.product_id != product.product_id]
+        if others:  # the barcode says one product, the article and brand another
+            conflict = {
+                "attribute": "barcode",
+                "line": ",".join(line.barcodes),
+                "product": "",
+            }
+            product.kind = Kind.BARCODE
+            product.differed.append(conflict | {"attribute": "article"})
+            for other in others:
+                other.kind = Kind.ARTICLE
+                other.differed.append(conflict)
+            decision.candidates = [product, *others][:CANDIDATES_KEPT]
+            return decision
+        return _link(decision, product, Kind.BARCODE, BARCODE_CONFIDENCE, found)
+    if len(by_article) == 1:
+        return _link(decision, by_article[0], Kind.ARTICLE, ARTICLE_CONFIDENCE, found)
+    if not line.brand_key and df.get("a:" + line.article_key) == 1:
+        only = [c for c in found if c.by_article]
+        if len(only) == 1 and only[0].score >= thresholds.review:
+            return _link(decision, only[0], Kind.ARTICLE, ARTICLE_ONLY_CONFIDENCE, found)
+    ranked = sorted(
+        (c for c in found if c.score >= CANDIDATE_FLOOR),
+        key=lambda c: (not c.by_barcode and not c.by_article, c.blocking, -c.score),
+    )
+    if by_barcode or by_article:  # several products share the barcode or the article
+        ranked.sort(key=lambda c: (not (c.by_barcode or c.by_article), -c.score))
+    if not ranked:
+        return decision
+    best = ranked[0]
+    best.kind = Kind.BARCODE if best.by_barcode else Kind.ARTICLE if best.by_article else Kind.NAME
+    if by_barcode or by_article or best.score < thresholds.review:
+        decision.candidates = ranked[:CANDIDATES_KEPT]
+        if best.score >= thresholds.review:
+            _propose(decision, best)
+        return decision
+    runner_up = max((c.score for c in found if c is not best), default=0.0)
+    confidence = Decimal(str(round(best.score, 3)))
+    clear = best.score - runner_up >= AUTO_MARGIN
+    if best.score >= thresholds.auto and clear and best.same_words and not best.blocking:
+        return _link(decision, best, Kind.NAME, confidence, found)
+    decision.candidates = ranked[:CANDIDATES_KEPT]
+    _propose(decision, best)
+    return decision
+
+
+def _propose(decision: Decision, candidate: Candidate) -> None:
+    decision.product_id = candidate.product_id
+    decision.kind = candidate.kind
+    decision.confidence = Decimal(str(round(min(candidate.score, 1.0), 3)))
+    decision.state = State.PROPOSED
+
+
+def _link(
+    decision: Decision,
+    product: Candidate,
+    kind: str,
+    confidence: Decimal,
+    found: list[Candidate],
+) -> Decision:
+    """An automatic link, unless a decisive attribute differs: then a proposal."""
+    product.kind = kind
+    decision.product_id = product.product_id
+    decision.kind = kind
+    decision.confidence = confidence
+    if product.blocking:
+        decision.state = State.PROPOSED
+        others = sorted((c for c in found if c is not product), key=lambda c: -c.score)
+        decision.candidates = [product, *others][:CANDIDATES_KEPT]
+    else:
+        decision.state = State.AUTO
+    return decision
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+_EXISTING = """
+SELECT l.supplier_sku, l.id, l.product_id, l.state, l.kind, l.confidence
+  FROM products_supplierlink l
+ WHERE l.config_id = %s AND l.supplier_sku = ANY(%s)
+"""
+_REJECTED = """
+SELECT l.supplier_sku, e.product_after_id
+  FROM products_linkevent e JOIN products_supplierlink l ON l.id = e.link_id
+ WHERE l.config_id = %s AND l.supplier_sku = ANY(%s) AND e.state = 'rejected'
+UNION
+SELECT supplier_sku, product_id FROM products_supplierlink
+ WHERE config_id = %s AND supplier_sku = ANY(%s) AND state = 'rejected'
+"""
+_WRITE_SETUP = """
+CREATE TEMP TABLE IF NOT EXISTS m_link (
+  sku text, link_id bigint, product_before bigint, product_id bigint, kind text,
+  confidence numeric, state text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_candidate (
+  sku text, product_id bigint, kind text, score numeric, rank int, matched jsonb,
+  differed jsonb) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_sku (sku text) ON COMMIT DROP;
+TRUNCATE m_link, m_candidate, m_sku;
+"""
+_INSERT_LINKS = """
+WITH made AS (
+  INSERT INTO products_supplierlink
+         (config_id, supplier_sku, product_id, kind, confidence, state)
+  SELECT %(config)s, sku, product_id, kind, confidence, state FROM m_link WHERE link_id IS NULL
+  ON CONFLICT (config_id, supplier_sku) DO NOTHING
+  RETURNING id, product_id, kind, confidence, state
+)
+INSERT INTO products_linkevent (link_id, product_after_id, state, kind, confidence, note)
+SELECT id, product_id, state, kind, confidence, '' FROM made
+"""
+# Only a link the matching made (auto, proposed) is changed by it.
+_UPDATE_LINKS = """
+WITH changed AS (
+  UPDATE products_supplierlink l
+     SET product_id = m.product_id, kind = m.kind, confidence = m.confidence,
+         state = m.state, updated_at = now()
+    FROM m_link m
+   WHERE m.link_id IS NOT NULL AND l.id = m.link_id AND l.state IN ('auto', 'proposed')
+  RETURNING l.id, m.product_before, l.product_id, l.kind, l.confidence, l.state
+)
+INSERT INTO products_linkevent
+       (link_id, product_before_id, product_after_id, state, kind, confidence, note)
+SELECT id, product_before, product_id, state, kind, confidence, '' FROM changed
+"""
+# The candidates of the lines matched, as found now: the others dropped, the changed
+# ones rewritten, the same ones left as they are (a second run changes nothing).
+_CANDIDATES_WRITE = """
+DELETE FROM products_linkcandidate c USING m_sku s
+ WHERE c.config_id = %(config)s AND c.supplier_sku = s.sku
+   AND NOT EXISTS (SELECT 1 FROM m_candidate m
+                    WHERE m.sku = c.supplier_sku AND m.product_id = c.product_id);
+INSERT INTO products_linkcandidate
+       (config_id, supplier_sku, product_id, kind, score, rank, matched, differed)
+SELECT %(config)s, sku, product_id, kind, score, rank, matched, differed FROM m_candidate
+ON CONFLICT (config_id, supplier_sku, product_id) DO UPDATE
+   SET kind = excluded.kind, score = excluded.score, rank = excluded.rank,
+       matched = excluded.matched, differed = excluded.differed, found_at = now()
+ WHERE (products_linkcandidate.kind, products_linkcandidate.score,
+        products_linkcandidate.rank, products_linkcandidate.matched,
+        products_linkcandidate.differed)
+       IS DISTINCT FROM (excluded.kind, excluded.score, excluded.rank, excluded.matched,
+                         excluded.differed);
+"""
+
+
+def _existing(config_id: int, skus: list[str]) -> dict[str, tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(_EXISTING, [config_id, skus])
+        return {row[0]: row[1:] for row in cursor.fetchall()}
+
+
+def _rejected(config_id: int, skus: list[str]) -> dict[str, set[int]]:
+    rejected: dict[str, set[int]] = defaultdict(set)
+    with connection.cursor() as cursor:
+        cursor.execute(_REJECTED, [config_id, skus, config_id, skus])
+        for sku, product_id in cursor.fetchall():
+            if product_id is not None:
+                rejected[sku].add(product_id)
+    return rejected
+
+
+def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]) -> int:
+    """Writes the links that change and the candidates; returns how many links changed."""
+    changes = 0
+    with connection.cursor() as cursor:
+        cursor.execute(_WRITE_SETUP)
+        raw = cursor.cursor
+        with raw.copy("COPY m_link FROM STDIN") as copy:
+            for d in decisions:
+                if d.product_id is None:
+                    continue  # an unlinked line keeps a link it has
+                before = existing.get(d.sku)
+                if before is None:
+                    copy.write_row((d.sku, None, None, d.product_id, d.kind, d.confidence, d.state))
+                    changes += 1
+                    continue
+                link_id, product_id, state, kind, confidence = before
+                if state not in (State.AUTO, State.PROPOSED):
+                    continue
+                if (product_id, state, kind, confidence) == (
+                    d.product_id,
+                    d.state,
+                    d.kind,
+                    d.confidence,
+                ):
+                    continue
+                copy.write_row(
+                    (d.sku, link_id, product_id, d.product_id, d.kind, d.confidence, d.state)
+                )
+                changes += 1
+        with raw.copy("COPY m_sku FROM STDIN") as copy:
+            for d in decisions:
+                copy.write_row((d.sku,))
+        with raw.copy("COPY m_candidate FROM STDIN") as copy:
+            for d in decisions:
+                if d.state == State.AUTO:
+                    continue
+                for rank, c in enumerate(d.candidates, start=1):
+                    copy.write_row(
+                        (
+                            d.sku,
+                            c.product_id,
+                            c.kind,
+                            Decimal(str(round(min(c.score, 1.0), 3))),
+                            rank,
+                            json.dumps(c.matched, ensure_ascii=False),
+                            json.dumps(c.differed, ensure_ascii=False),
+                        )
+                    )
+        if changes:
+            cursor.execute(_INSERT_LINKS, {"config": config_id})
+            cursor.execute(_UPDATE_LINKS)
+        cursor.execute(_CANDIDATES_WRITE, {"config": config_id})
+    return changes
+
+
+# -- the cascade ------------------------------------------------------------------------------
+
+
+def _total_products() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM products_productkey")
+        return cursor.fetchone()[0]
+
+
+def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None = None) -> Outcome:
+    """Runs the cascade on ``lines`` of a config, inside the caller's transaction."""
+    thresholds = thresholds or Thresholds.from_settings()
+    if not lines:
+        return Outcome()
+    skus = [line.sku for line in lines]
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    found, df = _candidates(lines)
+    seconds["candidates"] = time.perf_counter() - started
+    total = max(_total_products(), 1)
+    rejected = _rejected(config_id, skus)
+    existing = _existing(config_id, skus)
+    started = time.perf_counter()
+    decisions = [
+        decide(line, found.get(n, []), df, total, thresholds, rejected.get(line.sku, set()))
+        for n, line in enumerate(lines)
+    ]
+    seconds["decide"] = time.perf_counter() - started
+    # A rejected link stays as the operator left it; its line only gets new candidates.
+    for d in decisions:
+        before = existing.get(d.sku)
+        if before is not None and before[2] == State.REJECTED:
+            d.product_id, d.state = None, ""
+    started = time.perf_counter()
+    changed = _write(config_id, decisions, existing)
+    seconds["write"] = time.perf_counter() - started
+    by_kind: dict[str, int] = defaultdict(int)
+    for d in decisions:
+        if d.state == State.AUTO:
+            by_kind[d.kind] += 1
+    return Outcome(
+        lines=len(lines),
+        linked=sum(1 for d in decisions if d.state == State.AUTO),
+        proposed=sum(1 for d in decisions if d.state == State.PROPOSED),
+        unlinked=sum(1 for d in decisions if d.product_id is None),
+        changed=changed,
+        by_kind=dict(by_kind),
+        seconds=seconds,
+    )
+
+
+def links_match(
+    *, config_id: int, import_id: int | None = None, thresholds: Thresholds | None = None
+) -> Outcome:
+    """The cascade for an accepted import of a config (None: every unlinked line of its
+    current catalogue), in one transaction, the config's matching taking turns: the
+    keys of products changed since are refreshed first."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]
+            )
+        started = time.perf_counter()
+        keys.keys_refresh()
+        refreshed = time.perf_counter()
+        lines = lines_of(config_id, import_id)
+        read = time.perf_counter()
+        outcome = lines_match(config_id, lines, thresholds)
+        outcome.seconds.update(keys=refreshed - started, lines=read - refreshed)
+    logger.info(
+        "links matched config=%s import=%s lines=%s linked=%s proposed=%s changed=%s seconds=%s",
+        config_id,
+        import_id,
+        outcome.lines,
+        outcome.linked,
+        outcome.proposed,
+        outcome.changed,
+        " ".join(f"{stage}:{took:.2f}" for stage, took in outcome.seconds.items()),
+        extra={"action": "links_match", "config_id": config_id, "import_id": import_id},
+    )
+    return outcome
+
+
+def import_links_match(import_id: int) -> Outcome:
+    """The cascade for an accepted import (the outbox handler's service)."""
+    config_id = (
+        PriceImport.objects.filter(pk=import_id, accepted_at__isnull=False)
+        .values_list("config_id", flat=True)
+        .first()
+    )
+    if config_id is None:
+        return Outcome()
+    return links_match(config_id=config_id, import_id=import_id)
+
+
+def all_lines(lines: Iterable[tuple[str, str, str, str, list[str]]]) -> list[Line]:
+    """Lines from (sku, name, brand, article, barcodes) tuples (the bench, the tests)."""
+    brands = keys.known_brands()
+    return [
+        _line(sku, name, brand, article, codes, brands)
+        for sku, name, brand, article, codes in lines
+    ]

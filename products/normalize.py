@@ -1,0 +1,347 @@
+"""Normalisation of Russian price-list text for matching: pure functions, no database.
+
+What a supplier writes differently from us and still means the same thing is brought to
+one form here: ё/е, case, Latin and Cyrillic look-alike letters (``М8х40`` typed with a
+Cyrillic М and х), separators and leading zeros in articles, abbreviations
+(``оцинк.``, ``нерж.``, ``д/``), sizes written ``М8х40`` / ``M8x40`` / ``M8*40`` /
+``4,2 x 16``, volumes ``0,5 л`` / ``500 мл``, weights, pack counts ``10 шт``, colours.
+
+``name_words`` gives a line's or a product's words in a canonical form (the decisive
+attributes among them as tokens of their own, ``size:m8x40``); ``attributes`` the
+decisive ones alone, which ``conflicts`` compares: a decisive attribute both sides state
+and that differs blocks an automatic link however similar the rest is.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+# The look-alike letters of the two alphabets (upper and lower case).
+_CYRILLIC = "АВЕКМНОРСТХаеокрсухмнвт"
+_LATIN = "ABEKMHOPCTXaeokpcyxmhbt"
+TO_LATIN = str.maketrans(_CYRILLIC, _LATIN)
+TO_CYRILLIC = str.maketrans(_LATIN, _CYRILLIC)
+_LOOKALIKES = frozenset(_CYRILLIC + _LATIN)
+
+_CYRILLIC_LETTER = re.compile(r"[а-я]")
+_LATIN_LETTER = re.compile(r"[a-z]")
+_NOT_ALNUM = re.compile(r"[^0-9A-Za-zА-Яа-я]+")
+_LEADING_ZEROS = re.compile(r"(?<![0-9])0+(?=[0-9])")
+# A word's runs of letters and of digits: DIN933 and DIN 933 are the same words.
+_RUNS = re.compile(r"[a-zа-я]+|[0-9]+")
+# A name is read up to this many characters (a real one is far shorter).
+MAX_NAME = 1000
+# Words longer than this are cut to it: Russian endings vary with gender and number
+# (оцинкованный, оцинкованная, оцинкованные) and carry no meaning for matching.
+STEM_LENGTH = 6
+
+# Abbreviations price lists use, by their lowered letters (the dot dropped).
+ABBREVIATIONS = {
+    "оцинк": "оцинкованный",
+    "оц": "оцинкованный",
+    "оцин": "оцинкованный",
+    "нерж": "нержавеющий",
+    "нж": "нержавеющий",
+    "уп": "упаковка",
+    "упак": "упаковка",
+    "кор": "коробка",
+    "бел": "белый",
+    "черн": "черный",
+    "чёрн": "черный",
+    "красн": "красный",
+    "зел": "зеленый",
+    "желт": "желтый",
+    "корич": "коричневый",
+    "прозр": "прозрачный",
+    "мет": "металл",
+    "металлич": "металлический",
+    "дер": "дерево",
+    "сам": "саморез",
+    "смр": "саморез",
+    "шур": "шуруп",
+    "выкл": "выключатель",
+    "автомат": "автоматический",
+    "авт": "автоматический",
+    "эл": "электрический",
+    "электр": "электрический",
+    "изол": "изоляционный",
+    "гол": "головка",
+    "шестигр": "шестигранный",
+    "потайн": "потайной",
+    "пот": "потайной",
+    "полукр": "полукруглый",
+    "эмал": "эмаль",
+    "краск": "краска",
+    "ун": "универсальный",
+    "унив": "универсальный",
+    "проф": "профессиональный",
+    "наб": "набор",
+    "компл": "комплект",
+    "к-т": "комплект",
+    "кт": "комплект",
+}
+# Prefix abbreviations written with a slash: д/дерева, б/ручки, с/р.
+SLASHED = {
+    "д/": "для ",
+    "б/": "без ",
+    "п/": "под ",
+    "с/р": "саморез",
+    "н/р": "нержавеющий",
+    "к-т": "комплект",
+    "п/кр": "полукруглый",
+}
+_SLASHED_LONGEST_FIRST = sorted(SLASHED.items(), key=lambda item: -len(item[0]))
+STOPWORDS = frozenset({"для", "и", "с", "в", "на", "по", "из", "под", "без", "к", "от", "до"})
+# Units that only say how a line is counted: not part of what it is.
+UNITS = frozenset(
+    {"шт", "штук", "штука", "pcs", "pc", "ед", "компл", "пар", "пара", "мм", "mm", "см", "cm"}
+)
+
+COLOURS = {
+    "бел": "white",
+    "черн": "black",
+    "красн": "red",
+    "син": "blue",
+    "голуб": "lightblue",
+    "зелен": "green",
+    "желт": "yellow",
+    "сер": "grey",
+    "коричнев": "brown",
+    "оранжев": "orange",
+    "фиолетов": "violet",
+    "розов": "pink",
+    "бежев": "beige",
+    "прозрачн": "clear",
+    "бесцветн": "clear",
+    "серебрист": "silver",
+    "золотист": "gold",
+}
+_COLOUR = re.compile(
+    r"(?<![а-я])(" + "|".join(sorted(COLOURS, key=len, reverse=True)) + r")"
+    r"(ый|ий|ой|ая|яя|ое|ее|ые|ие|ого|его|\.)?(?![а-я])"
+)
+_RAL = re.compile(r"\b(?:ral|рал)\s*(\d{4})\b")
+
+_NUMBER = r"\d+(?:[.,]\d+)?"
+# A size: an optional thread letter (М/M/m/м), numbers joined by х/x/*/×, e.g. М8х40,
+# 4,2 x 16, 3х1.5, 100*50*20; or a thread alone (М8).
+_SIZE = re.compile(
+    rf"(?<![0-9a-zа-я])([мm])?\s?({_NUMBER}(?:\s?[xх*×]\s?{_NUMBER})+)(?![0-9])"
+    rf"|(?<![0-9a-zа-я])[мm]({_NUMBER})(?![0-9.,a-zа-я])"
+)
+_MEASURE = re.compile(
+    rf"(?<![0-9a-zа-я])({_NUMBER})\s?"
+    r"(мл|ml|л|l|литр[а-я]*|кг|kg|гр|г|g|мм|mm|см|cm|м|m|шт|pcs|вт|w|ква|kva|а|a)\.?"
+    r"(?![0-9a-zа-я])"
+)
+# unit → (attribute, factor to its base unit)
+MEASURE_UNITS = {
+    "мл": ("volume", Decimal(1)),
+    "ml": ("volume", Decimal(1)),
+    "л": ("volume", Decimal(1000)),
+    "l": ("volume", Decimal(1000)),
+    "литр": ("volume", Decimal(1000)),
+    "кг": ("weight", Decimal(1000)),
+    "kg": ("weight", Decimal(1000)),
+    "г": ("weight", Decimal(1)),
+    "гр": ("weight", Decimal(1)),
+    "g": ("weight", Decimal(1)),
+    "мм": ("length", Decimal(1)),
+    "mm": ("length", Decimal(1)),
+    "см": ("length", Decimal(10)),
+    "cm": ("length", Decimal(10)),
+    "м": ("length", Decimal(1000)),
+    "m": ("length", Decimal(1000)),
+    "шт": ("pack", Decimal(1)),
+    "pcs": ("pack", Decimal(1)),
+    "вт": ("power", Decimal(1)),
+    "w": ("power", Decimal(1)),
+    "ква": ("power", Decimal(1000)),
+    "kva": ("power", Decimal(1000)),
+    "а": ("current", Decimal(1)),
+    "a": ("current", Decimal(1)),
+}
+# The decisive attributes, in the order they are shown.
+DECISIVE = ("size", "volume", "weight", "length", "pack", "power", "current", "colour")
+
+
+def fold(text: str) -> str:
+    """Lower case, ё as е, spaces collapsed."""
+    return " ".join(text.lower().replace("ё", "е").split())
+
+
+def article_key(article: str) -> str:
+    """An article as compared: upper case, ё as Е, Cyrillic look-alikes as Latin,
+    separators (spaces, dashes, dots, slashes…) dropped, leading zeros of every number
+    dropped: ``ав-0012.3`` → ``AB123``."""
+    text = article[:MAX_NAME].upper().replace("Ё", "Е").translate(TO_LATIN)
+    # Leading zeros of each number between separators: AB-0012 and AB 12 are AB12.
+    # (Once more on the whole: a key is its own key.)
+    joined = "".join(_LEADING_ZEROS.sub("", group) for group in _NOT_ALNUM.split(text))
+    return _LEADING_ZEROS.sub("", joined)
+
+
+def brand_key(brand: str) -> str:
+    """A brand as compared: like an article, but the letters kept as they are once the
+    look-alikes are settled by the word's own alphabet (ЗУБР stays ЗУБР, КRАФТ is
+    КРАФТ)."""
+    words = [_one_script(w) for w in _NOT_ALNUM.split(fold(brand)) if w]
+    return "".join(words).upper()
+
+
+def number(text: str) -> str:
+    """A number as compared: decimal comma as a point, no trailing zeros (``4,50`` →
+    ``4.5``, ``08`` → ``8``)."""
+    try:
+        value = Decimal(text.replace(",", "."))
+    except InvalidOperation:
+        return text
+    return _plain(value)
+
+
+def _plain(value: Decimal) -> str:
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def _one_script(word: str) -> str:
+    """A word written in two alphabets in the one it mostly uses (a word with digits,
+    an article or a size, in Latin)."""
+    if any(c.isdigit() for c in word) or all(c in _LOOKALIKES for c in word):
+        # A size, an article, or a word every letter of which could be either (НSS-Со,
+        # В, Р): the same in Latin on both sides.
+        return word.translate(TO_LATIN)
+    cyrillic = len(_CYRILLIC_LETTER.findall(word))
+    latin = len(_LATIN_LETTER.findall(word))
+    if cyrillic and latin:
+        return word.translate(TO_CYRILLIC if cyrillic >= latin else TO_LATIN)
+    return word
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A name taken apart: its words (canonical, attributes as ``attr:value`` tokens)
+    and its decisive attributes."""
+
+    words: tuple[str, ...]
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+def _size(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        parts = re.split(r"\s?[xх*×]\s?", match.group(2))
+        thread = "m" if match.group(1) else ""
+        return thread + "x".join(number(p) for p in parts)
+    return "m" + number(match.group(3))
+
+
+def parse_name(name: str) -> Parsed:
+    """Words and decisive attributes of a name (of its first MAX_NAME characters: the
+    time taken stays bounded whatever a file holds)."""
+    text = fold(name[:MAX_NAME])
+    for short, full in _SLASHED_LONGEST_FIRST:
+        text = text.replace(short, full)
+    attributes: dict[str, list[str]] = {}
+
+    def keep(attribute: str, value: str) -> str:
+        attributes.setdefault(attribute, []).append(value)
+        return f" {attribute}:{value} "
+
+    text = _RAL.sub(lambda m: keep("colour", "ral" + m.group(1)), text)
+    text = _SIZE.sub(lambda m: keep("size", _size(m)), text)
+
+    def measure(match: re.Match[str]) -> str:
+        unit = match.group(2)
+        unit = "литр" if unit.startswith("литр") else unit
+        attribute, factor = MEASURE_UNITS[unit]
+        try:
+            value = Decimal(match.group(1).replace(",", ".")) * factor
+        except InvalidOperation:
+            return match.group(0)
+        return keep(attribute, _plain(value))
+
+    text = _MEASURE.sub(measure, text)
+    words: list[str] = []
+    for raw in text.split():
+        if ":" in raw and raw.split(":", 1)[0] in DECISIVE:
+            words.append(raw)
+            continue
+        found = _raw_words(raw)
+        words.extend(found)
+        for word in found:
+            if word.startswith("colour:"):
+                attributes.setdefault("colour", []).append(word[len("colour:") :])
+    return Parsed(
+        words=tuple(words),
+        attributes={k: ",".join(sorted(set(v))) for k, v in attributes.items()},
+    )
+
+
+@functools.lru_cache(maxsize=100_000)
+def _raw_words(raw: str) -> tuple[str, ...]:
+    """The canonical words of one whitespace-separated piece of a name (cached: a price
+    list repeats its words thousands of times)."""
+    words: list[str] = []
+    for piece in _NOT_ALNUM.split(raw):
+        if not piece:
+            continue
+        for run in _RUNS.findall(_one_script(piece)):
+            for word in ABBREVIATIONS.get(run, run).split():
+                words.extend(_word(word))
+    return tuple(words)
+
+
+def _word(word: str) -> list[str]:
+    colour = _COLOUR.fullmatch(word)
+    if colour:
+        return [f"colour:{COLOURS[colour.group(1)]}"]
+    if word in STOPWORDS or word in UNITS:
+        return []
+    if word.isdigit():
+        return [number(word)]
+    return [_stem(word)]
+
+
+def _stem(word: str) -> str:
+    if len(word) > STEM_LENGTH and _CYRILLIC_LETTER.match(word):
+        return word[:STEM_LENGTH]
+    return word
+
+
+def name_words(name: str) -> tuple[str, ...]:
+    return parse_name(name).words
+
+
+def attributes(name: str) -> dict[str, str]:
+    """The decisive attributes a name states: ``{"size": "m8x40", "pack": "100"}``."""
+    return parse_name(name).attributes
+
+
+def name_key(words: Iterable[str]) -> str:
+    """The words as one string, sorted (the order a supplier writes them in does not
+    count): what the trigram index of product names is built on."""
+    return " ".join(sorted(set(words)))
+
+
+def conflicts(line: dict[str, str], product: dict[str, str]) -> list[dict[str, str]]:
+    """The decisive attributes both state and that differ, as the review queue shows
+    them: ``[{"attribute": "size", "line": "m8x45", "product": "m8x40"}]``."""
+    return [
+        {"attribute": name, "line": line[name], "product": product[name]}
+        for name in DECISIVE
+        if name in line and name in product and line[name] != product[name]
+    ]
+
+
+def agreements(line: dict[str, str], product: dict[str, str]) -> list[dict[str, str]]:
+    """The decisive attributes both state alike."""
+    return [
+        {"attribute": name, "line": line[name], "product": product[name]}
+        for name in DECISIVE
+        if name in line and name in product and line[name] == product[name]
+    ]

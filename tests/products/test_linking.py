@@ -1,0 +1,223 @@
+"""The matching cascade (products.linking) on a config's current catalogue: which step
+links a line, what blocks an automatic link, what is never overwritten, and that a
+second run changes nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db.models.functions import Now
+
+from products.linking import Thresholds, links_match
+from products.models import LinkCandidate, LinkEvent, Product, SupplierLink
+from tests import factories
+
+from .lines import accepted_import, products
+
+pytestmark = pytest.mark.django_db
+
+State = SupplierLink.State
+Kind = SupplierLink.Kind
+
+CATALOGUE = [
+    ("OWN-1", "Болт М8х40 DIN 933 оцинкованный (100 шт)", "Зубр", "ZB-933-0840", ["4600000000017"]),
+    ("OWN-2", "Болт М8х50 DIN 933 оцинкованный (100 шт)", "Зубр", "ZB-933-0850", ["4600000000024"]),
+    ("OWN-3", "Эмаль ПФ-115 белая 0,9 кг", "Лакра", "PF115-W09", ["4600000000031"]),
+    ("OWN-4", "Эмаль ПФ-115 черная 0,9 кг", "Лакра", "PF115-B09", ["4600000000048"]),
+    ("OWN-5", "Сверло по металлу HSS 6 мм", "Bosch", "2608595061", []),
+]
+
+
+@pytest.fixture
+def catalogue():
+    made = products(CATALOGUE)
+    return {p.own_code: p for p in made}
+
+
+def link_of(config, sku) -> SupplierLink | None:
+    return SupplierLink.objects.filter(config=config, supplier_sku=sku).first()
+
+
+def match(config, lines):
+    price_import = accepted_import(config, lines)
+    return links_match(config_id=config.pk, import_id=price_import.pk)
+
+
+def test_a_barcode_one_product_has_links_the_line(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "что-то совсем другое", "", "", ["4600000000017"])])
+    link = link_of(config, "A1")
+    assert (link.product, link.kind, link.state) == (catalogue["OWN-1"], Kind.BARCODE, State.AUTO)
+    assert link.confidence == Decimal("1.000")
+    event = LinkEvent.objects.get(link=link)
+    assert (event.product_before, event.product_after, event.state) == (
+        None,
+        catalogue["OWN-1"],
+        State.AUTO,
+    )
+
+
+def test_a_barcode_of_another_product_than_the_article_is_a_conflict_never_a_link(
+    mailbox, catalogue
+):
+    config = factories.create_config(mailbox)
+    # OWN-1's article and brand, OWN-2's barcode.
+    match(config, [("A1", "Болт М8х40 оцинк.", "ЗУБР", "zb 933 840", ["4600000000024"])])
+    assert link_of(config, "A1") is None
+    candidates = LinkCandidate.objects.filter(config=config, supplier_sku="A1")
+    assert {c.product.own_code: c.kind for c in candidates} == {
+        "OWN-2": Kind.BARCODE,
+        "OWN-1": Kind.ARTICLE,
+    }
+    assert all(c.differed for c in candidates)
+
+
+def test_article_and_brand_written_otherwise_link_the_line(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "Эмаль белая", "ЛАКРА", "рf-115.w09", [])])
+    link = link_of(config, "A1")
+    assert (link.product, link.kind, link.state) == (catalogue["OWN-3"], Kind.ARTICLE, State.AUTO)
+
+
+def test_a_name_written_otherwise_is_linked_by_its_words(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "БОЛТ оцинк. M8*40 DIN933 уп.100шт Зубр", "", "", [])])
+    link = link_of(config, "A1")
+    assert (link.product, link.kind, link.state) == (catalogue["OWN-1"], Kind.NAME, State.AUTO)
+
+
+def test_a_decisive_attribute_that_differs_blocks_an_automatic_link(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(
+        config,
+        [
+            # Our size with another pack; our article with another colour.
+            ("A1", "Болт М8х40 DIN 933 оцинкованный (50 шт)", "Зубр", "", []),
+            ("A2", "Эмаль ПФ-115 красная 0,9 кг", "Лакра", "PF115-W09", []),
+        ],
+    )
+    assert link_of(config, "A1") is None or link_of(config, "A1").state == State.PROPOSED
+    proposed = link_of(config, "A2")
+    assert (proposed.product, proposed.state) == (catalogue["OWN-3"], State.PROPOSED)
+    first = LinkCandidate.objects.get(config=config, supplier_sku="A2", rank=1)
+    assert {"attribute": "colour", "line": "red", "product": "white"} in first.differed
+
+
+def test_a_line_like_two_products_is_proposed_not_linked(mailbox, catalogue):
+    products([("OWN-6", "Сверло по металлу HSS 6 мм", "Kraft", "K-6", [])])
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "Сверло д/мет. HSS 6мм", "", "", [])])
+    link = link_of(config, "A1")
+    assert link.state == State.PROPOSED
+    assert LinkCandidate.objects.filter(config=config, supplier_sku="A1").count() == 2
+
+
+def test_thresholds_decide_between_proposed_and_unlinked(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    lines = [("A1", "Сверло по металлу HSS кобальт", "Bosch", "", [])]
+    match(config, lines)
+    assert link_of(config, "A1").state == State.PROPOSED
+    other = factories.create_config(mailbox, name="другой")
+    price_import = accepted_import(other, lines)
+    links_match(
+        config_id=other.pk, import_id=price_import.pk, thresholds=Thresholds(auto=0.99, review=0.95)
+    )
+    assert link_of(other, "A1") is None
+    assert LinkCandidate.objects.filter(config=other, supplier_sku="A1").exists()
+
+
+def test_a_confirmed_link_is_never_overwritten(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    SupplierLink.objects.create(
+        config=config,
+        supplier_sku="A1",
+        product=catalogue["OWN-5"],
+        kind=Kind.MANUAL,
+        confidence=1,
+        state=State.CONFIRMED,
+    )
+    match(config, [("A1", "Болт", "", "", ["4600000000017"])])
+    link = link_of(config, "A1")
+    assert (link.product, link.state, link.kind) == (
+        catalogue["OWN-5"],
+        State.CONFIRMED,
+        Kind.MANUAL,
+    )
+    assert not LinkEvent.objects.exists()
+
+
+def test_a_rejected_product_is_never_proposed_again(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    SupplierLink.objects.create(
+        config=config,
+        supplier_sku="A1",
+        product=catalogue["OWN-1"],
+        kind=Kind.BARCODE,
+        confidence=1,
+        state=State.REJECTED,
+    )
+    match(
+        config, [("A1", "Болт М8х40 DIN 933 оцинкованный (100 шт)", "Зубр", "", ["4600000000017"])]
+    )
+    link = link_of(config, "A1")
+    assert (link.product, link.state) == (catalogue["OWN-1"], State.REJECTED)
+    assert not LinkCandidate.objects.filter(
+        config=config, supplier_sku="A1", product=catalogue["OWN-1"]
+    ).exists()
+
+
+def test_a_changed_line_is_matched_again_and_the_change_kept_in_history(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "Болт", "", "", ["4600000000017"])])
+    match(config, [("A1", "Болт", "", "", ["4600000000024"])])
+    link = link_of(config, "A1")
+    assert link.product == catalogue["OWN-2"]
+    events = list(LinkEvent.objects.filter(link=link).order_by("pk"))
+    assert [(e.product_before, e.product_after) for e in events] == [
+        (None, catalogue["OWN-1"]),
+        (catalogue["OWN-1"], catalogue["OWN-2"]),
+    ]
+
+
+def test_running_the_cascade_twice_changes_nothing(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    lines = [
+        ("A1", "Болт", "", "", ["4600000000017"]),
+        ("A2", "Эмаль ПФ-115 красная 0,9 кг", "Лакра", "PF115-W09", []),
+        ("A3", "Сверло по металлу HSS кобальт", "Bosch", "", []),
+        ("A4", "Перчатки рабочие", "", "", []),
+    ]
+    price_import = accepted_import(config, lines)
+    links_match(config_id=config.pk, import_id=price_import.pk)
+
+    def state():
+        return (
+            list(
+                SupplierLink.objects.values_list(
+                    "supplier_sku", "product", "state", "kind", "confidence", "updated_at"
+                ).order_by("pk")
+            ),
+            list(LinkEvent.objects.values_list("pk", flat=True).order_by("pk")),
+            list(
+                LinkCandidate.objects.values_list(
+                    "supplier_sku", "product", "rank", "score", "found_at"
+                ).order_by("pk")
+            ),
+        )
+
+    before = state()
+    outcome = links_match(config_id=config.pk, import_id=price_import.pk)
+    assert outcome.changed == 0
+    assert state() == before
+
+
+def test_a_product_changed_since_is_matched_by_its_new_key(mailbox, catalogue):
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "Перчатки рабочие х/б", "", "", ["4600000000055"])])
+    assert link_of(config, "A1") is None
+    Product.objects.filter(pk=catalogue["OWN-5"].pk).update(
+        barcodes=["4600000000055"], updated_at=Now()
+    )
+    links_match(config_id=config.pk)
+    assert link_of(config, "A1").product == catalogue["OWN-5"]

@@ -225,6 +225,8 @@ class ProductKey(models.Model):
     made_from = models.DateTimeField()
 
     class Meta:
+        # Machinery, derived from the products: no one views or edits it in the admin.
+        default_permissions = ()
         indexes = [
             GinIndex(fields=["name_key"], opclasses=["gin_trgm_ops"], name="productkey_name_trgm"),
             # The products named with exactly a line's words.
@@ -249,6 +251,7 @@ class MatchToken(models.Model):
     )
 
     class Meta:
+        default_permissions = ()  # machinery, as ProductKey
         indexes = [models.Index(fields=["product"], name="matchtoken_product")]
 
     def __str__(self) -> str:

@@ -45,13 +45,17 @@ from .errors import (
 )
 from .reader import parse
 from .types import (
+    ALL_FIELDS,
     CURRENCY_MAX_LENGTH,
+    EXTRA_FIELDS,
+    EXTRA_VALUES,
     FIELDS,
     NAME_MAX_LENGTH,
     NUMBER_DECIMAL_PLACES,
     NUMBER_MAX_DIGITS,
     SETTING_PREFIX,
     SKU_MAX_LENGTH,
+    ExtraColumns,
     Limits,
     Member,
     ParsedFile,
@@ -63,7 +67,10 @@ from .types import (
 from .workbook_guard import check_xml_defences
 
 __all__ = [
+    "ALL_FIELDS",
     "CURRENCY_MAX_LENGTH",
+    "EXTRA_FIELDS",
+    "EXTRA_VALUES",
     "FIELDS",
     "NAME_MAX_LENGTH",
     "NUMBER_DECIMAL_PLACES",
@@ -74,6 +81,7 @@ __all__ = [
     "ArchiveTooLarge",
     "CorruptFile",
     "EmptyFile",
+    "ExtraColumns",
     "FileTooLarge",
     "Limits",
     "LineTooLong",

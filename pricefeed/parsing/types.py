@@ -337,8 +337,9 @@ class ParsedFile:
     rows_warned: int = 0
 
     def extra(self, row_number: int) -> dict[str, object]:
-        """The values beyond FIELDS of a row ({} when it has none)."""
-        for chunk in self.extras:
+        """The values beyond FIELDS of a row ({} when it has none); a row read twice
+        (the quote-free path gives a text back to the row loop) has its last values."""
+        for chunk in reversed(self.extras):
             if chunk.first_row <= row_number < chunk.first_row + chunk.count:
                 return chunk.row(row_number)
         return {}

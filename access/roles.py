@@ -5,12 +5,12 @@ Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
   downloads their raw ``.eml``), configs, imports and their items, subscriptions,
-  notifications (and their delivery attempts), outbox events, and django-q2's task
+  notifications (and their delivery attempts), outbox events, price types, and django-q2's task
   results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds, changes and deletes
-  price-list configs and subscriptions (and previews files against configs: reading an
+  price-list configs, price types and subscriptions (and previews files against configs: reading an
   upload costs the server CPU and memory), and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
@@ -52,6 +52,7 @@ VIEW = frozenset(
         "mailboxes.view_inboundmessage",
         "fleet.view_processheartbeat",
         "pricefeed.view_pricelistconfig",
+        "pricefeed.view_pricetype",
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
         "pricefeed.view_catalogueentry",
@@ -85,6 +86,10 @@ CONFIGURE = frozenset(
         "pricefeed.add_pricelistconfig",
         "pricefeed.change_pricelistconfig",
         "pricefeed.delete_pricelistconfig",
+        # The price types configs map their price columns to.
+        "pricefeed.add_pricetype",
+        "pricefeed.change_pricetype",
+        "pricefeed.delete_pricetype",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

@@ -42,7 +42,7 @@ from .admin_catalogue import amount
 from .filters import ImportStatusFilter
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
-from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
+from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig, PriceType
 from .selectors import overdue_configs, overdue_period, with_last_arrival
 from .texts import shown, text_of, translated
 
@@ -306,6 +306,17 @@ def file_reading_table(info: dict) -> str:
         "<table>{}</table>",
         format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", _parse_info_rows(info)),
     )
+
+
+@admin.register(PriceType)
+class PriceTypeAdmin(ListAdminMixin, admin.ModelAdmin):
+    """The price types configs map their price columns to (опт, розница, РРЦ): viewers
+    see them, operators keep them (access.roles)."""
+
+    list_display = ["code", "name", "position"]
+    list_editable = ["name", "position"]
+    search_fields = ["code", "name"]
+    ordering = ["position", "code"]
 
 
 @admin.register(PriceImport)

@@ -209,7 +209,12 @@ _ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
 
 
 def _copy_texts(values: list) -> list[str]:
-    return [v.translate(_COPY_ESCAPES) for v in values]
+    """Texts COPY-escaped; a column with nothing to escape (nearly every one) as it is,
+    found by one look at the joined column."""
+    joined = "\0".join(values)
+    if "\\" in joined or "\t" in joined or "\n" in joined or "\r" in joined:
+        return [v.translate(_COPY_ESCAPES) for v in values]
+    return values
 
 
 def _copy_numbers(values: list) -> list[str]:
@@ -225,19 +230,16 @@ def _copy_arrays(values: list) -> list[str]:
 
 
 def _copy_json(values: list) -> list[str]:
-    return [
-        json.dumps(v, ensure_ascii=False, separators=(",", ":")).translate(_COPY_ESCAPES)
-        if v
-        else "{}"
-        for v in values
-    ]
+    return _copy_texts(
+        [json.dumps(v, ensure_ascii=False, separators=(",", ":")) if v else "{}" for v in values]
+    )
 
 
 _EXTRA_FORMAT: dict[str, Callable[[list], list[str]]] = {
     "brand": _copy_texts,
     "article": _copy_texts,
     "barcodes": _copy_arrays,
-    "barcodes_invalid": lambda values: [s.translate(_COPY_ESCAPES) for s in _copy_arrays(values)],
+    "barcodes_invalid": lambda values: _copy_texts(_copy_arrays(values)),
     "unit": _copy_texts,
     "pack": _copy_numbers,
     "min_order": _copy_numbers,

@@ -55,6 +55,8 @@ class ExtraPlan:
         self._barcodes: dict[object, tuple[list[str], list[str]]] = {}
         self._numbers: dict[object, Decimal | None] = {}
         self._stock: dict[object, tuple[str | None, str, str]] = {}
+        # Stock cells known to be plain figures (or empty): most files have no other.
+        self._plain_stock: set[object] = set()
 
     @property
     def by_rows(self) -> bool:
@@ -152,6 +154,14 @@ class ExtraPlan:
         return not TOTAL_ROW.fullmatch(norm(cells[0]))
 
     def _text(self, cells: list, limit: int, col: int, nul: bool) -> list[str]:
+        if set(map(type, cells)) == {str}:
+            # A column of text at C speed (a text table's, nearly always).
+            texts = list(map(str.strip, cells))
+            if max(map(len, texts)) > limit:
+                texts = [t[:limit] for t in texts]
+            if nul and NUL in "".join(texts):
+                texts = [t.replace(NUL, "") for t in texts]
+            return texts
         cache = self._texts.setdefault(col, {})
         out = []
         for c in cells:
@@ -227,8 +237,17 @@ class ExtraPlan:
 
     def _stock_texts(self, cells: list, values: dict[str, list]) -> None:
         """stock_text and stock_kind for the cells that are not plain figures."""
-        texts = [c for c in set(cells) if type(c) is str and c.strip()]
-        if not texts or not any(self._stock_of(c)[2] for c in texts):
+        plain = self._plain_stock
+        unknown = set(cells).difference(plain)
+        if not unknown:
+            return
+        found = False
+        for c in unknown:
+            if type(c) is str and c.strip() and self._stock_of(c)[2]:
+                found = True
+            elif len(plain) < _CACHE:
+                plain.add(c)
+        if not found:
             return
         stock = self._stock_of
         kinds, kept = [], []

@@ -119,3 +119,74 @@ def test_the_same_list_again_changes_nothing(mailbox, config):
     assert again.diff["changed"] == 0 and again.diff.get("price_types", {}) == {}
     entry = CatalogueEntry.objects.get(config=config, sku="K-001", valid_to__isnull=True)
     assert entry.price_import_id == first.pk
+
+
+def test_exports_carry_the_new_columns_under_russian_titles(mailbox, config):
+    import io
+
+    from django.utils import translation
+
+    from pricefeed import exports
+
+    (price_import,) = run_all(receive(mailbox, [("dealer.xlsx", layouts.dealer_xlsx())]))
+    with translation.override("ru"):
+        text = b"".join(exports.csv_chunks(exports.import_rows(price_import))).decode("utf-8-sig")
+        catalogue = exports.catalogue_rows(config)
+        titles = [c.title for c in catalogue.columns]
+    header, *lines = text.splitlines()
+    assert header.split(";") == [
+        "артикул",
+        "наименование",
+        "цена",
+        "валюта",
+        "количество",
+        "артикул производителя",
+        "бренд",
+        "штрихкоды",
+        "неверные штрихкоды",
+        "единица измерения",
+        "категория",
+        "остаток как в файле",
+        "цена: Розница",
+        "валюта: Розница",
+        "цена: РРЦ",
+        "валюта: РРЦ",
+    ]
+    first = lines[0].split(";")
+    assert first[0] == "K-001" and first[5] == "DIN933-M8"
+    assert first[7] == f"{layouts.GOOD_EAN}, {layouts.GOOD_EAN_2}"
+    assert first[10] == "Крепёж / Болты"
+    assert first[12] == "14"
+    assert titles[:5] == header.split(";")[:5] and "цена: РРЦ" in titles
+    out = io.BytesIO()
+    with translation.override("ru"):
+        assert exports.write_xlsx(exports.import_rows(price_import), out) == 6
+
+
+def test_an_export_of_a_list_without_new_columns_has_only_the_usual_ones(mailbox, config):
+    from pricefeed import exports
+
+    csv = "Артикул;Наименование;Цена;Остаток\nA-1;Болт;10,50;5\n".encode("cp1251")
+    (price_import,) = run_all(receive(mailbox, [("p.csv", csv)]))
+    assert len(exports.import_rows(price_import).columns) == 5
+
+
+def test_the_api_gives_an_items_every_column(mailbox, config, admin_user):
+    from rest_framework.test import APIClient
+
+    (price_import,) = run_all(receive(mailbox, [("dealer.xlsx", layouts.dealer_xlsx())]))
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    rows = api.get(f"/api/imports/{price_import.pk}/items/").json()["results"]
+    bolt = next(row for row in rows if row["sku"] == "K-001")
+    assert bolt["article"] == "DIN933-M8"
+    assert bolt["barcodes"] == [layouts.GOOD_EAN, layouts.GOOD_EAN_2]
+    assert bolt["prices"]["rrp"] == {"price": "15.00", "currency": ""}
+    assert (bolt["stock_kind"], bolt["stock_text"], bolt["quantity"]) == (
+        "at_least",
+        ">50",
+        "50.0000",
+    )
+    assert bolt["category"] == "Крепёж / Болты"
+    entries = api.get(f"/api/configs/{config.pk}/catalogue/").json()["results"]
+    assert {e["sku"]: e for e in entries}["K-001"]["brand"] == "Bossard"

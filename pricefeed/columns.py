@@ -102,7 +102,7 @@ class ExtraTable:
     price type, then each warehouse), with their labels and each line's cells."""
 
     def __init__(self, extras: list[dict], names: dict[str, str] | None = None) -> None:
-        present = set()
+        present: set[str] = set()
         codes: dict[str, None] = {}
         warehouses: dict[str, None] = {}
         for extra in extras:

@@ -524,14 +524,15 @@ def insert_items(
     extras: Sequence[parsing.ExtraColumns] = (),
 ) -> None:
     """Stores rows, not current, with COPY (and their extra values, if any)."""
-    ends: Sequence[str] | str = Ends(config_id).stored
+    stored = Ends(config_id).stored
+    ends: Sequence[str] | str = stored
     tails: dict[int, str] = {}
     for chunk in extras:
         numbers = range(chunk.first_row, chunk.first_row + chunk.count)
         tails.update(zip(numbers, extra_tails(chunk), strict=True))
     rich = bool(tails)
     if rich:
-        ends = [tails.get(row[0], EMPTY_TAIL) + ends for row in rows]
+        ends = [tails.get(row[0], EMPTY_TAIL) + stored for row in rows]
     with connection.wrap_database_errors, connection.cursor() as cursor:
         with cursor.cursor.copy(sql.COPY_RICH_ITEMS if rich else sql.COPY_ITEMS) as copy:
             for start in range(0, len(rows), _COPY_CHUNK):

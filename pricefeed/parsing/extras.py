@@ -269,7 +269,7 @@ class ExtraPlan:
             width = len(row)
             found: dict[str, dict[str, str]] = {}
             for code, col, fixed in self.prices:
-                c = row[col] if col < width else ""
+                c: Any = row[col] if col < width else ""
                 currency = None
                 if type(c) in _NUMBERS:
                     if not (math.isfinite(c) and -LIMIT < c < LIMIT):

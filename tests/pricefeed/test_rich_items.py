@@ -190,3 +190,16 @@ def test_the_api_gives_an_items_every_column(mailbox, config, admin_user):
     assert bolt["category"] == "Крепёж / Болты"
     entries = api.get(f"/api/configs/{config.pk}/catalogue/").json()["results"]
     assert {e["sku"]: e for e in entries}["K-001"]["brand"] == "Bossard"
+
+
+def test_the_import_page_shows_the_diff_per_price_type_in_russian(mailbox, config, admin_client):
+    from django.urls import reverse
+
+    run_all(receive(mailbox, [("dealer.xlsx", layouts.dealer_xlsx())]))
+    (second,) = run_all(receive(mailbox, [("dealer.xlsx", layouts.dealer_xlsx(retail=30))]))
+    page = admin_client.get(
+        reverse("admin:pricefeed_priceimport_change", args=[second.pk]),
+        HTTP_ACCEPT_LANGUAGE="ru",
+    ).content.decode()
+    assert "Розница: изменено цен — 1, из них больше чем на 50% — 1" in page
+    assert "K-001: 14,00 → 30,00" in page

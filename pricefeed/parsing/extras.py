@@ -11,7 +11,7 @@ distinct cells)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from operator import itemgetter
 from typing import Any
@@ -59,10 +59,15 @@ class ExtraPlan:
         self._plain_stock: set[object] = set()
 
     @property
-    def by_rows(self) -> bool:
-        """Whether every row needs reading here (a column of its own, or a category
-        set): a quote-free text table then goes through rows, not straight columns."""
-        return bool(self.columns or self.prices or self.stocks or self.category.text)
+    def wanted(self) -> list[int]:
+        """The columns read here (besides the price column, for headings)."""
+        cols = {*self.columns.values(), *(col for _, col, _ in self.prices)}
+        cols.update(col for _, col in self.stocks)
+        if self.prices and self.currency_col != ABSENT:
+            cols.add(self.currency_col)
+        if self.qty_col != ABSENT:
+            cols.add(self.qty_col)
+        return sorted(cols)
 
     # -- the hook rows.py calls --------------------------------------------------------
 
@@ -72,21 +77,37 @@ class ExtraPlan:
         if values:
             ctx.take_extras(ExtraColumns(first_row, len(chunk), values))
 
-    def take_stock_column(self, cells: Sequence[str], first_row: int, ctx: RowContext) -> None:
-        """The stock texts of rows given as their quantity column (the quote-free
-        path's columns)."""
+    def take_columns(
+        self, columns: dict[int, list], count: int, first_row: int, ctx: RowContext
+    ) -> None:
+        """The values of rows given as their columns (``wanted``: the quote-free path's
+        columns, a text without a heading row; one with one goes back to the row loop,
+        which reads it again with its headings)."""
         values: dict[str, list] = {}
-        self._stock_texts(list(cells), values)
+        if self.category.text:
+            values["category"] = [self.category.text] * count
+        self._read(columns.__getitem__, count, first_row, ctx, values)
         if values:
-            ctx.take_extras(ExtraColumns(first_row, len(cells), values))
+            ctx.take_extras(ExtraColumns(first_row, count, values))
 
     # -- reading -----------------------------------------------------------------------
 
     def read(self, chunk: list[list], first_row: int, ctx: RowContext) -> dict[str, list]:
         values: dict[str, list] = {}
         self._categories(chunk, values)
+        self._read(lambda col: _column(chunk, col), len(chunk), first_row, ctx, values)
+        return values
+
+    def _read(
+        self,
+        column: Callable[[int], list],
+        count: int,
+        first_row: int,
+        ctx: RowContext,
+        values: dict[str, list],
+    ) -> None:
         for field, col in self.columns.items():
-            cells = _column(chunk, col)
+            cells = column(col)
             if field in ("article", "brand"):
                 values[field] = self._text(cells, TEXT_MAX_LENGTH, col, ctx.nul)
             elif field == "unit":
@@ -96,12 +117,11 @@ class ExtraPlan:
             else:  # pack, min_order
                 values[field] = [self._number(c) for c in cells]
         if self.qty_col != ABSENT:
-            self._stock_texts(_column(chunk, self.qty_col), values)
+            self._stock_texts(column(self.qty_col), values)
         if self.prices:
-            values["prices"] = self._prices(chunk)
+            values["prices"] = self._prices(column, count)
         if self.stocks:
-            values["stocks"] = self._stocks(chunk)
-        return values
+            values["stocks"] = self._stocks(column, count)
 
     def _categories(self, chunk: list[list], values: dict[str, list]) -> None:
         cells = _column(chunk, self.price_col)
@@ -261,15 +281,12 @@ class ExtraPlan:
         values["stock_kind"] = kinds
         values["stock_text"] = kept
 
-    def _prices(self, chunk: list[list]) -> list[dict | None]:
+    def _prices(self, column: Callable[[int], list], count: int) -> list[dict | None]:
         read = self.num.read
-        row_currencies = _column(chunk, self.currency_col) if self.currency_col != ABSENT else None
-        out: list[dict | None] = []
-        for r, row in enumerate(chunk):
-            width = len(row)
-            found: dict[str, dict[str, str]] = {}
-            for code, col, fixed in self.prices:
-                c: Any = row[col] if col < width else ""
+        row_currencies = column(self.currency_col) if self.currency_col != ABSENT else None
+        out: list[dict | None] = [None] * count
+        for code, col, fixed in self.prices:
+            for r, c in enumerate(column(col)):
                 currency = None
                 if type(c) in _NUMBERS:
                     if not (math.isfinite(c) and -LIMIT < c < LIMIT):
@@ -290,32 +307,34 @@ class ExtraPlan:
                     cell = row_currencies[r]
                     text = cell.strip() if type(cell) is str else cell_text(cell)
                     currency = normalise_currency(text) if text else ""
+                found = out[r]
+                if found is None:
+                    found = out[r] = {}
                 found[code] = {
                     "price": str(value),
                     "currency": (currency or self.default_currency)[:10],
                 }
-            out.append(found or None)
         return out
 
-    def _stocks(self, chunk: list[list]) -> list[dict | None]:
-        out: list[dict | None] = []
+    def _stocks(self, column: Callable[[int], list], count: int) -> list[dict | None]:
+        out: list[dict | None] = [None] * count
         stock = self._stock_of
-        for row in chunk:
-            width = len(row)
-            found: dict[str, dict[str, str | None]] = {}
-            for warehouse, col in self.stocks:
-                c = row[col] if col < width else ""
+        for warehouse, col in self.stocks:
+            for r, c in enumerate(column(col)):
                 if c == "" or c is None:
                     continue
                 figure, kind, text = stock(c)
+                if figure is None and not kind and not text:
+                    continue
                 entry: dict[str, str | None] = {"quantity": figure}
                 if kind:
                     entry["kind"] = kind
                 if text:
                     entry["text"] = text
-                if figure is not None or kind or text:
-                    found[warehouse] = entry
-            out.append(found or None)
+                found = out[r]
+                if found is None:
+                    found = out[r] = {}
+                found[warehouse] = entry
         return out
 
 

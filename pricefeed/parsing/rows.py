@@ -362,15 +362,16 @@ def read_plain_rows(
     picks = _picks(ctx)
     check = ctx.deadline.check
     extra = ctx.extra
+    # The columns the extra values are read from, after the five of _picks.
+    more = extra.wanted if extra is not None else []
     for text in source.texts:
         check(Text(m.AT_ROW, row=rn + 1))
-        columns = (
-            source.columns_of(text, picks)
-            if ctx.num.decimal is not None and not (extra is not None and extra.by_rows)
-            else None
-        )
-        if columns is not None and extra is not None and extra.qty_col != ABSENT:
-            extra.take_stock_column(columns[4], rn + 1, ctx)
+        columns = source.columns_of(text, (*picks, *more)) if ctx.num.decimal is not None else None
+        if columns is not None and more:
+            extra.take_columns(
+                dict(zip(more, columns[5:], strict=True)), len(columns[0]), rn + 1, ctx
+            )
+            columns = columns[:5]
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
             source.line_num += len(columns[0])

@@ -283,3 +283,31 @@ def test_category_paths():
     assert path.text == "Инструмент"
     path.heading(["Расходники", "Расходники"])  # merged and repeated
     assert path.text == "Расходники"
+
+
+def long_csv(quoted: bool) -> bytes:
+    q = '"' if quoted else ""
+    lines = [f"{q}Код{q};Бренд;Штрихкод;Цена;РРЦ;Остаток;Остаток СПб"]
+    for i in range(3000):
+        stock = (">50", "12", "нет")[i % 3]
+        code = layouts.GOOD_EAN if i % 2 else layouts.BAD_EAN
+        lines.append(f"K-{i:05};Brand {i % 7};{code};{i},50;{i + 1},00;{stock};{i % 5}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_the_quote_free_path_reads_the_same_extra_values_as_the_row_loop():
+    plain, quoted = parse(long_csv(False)), parse(long_csv(True))
+    assert plain.delimiter == quoted.delimiter == ";"
+    assert plain.rows == quoted.rows
+    for row_number in (2, 100, 2999, 3001):
+        assert plain.extra(row_number) == quoted.extra(row_number)
+    extra = plain.extra(2999)  # K-02997
+    assert extra["brand"] == "Brand 1"
+    assert extra["barcodes"] == [layouts.GOOD_EAN]
+    assert extra["prices"] == {"rrp": {"price": "2998.00", "currency": ""}}
+    assert (extra["stock_kind"], extra["stock_text"]) == (AT_LEAST, ">50")
+    assert extra["stocks"] == {
+        "Остаток": {"quantity": "50", "kind": AT_LEAST, "text": ">50"},
+        "Остаток СПб": {"quantity": "2"},
+    }
+    assert plain.rows_warned == quoted.rows_warned == 1500

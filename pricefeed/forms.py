@@ -16,6 +16,7 @@ from .limits import file_size_problem
 from .matching import compile_pattern
 from .models import PriceListConfig, PriceType, default_sender_auth
 from .parsing import ALL_FIELDS as FIELDS
+from .parsing.types import MAX_PRICE_TYPES, MAX_WAREHOUSES
 from .schedule import ISO_WEEKDAYS, zone_problem
 from .texts import text_of, translated
 
@@ -143,6 +144,12 @@ class PriceListConfigForm(forms.ModelForm):
                 _('“prices” must be an object such as {"rrp": "РРЦ", "retail": "H"}.'),
                 code="invalid_prices",
             )
+        if len(prices) > MAX_PRICE_TYPES:
+            raise forms.ValidationError(
+                _("At most %(limit)s price columns besides the main one."),
+                code="too_many_prices",
+                params={"limit": MAX_PRICE_TYPES},
+            )
         codes = set(PriceType.objects.values_list("code", flat=True))
         unknown = sorted(code for code in prices if code not in codes)
         if unknown:
@@ -179,6 +186,12 @@ class PriceListConfigForm(forms.ModelForm):
         """ "stocks": {warehouse: column}."""
         if stocks is None:
             return
+        if isinstance(stocks, dict) and len(stocks) > MAX_WAREHOUSES:
+            raise forms.ValidationError(
+                _("At most %(limit)s warehouses."),
+                code="too_many_stocks",
+                params={"limit": MAX_WAREHOUSES},
+            )
         if not isinstance(stocks, dict) or not all(
             isinstance(name, str)
             and name.strip()

@@ -312,7 +312,8 @@ class ExtraPlan:
                     found = out[r] = {}
                 found[code] = {
                     "price": str(value),
-                    "currency": (currency or self.default_currency)[:10],
+                    # JSON in PostgreSQL holds no NUL (\u0000).
+                    "currency": (currency or self.default_currency).replace(NUL, "")[:10],
                 }
         return out
 

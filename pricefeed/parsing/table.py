@@ -52,6 +52,7 @@ from .types import (
     ALL_FIELDS,
     EXTRA_FIELDS,
     FIELDS,
+    MAX_WAREHOUSES,
     REQUIRED_FIELDS,
     ColumnCuts,
     Limits,
@@ -525,9 +526,9 @@ def _plan_extras(header: Header, options: ParseOptions, col_offset: int, ctx) ->
             if col not in used and (found := score(text, "quantity")) and found[0]
         ]
         if more:
-            for col in [cols["quantity"], *more]:
+            for col in [cols["quantity"], *more][:MAX_WAREHOUSES]:
                 if col < len(header.cells):
-                    stocks.append((header.cells[col].strip()[:100], col))
+                    stocks.append((header.cells[col].replace("\x00", "").strip()[:100], col))
     for warehouse, col in stocks:
         header.texts[f"stock.{warehouse}"] = (
             header.cells[col] if 0 <= col < len(header.cells) else index_to_letter(col)

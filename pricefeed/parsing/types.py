@@ -32,6 +32,10 @@ EXTRA_VALUES = (
     "stocks",
 )
 TEXT_MAX_LENGTH = 255  # brand, article, stock text: varchar(255), cut to it
+# Other prices and warehouses a row may have: each is a JSON value in every row, and a
+# header of a thousand stock columns must not make every row a thousand-entry object.
+MAX_PRICE_TYPES = 32
+MAX_WAREHOUSES = 32
 UNIT_MAX_LENGTH = 50
 REQUIRED_FIELDS = ("sku", "price")
 NUMBER_FORMATS = ("auto", "comma", "dot")
@@ -172,6 +176,10 @@ class ParseOptions:
         if unknown:
             raise ValueError(
                 f"unknown column field(s) {', '.join(unknown)}; known: {', '.join(ALL_FIELDS)}"
+            )
+        if len(self.prices) > MAX_PRICE_TYPES or len(self.stocks) > MAX_WAREHOUSES:
+            raise ValueError(
+                f"at most {MAX_PRICE_TYPES} price columns and {MAX_WAREHOUSES} warehouses"
             )
         for name, value in (*self.columns.items(), *self.prices.items(), *self.stocks.items()):
             if not isinstance(value, str) or not value.strip():

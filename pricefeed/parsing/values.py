@@ -134,7 +134,8 @@ class CategoryPath:
     def heading(self, cells: list[str]) -> None:
         """A heading row's non-empty cells (an outline number may stand alone in the
         first)."""
-        text = " ".join(dict.fromkeys(cells))  # a merged title repeated: once
+        # A merged title repeated: once. PostgreSQL text holds no NUL.
+        text = " ".join(dict.fromkeys(cells)).replace("\x00", "")
         m = _OUTLINE_TITLE.fullmatch(text)
         if m and m.group(2).strip():
             depth = m.group(1).rstrip(".").count(".") + 1

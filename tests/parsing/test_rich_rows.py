@@ -311,3 +311,16 @@ def test_the_quote_free_path_reads_the_same_extra_values_as_the_row_loop():
         "Остаток СПб": {"quantity": "2"},
     }
     assert plain.rows_warned == quoted.rows_warned == 1500
+
+
+def test_a_header_of_many_stock_columns_makes_at_most_32_warehouses():
+    header = ";".join(["Код", "Цена", *(f"Остаток {i}" for i in range(200))])
+    row = ";".join(["A-1", "10", *("1" for _ in range(200))])
+    parsed = parse(f"{header}\n{row}\n".encode())
+    assert len(parsed.extra(2)["stocks"]) == 32
+
+
+def test_nul_never_reaches_a_category():
+    path = CategoryPath()
+    path.heading(["1. Кре\x00пёж"])
+    assert path.text == "Крепёж"

@@ -4,16 +4,16 @@ what in the admin.
 Each role holds everything of the one before it:
 
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
-  downloads their raw ``.eml``), configs, imports and their items, our products (with
-  every supplier's offer) and the supplier links, subscriptions,
+  downloads their raw ``.eml``), configs, price types, imports and their items, our
+  products (with every supplier's offer) and the supplier links, subscriptions,
   notifications (and their delivery attempts), outbox events, and django-q2's task
   results and queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds and changes our
-  products, adds, changes and deletes price-list configs and subscriptions (and
-  previews files against configs: reading an upload costs the server CPU and memory),
-  and makes and revokes API tokens of their own.
+  products, adds, changes and deletes price-list configs, price types and
+  subscriptions (and previews files against configs: reading an upload costs the
+  server CPU and memory), and makes and revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -60,6 +60,7 @@ VIEW = frozenset(
         "mailboxes.view_inboundmessage",
         "fleet.view_processheartbeat",
         "pricefeed.view_pricelistconfig",
+        "pricefeed.view_pricetype",
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
         "pricefeed.view_catalogueentry",
@@ -97,6 +98,10 @@ CONFIGURE = frozenset(
         # Our products by hand (products_load loads the whole catalogue); none is deleted
         # (a load retires it). Adding one is part of REVIEW.
         "products.change_product",
+        # The price types configs map their price columns to.
+        "pricefeed.add_pricetype",
+        "pricefeed.change_pricetype",
+        "pricefeed.delete_pricetype",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

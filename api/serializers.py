@@ -141,10 +141,63 @@ class RowSerializer(serializers.Serializer):
         raise NotImplementedError
 
 
-class ItemSerializer(RowSerializer):
+# A line's values beyond its SKU, name, price, currency and quantity (PriceItem).
+EXTRA_FIELDS = (
+    "brand",
+    "article",
+    "barcodes",
+    "barcodes_invalid",
+    "unit",
+    "category",
+    "stock_text",
+    "stock_kind",
+    "prices",
+    "stocks",
+)
+EXTRA_DECIMALS = ("pack", "min_order")
+
+
+class ExtraFields(serializers.Serializer):
+    """The fields of a line beyond SKU, name, price, currency and quantity."""
+
+    brand = serializers.CharField(help_text=_("The maker's brand."))
+    article = serializers.CharField(help_text=_("The maker's article (part number)."))
+    barcodes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=_("Valid barcodes, digits (EAN-8, EAN-13; a UPC-A as its EAN-13; GTIN-14)."),
+    )
+    barcodes_invalid = serializers.ListField(
+        child=serializers.CharField(), help_text=_("Barcodes with a wrong check digit, as written.")
+    )
+    unit = serializers.CharField()
+    pack = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    min_order = serializers.DecimalField(max_digits=18, decimal_places=4, allow_null=True)
+    category = serializers.CharField(help_text=_("The group headings above the line: A / B."))
+    stock_text = serializers.CharField(help_text=_("The stock cell when not a plain figure."))
+    stock_kind = serializers.ChoiceField(
+        choices=["", "at_least", "yes", "no"],
+        help_text=_('"at_least": quantity is a lower bound; "yes"/"no": in stock or not.'),
+    )
+    prices = serializers.DictField(
+        help_text=_('Other prices by price type: {"rrp": {"price": "15.00", "currency": "RUB"}}.')
+    )
+    stocks = serializers.DictField(
+        help_text=_('Stock per warehouse: {"Москва": {"quantity": "50", "kind", "text"}}.')
+    )
+
+    @staticmethod
+    def extras(instance: dict[str, Any]) -> dict[str, Any]:
+        out = {name: instance[name] for name in EXTRA_FIELDS}
+        out["pack"] = decimal_text(instance["pack_text"])
+        out["min_order"] = decimal_text(instance["min_order_text"])
+        return out
+
+
+class ItemSerializer(ExtraFields, RowSerializer):
     """A price row of an import, as the file had it."""
 
-    ROW_FIELDS = ("id", "row_number", "sku", "name", "currency")
+    ROW_FIELDS = ("id", "row_number", "sku", "name", "currency", *EXTRA_FIELDS)
+    DECIMALS = ("price", "quantity", *EXTRA_DECIMALS)
 
     row_number = serializers.IntegerField(help_text=_("The row's number in the file."))
     sku = serializers.CharField()
@@ -161,10 +214,11 @@ class ItemSerializer(RowSerializer):
             "price": decimal_text(instance["price_text"]),
             "currency": instance["currency"],
             "quantity": decimal_text(instance["quantity_text"]),
+            **self.extras(instance),
         }
 
 
-class EntrySerializer(RowSerializer):
+class EntrySerializer(ExtraFields, RowSerializer):
     """One value of a SKU in a config's catalogue and when it was current."""
 
     ROW_FIELDS = (
@@ -174,7 +228,9 @@ class EntrySerializer(RowSerializer):
         "price_import_id",
         "row_number",
         "ended_by_id",
+        *EXTRA_FIELDS,
     )
+    DECIMALS = ("price", "quantity", *EXTRA_DECIMALS)
     TIMES = ("valid_from", "valid_to")
 
     sku = serializers.CharField()
@@ -204,6 +260,7 @@ class EntrySerializer(RowSerializer):
             "valid_from": self.time(instance["valid_from_text"]),
             "valid_to": self.time(instance["valid_to_text"]),
             "ended_by": instance["ended_by_id"],
+            **self.extras(instance),
         }
 
 

@@ -42,7 +42,7 @@ from .admin_catalogue import amount
 from .filters import ImportStatusFilter
 from .forms import PreviewForm, PriceListConfigForm
 from .imports import lifecycle, preview
-from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig
+from .models import PriceImport, PriceItem, PriceItemQuerySet, PriceListConfig, PriceType
 from .selectors import overdue_configs, overdue_period, with_last_arrival
 from .texts import shown, text_of, translated
 
@@ -306,6 +306,50 @@ def file_reading_table(info: dict) -> str:
         "<table>{}</table>",
         format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", _parse_info_rows(info)),
     )
+
+
+def _price_types_diff(price_types: dict[str, dict], percent: object) -> str:
+    """The diff of each other price type (imports.diff: ``price_types``), by its name."""
+    if not price_types:
+        return ""
+    names = dict(PriceType.objects.values_list("code", "name"))
+    return format_html_join(
+        "",
+        "<div>{}</div><ul>{}</ul>",
+        (
+            (
+                gettext(
+                    "%(type)s: %(changed)s price(s) changed, %(jumps)s by more than %(percent)s%%"
+                )
+                % {
+                    "type": names.get(code, code),
+                    "changed": entry.get("changed", 0),
+                    "jumps": entry.get("jumps", 0),
+                    "percent": percent,
+                },
+                format_html_join(
+                    "",
+                    "<li>{}: {} → {}</li>",
+                    (
+                        (c["sku"], _price(c["old"]), _price(c["new"]))
+                        for c in entry.get("changed_sample", [])[:10]
+                    ),
+                ),
+            )
+            for code, entry in sorted(price_types.items())
+        ),
+    )
+
+
+@admin.register(PriceType)
+class PriceTypeAdmin(ListAdminMixin, admin.ModelAdmin):
+    """The price types configs map their price columns to (опт, розница, РРЦ): viewers
+    see them, operators keep them (access.roles)."""
+
+    list_display = ["code", "name", "position"]
+    list_editable = ["name", "position"]
+    search_fields = ["code", "name"]
+    ordering = ["position", "code"]
 
 
 @admin.register(PriceImport)
@@ -666,12 +710,13 @@ class PriceImportAdmin(AuditAdminMixin, admin.ModelAdmin):
         removed = ", ".join(diff.get("removed_sample", [])) or EMPTY
         unreadable = ", ".join(diff.get("unreadable_sample", [])) or EMPTY
         return format_html(
-            "{}<ul>{}</ul><div>{}</div><ul>{}</ul><div>{}</div><div>{}</div><div>{}</div>",
+            "{}<ul>{}</ul><div>{}</div><ul>{}</ul>{}<div>{}</div><div>{}</div><div>{}</div>",
             summary,
             changed,
             gettext("prices that changed by more than %(percent)s%%: %(count)s")
             % {"percent": diff.get("jump_percent", "—"), "count": diff.get("jumps", 0)},
             jumps,
+            _price_types_diff(diff.get("price_types") or {}, diff.get("jump_percent", "—")),
             gettext("added: %(skus)s") % {"skus": added},
             gettext("removed: %(skus)s") % {"skus": removed},
             gettext("unreadable rows, previous value kept: %(skus)s") % {"skus": unreadable},

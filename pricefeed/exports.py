@@ -35,17 +35,29 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.postgres.aggregates import BoolOr
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, connections, transaction
-from django.db.models import QuerySet
+from django.db.models import (
+    BooleanField,
+    ExpressionWrapper,
+    F,
+    Func,
+    Q,
+    QuerySet,
+    TextField,
+    Value,
+)
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Coalesce
 from django.http import FileResponse, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.utils.formats import number_format
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext, pgettext
 
-from . import catalogue, sql
-from .models import PriceImport, PriceItem, PriceListConfig
+from . import catalogue, columns, sql
+from .models import PriceImport, PriceItem, PriceListConfig, PriceType
 
 # Rows fetched from the database at a time.
 # The formats an export is asked for in its URL, and the admin links' text for each.
@@ -372,8 +384,92 @@ def item_columns() -> list[Column]:
 
 def items_table(queryset: QuerySet, title: str) -> Table:
     """Any queryset of price rows with the ITEM_FIELDS fields, in its order, as a
-    Table: read with a server-side cursor, CHUNK_ROWS at a time."""
-    return Table(item_columns(), _values(queryset.values_list(*ITEM_FIELDS)), title)
+    Table: read with a server-side cursor, CHUNK_ROWS at a time. Rows with the extra
+    columns (PriceItem: brand, article, barcodes, ..., prices, stocks) have those of
+    them some row holds, after ITEM_FIELDS (extra_columns)."""
+    extra, values = extra_columns(queryset)
+    rows = _values(queryset.values_list(*ITEM_FIELDS, *values))
+    return Table([*item_columns(), *extra], rows, title)
+
+
+# The extra columns of a price row, with what "none" is for each (its default).
+_EXTRA_NONE: dict[str, Q] = {
+    "article": Q(article=""),
+    "brand": Q(brand=""),
+    "barcodes": Q(barcodes=[]),
+    "barcodes_invalid": Q(barcodes_invalid=[]),
+    "unit": Q(unit=""),
+    "pack": Q(pack__isnull=True),
+    "min_order": Q(min_order__isnull=True),
+    "category": Q(category=""),
+    "stock_text": Q(stock_text=""),
+}
+_EXTRA_NUMERIC = {"pack", "min_order"}
+
+
+def extra_columns(queryset: QuerySet) -> tuple[list[Column], list[Any]]:
+    """The extra columns some row of ``queryset`` has (one look at them all: rows of a
+    list without such columns export as before), as Columns and the values_list
+    expressions that read them: texts, barcodes joined with ", ", each price type's
+    price and currency, each warehouse's stock (its figure, else its text)."""
+    model_fields = {f.name for f in queryset.model._meta.get_fields()}
+    if "prices" not in model_fields:
+        return [], []
+    flags = queryset.order_by().aggregate(
+        **{
+            f"has_{name}": BoolOr(ExpressionWrapper(~none, output_field=BooleanField()))
+            for name, none in _EXTRA_NONE.items()
+        },
+        has_prices=BoolOr(ExpressionWrapper(~Q(prices={}), output_field=BooleanField())),
+        has_stocks=BoolOr(ExpressionWrapper(~Q(stocks={}), output_field=BooleanField())),
+    )
+    out: list[Column] = []
+    values: list[Any] = []
+    for name in _EXTRA_NONE:
+        if not flags[f"has_{name}"]:
+            continue
+        if name in _EXTRA_NUMERIC:
+            out.append(Column(str(columns.EXTRA_LABELS[name]), numeric=True))
+            values.append(name)
+        elif name.startswith("barcodes"):
+            out.append(Column(str(columns.EXTRA_LABELS[name])))
+            values.append(
+                Func(F(name), Value(", "), function="array_to_string", output_field=TextField())
+            )
+        else:
+            out.append(Column(str(columns.EXTRA_LABELS[name])))
+            values.append(name)
+    if flags["has_prices"]:
+        names = dict(PriceType.objects.values_list("code", "name"))
+        for code in _keys(queryset, "prices"):
+            out.append(
+                Column(columns.price_label(code, names), numeric=True, number_format=PRICE_FORMAT)
+            )
+            values.append(KeyTextTransform("price", KeyTransform(code, "prices")))
+            out.append(Column(gettext("currency: %(type)s") % {"type": names.get(code, code)}))
+            values.append(KeyTextTransform("currency", KeyTransform(code, "prices")))
+    if flags["has_stocks"]:
+        for warehouse in _keys(queryset, "stocks"):
+            out.append(Column(columns.stock_label(warehouse)))
+            values.append(
+                Coalesce(
+                    KeyTextTransform("quantity", KeyTransform(warehouse, "stocks")),
+                    KeyTextTransform("text", KeyTransform(warehouse, "stocks")),
+                )
+            )
+    return out, values
+
+
+def _keys(queryset: QuerySet, field: str) -> list[str]:
+    """The keys of a JSON object column over the rows (price type codes, warehouses),
+    sorted."""
+    keys = (
+        queryset.order_by()
+        .annotate(key=Func(F(field), function="jsonb_object_keys", output_field=TextField()))
+        .values_list("key", flat=True)
+        .distinct()
+    )
+    return sorted(keys)
 
 
 def import_rows(price_import: PriceImport) -> Table:

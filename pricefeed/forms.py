@@ -10,14 +10,16 @@ from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from . import columns as column_mapping
 from .exceptions import PatternError
 from .limits import file_size_problem
 from .matching import compile_pattern
-from .models import PriceListConfig, default_sender_auth
+from .models import PriceListConfig, PriceType, default_sender_auth
+from .parsing import ALL_FIELDS as FIELDS
+from .parsing.types import MAX_PRICE_TYPES, MAX_WAREHOUSES
 from .schedule import ISO_WEEKDAYS, zone_problem
 from .texts import text_of, translated
 
-FIELDS = ("sku", "name", "price", "currency", "quantity")
 # Two Latin letters are a column (AA..ZZ) or a short header ("ID", "No"): the parser
 # takes the header when the sheet's header row has it (parsing.table.find_header).
 _TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
@@ -100,14 +102,19 @@ class PriceListConfigForm(forms.ModelForm):
             raise forms.ValidationError(
                 _('Expected an object such as {"sku": "A", "price": "Цена"}.'), code="invalid"
             )
-        unknown = sorted(set(columns) - set(FIELDS))
+        known = (*FIELDS, column_mapping.PRICES, column_mapping.STOCKS)
+        unknown = sorted(set(columns) - set(known))
         if unknown:
             raise forms.ValidationError(
                 _("Unknown field(s) %(unknown)s; use %(fields)s."),
                 code="unknown_field",
-                params={"unknown": ", ".join(unknown), "fields": ", ".join(FIELDS)},
+                params={"unknown": ", ".join(unknown), "fields": ", ".join(known)},
             )
+        self._clean_prices(columns.get(column_mapping.PRICES))
+        self._clean_stocks(columns.get(column_mapping.STOCKS))
         for key, value in columns.items():
+            if key in (column_mapping.PRICES, column_mapping.STOCKS):
+                continue
             if not isinstance(value, str) or not value.strip():
                 raise forms.ValidationError(
                     _("Column for %(field)s must be a header text or a column letter."),
@@ -124,9 +131,82 @@ class PriceListConfigForm(forms.ModelForm):
             )
             % {"value": value.strip(), "field": key, "letter": value.strip().upper()}
             for key, value in columns.items()
-            if _TWO_LETTERS.fullmatch(value.strip())
+            if isinstance(value, str) and _TWO_LETTERS.fullmatch(value.strip())
         ]
         return columns
+
+    def _clean_prices(self, prices: object) -> None:
+        """ "prices": {price type code: column, or {"column": ..., "currency": ...}}."""
+        if prices is None:
+            return
+        if not isinstance(prices, dict):
+            raise forms.ValidationError(
+                _('“prices” must be an object such as {"rrp": "РРЦ", "retail": "H"}.'),
+                code="invalid_prices",
+            )
+        if len(prices) > MAX_PRICE_TYPES:
+            raise forms.ValidationError(
+                _("At most %(limit)s price columns besides the main one."),
+                code="too_many_prices",
+                params={"limit": MAX_PRICE_TYPES},
+            )
+        codes = set(PriceType.objects.values_list("code", flat=True))
+        unknown = sorted(code for code in prices if code not in codes)
+        if unknown:
+            raise forms.ValidationError(
+                _("Unknown price type(s) %(unknown)s; known: %(known)s (Price types)."),
+                code="unknown_price_type",
+                params={"unknown": ", ".join(unknown), "known": ", ".join(sorted(codes)) or "—"},
+            )
+        for code, spec in prices.items():
+            column = spec.get("column") if isinstance(spec, dict) else spec
+            if not isinstance(column, str) or not column.strip():
+                raise forms.ValidationError(
+                    _(
+                        "The column of price type %(code)s must be a header text or a "
+                        'column letter, or {"column": ..., "currency": ...}.'
+                    ),
+                    code="invalid_price_column",
+                    params={"code": code},
+                )
+            if isinstance(spec, dict):
+                extra = sorted(set(spec) - {"column", "currency"})
+                currency = spec.get("currency", "")
+                if extra or not isinstance(currency, str) or len(currency.strip()) > 10:
+                    raise forms.ValidationError(
+                        _(
+                            "Price type %(code)s: only “column” and “currency” (a code of at "
+                            "most 10 characters, such as USD) may be given."
+                        ),
+                        code="invalid_price_spec",
+                        params={"code": code},
+                    )
+
+    def _clean_stocks(self, stocks: object) -> None:
+        """ "stocks": {warehouse: column}."""
+        if stocks is None:
+            return
+        if isinstance(stocks, dict) and len(stocks) > MAX_WAREHOUSES:
+            raise forms.ValidationError(
+                _("At most %(limit)s warehouses."),
+                code="too_many_stocks",
+                params={"limit": MAX_WAREHOUSES},
+            )
+        if not isinstance(stocks, dict) or not all(
+            isinstance(name, str)
+            and name.strip()
+            and len(name) <= 100
+            and isinstance(column, str)
+            and column.strip()
+            for name, column in stocks.items()
+        ):
+            raise forms.ValidationError(
+                _(
+                    "“stocks” must be an object of warehouse names (at most 100 characters) "
+                    'and their columns, such as {"Москва": "Остаток МСК", "СПб": "K"}.'
+                ),
+                code="invalid_stocks",
+            )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -141,11 +221,19 @@ class PriceListConfigForm(forms.ModelForm):
         self.column_notes = []
         if "columns" in self.fields:
             self.fields["columns"].help_text = format_lazy(
-                "{} {}",
+                "{} {} {}",
                 self.fields["columns"].help_text,
                 _(
                     "One or two Latin letters are a column letter, unless the sheet's "
                     "header row has a header of that text (such as “ID”): then that header."
+                ),
+                _(
+                    "Also article, brand, barcode, unit, pack and min_order; "
+                    '"prices": the price columns besides the main one by price type, '
+                    'e.g. {"rrp": "РРЦ", "retail": {"column": "H", "currency": "USD"}}; '
+                    '"stocks": stock per warehouse, e.g. {"Москва": "Остаток МСК"}. '
+                    "Without them, price columns of a known type (РРЦ, розница, опт) and "
+                    "several stock columns are found by their headers."
                 ),
             )
 

@@ -399,6 +399,15 @@ def item_key(import_id: int, row_number: int) -> int:
     return (import_id << ITEM_KEY_BITS) + row_number
 
 
+class StockKind(models.TextChoices):
+    """What a stock cell said besides a plain figure (pricefeed.parsing.values)."""
+
+    EXACT = "", _("a figure")
+    AT_LEAST = "at_least", _("at least")
+    YES = "yes", _("in stock")
+    NO = "no", _("out of stock")
+
+
 class PriceItemQuerySet(models.QuerySet):
     def of_import(self, import_id: int) -> PriceItemQuerySet:
         """The items of one import, found through the primary key's index."""
@@ -451,6 +460,33 @@ class PriceItem(models.Model):
         default=list,
         db_default=[],
     )
+    # The rest of what the line says beyond its SKU, name, price, currency and stock
+    # (pricefeed.parsing.ExtraColumns). Every one has a database default: a list
+    # without such columns is COPYed without them (pricefeed.sql.COPY_ITEMS).
+    barcodes_invalid = ArrayField(
+        models.CharField(max_length=32),
+        verbose_name=_("invalid barcodes"),
+        blank=True,
+        default=list,
+        db_default=[],
+    )
+    unit = models.CharField(_("unit"), max_length=50, blank=True, db_default="")
+    pack = models.DecimalField(
+        _("pack size"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    min_order = models.DecimalField(
+        _("minimum order"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    category = models.TextField(_("category"), blank=True, db_default="")
+    stock_text = models.CharField(_("stock as written"), max_length=255, blank=True, db_default="")
+    stock_kind = models.CharField(
+        _("stock kind"), max_length=10, choices=StockKind, blank=True, db_default=""
+    )
+    # Price type code -> {"price": decimal text, "currency": code}: the prices besides
+    # ``price`` (the config's main one).
+    prices = models.JSONField(_("other prices"), blank=True, default=dict, db_default={})
+    # Warehouse -> {"quantity": decimal text or null, "kind", "text"}.
+    stocks = models.JSONField(_("stock per warehouse"), blank=True, default=dict, db_default={})
     # The catalogue (pricefeed.catalogue) is the items that have been current: an item
     # is an entry from ``valid_from`` (its import became current then, and it added or
     # changed its SKU) until ``valid_to`` (a later import changed or removed the SKU;
@@ -572,6 +608,24 @@ class CatalogueEntry(models.Model):
     quantity = models.DecimalField(
         _("quantity"), max_digits=18, decimal_places=4, null=True, blank=True
     )
+    brand = models.CharField(_("brand"), max_length=255, blank=True)
+    article = models.CharField(_("manufacturer's article"), max_length=255, blank=True)
+    barcodes = ArrayField(models.CharField(max_length=14), verbose_name=_("barcodes"))
+    barcodes_invalid = ArrayField(
+        models.CharField(max_length=32), verbose_name=_("invalid barcodes")
+    )
+    unit = models.CharField(_("unit"), max_length=50, blank=True)
+    pack = models.DecimalField(
+        _("pack size"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    min_order = models.DecimalField(
+        _("minimum order"), max_digits=18, decimal_places=4, null=True, blank=True
+    )
+    category = models.TextField(_("category"), blank=True)
+    stock_text = models.CharField(_("stock as written"), max_length=255, blank=True)
+    stock_kind = models.CharField(_("stock kind"), max_length=10, choices=StockKind, blank=True)
+    prices = models.JSONField(_("other prices"), default=dict)
+    stocks = models.JSONField(_("stock per warehouse"), default=dict)
     price_import = models.ForeignKey(
         PriceImport,
         on_delete=models.DO_NOTHING,

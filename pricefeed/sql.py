@@ -19,6 +19,16 @@ COPY_ITEM_COLUMNS = (
 # Streams an import's rows into the items table (COPY text format).
 COPY_ITEMS = f"COPY {ITEMS} ({COPY_ITEM_COLUMNS}) FROM STDIN"
 
+# The same with the extra values of the lines (pricefeed.parsing.ExtraColumns, in
+# EXTRA_VALUES' order) before config_id and valid_from: for a list that has some. A list
+# without them is COPYed without these columns, which take their defaults.
+COPY_RICH_ITEM_COLUMNS = (
+    "id, price_import_id, row_number, sku, name, price, currency, quantity, brand, article, "
+    "barcodes, barcodes_invalid, unit, pack, min_order, category, stock_text, stock_kind, "
+    "prices, stocks, config_id, valid_from"
+)
+COPY_RICH_ITEMS = f"COPY {ITEMS} ({COPY_RICH_ITEM_COLUMNS}) FROM STDIN"
+
 # A config's current entries (pricefeed.catalogue: items that became current and were
 # not ended since), the condition of the items table's current-entry index.
 _CURRENT = "config_id = %s AND valid_from IS NOT NULL AND valid_to IS NULL"
@@ -75,7 +85,17 @@ DIFF_ROWS = """
 
 # -- the catalogue (pricefeed.catalogue) --------------------------------------------------
 
-_ENTRY_COLUMNS = "id, sku, name, price, currency, quantity"
+# The extra columns of a line (pricefeed.parsing.EXTRA_VALUES): a change of any of them
+# alone "amends" an entry (COMPARE).
+EXTRA_COLUMNS = (
+    "brand, article, barcodes, barcodes_invalid, unit, pack, min_order, category, "
+    "stock_text, stock_kind, prices, stocks"
+)
+_EXTRAS_OF = {
+    side: "(" + ", ".join(f"{side}.{c.strip()}" for c in EXTRA_COLUMNS.split(",")) + ")"
+    for side in ("n", "o")
+}
+_ENTRY_COLUMNS = f"id, sku, name, price, currency, quantity, {EXTRA_COLUMNS}"
 
 # An import's rows with the columns the catalogue compares: as stored (no SKU repeats),
 # or its last row per SKU, as ITEMS_* above.
@@ -109,7 +129,7 @@ COMPARE = f"""
     CREATE TEMPORARY TABLE {COMPARED} ON COMMIT DROP AS
     WITH n AS ({{new}}), o AS ({{old}}), k AS ({{kept}})
     SELECT n.id AS new_id, o.id AS old_id, COALESCE(n.sku, o.sku) AS sku,
-           o.price AS old, n.price AS new,
+           o.price AS old, n.price AS new, o.prices AS old_prices, n.prices AS new_prices,
            CASE WHEN o.sku IS NULL THEN 'added'
                 WHEN n.sku IS NULL AND o.sku IN (SELECT * FROM k) THEN 'unreadable'
                 WHEN n.sku IS NULL THEN 'removed'
@@ -121,7 +141,8 @@ COMPARE = f"""
        OR (n.sku IS NOT NULL AND o.sku IS NOT NULL
            AND (n.price IS DISTINCT FROM o.price OR n.name IS DISTINCT FROM o.name
                 OR n.currency IS DISTINCT FROM o.currency
-                OR n.quantity IS DISTINCT FROM o.quantity))
+                OR n.quantity IS DISTINCT FROM o.quantity
+                OR {_EXTRAS_OF["n"]} IS DISTINCT FROM {_EXTRAS_OF["o"]}))
 """
 COMPARED_DROP = f"DROP TABLE IF EXISTS {COMPARED}"
 
@@ -152,6 +173,39 @@ DIFF = f"""
                              WHERE kind = 'jump' ORDER BY sku LIMIT {{sample}}) j
     UNION ALL SELECT * FROM (SELECT kind, 0, sku, old, new FROM e
                              WHERE kind = 'unreadable' ORDER BY sku LIMIT {{sample}}) u
+"""
+
+# The diff per price type besides the main price (PriceItem.prices) from COMPARE's
+# table: every SKU on both sides whose price of a type changed (appeared, went, or
+# another value), with whether it jumped by more than the config's share; then a row
+# per type with its counts. The first ``sample`` SKUs of each type (by SKU), and of its
+# jumps, are kept. Parameter: the jump share in percent.
+DIFF_PRICE_TYPES = f"""
+    WITH t AS (
+        SELECT c.sku, k.code,
+               (c.old_prices -> k.code ->> 'price')::numeric AS old,
+               (c.new_prices -> k.code ->> 'price')::numeric AS new
+        FROM {COMPARED} c
+        CROSS JOIN LATERAL (SELECT jsonb_object_keys(c.old_prices)
+                            UNION SELECT jsonb_object_keys(c.new_prices)) AS k(code)
+        WHERE c.kind IN ('changed', 'amended')
+          AND (c.old_prices <> '{{{{}}}}'::jsonb OR c.new_prices <> '{{{{}}}}'::jsonb)
+    ),
+    d AS (
+        SELECT code, sku, old, new,
+               old IS NOT NULL AND new IS NOT NULL
+               AND (old = 0 OR ABS(new - old) * 100 > ABS(old) * %s) AS jump
+        FROM t WHERE old IS DISTINCT FROM new
+    ),
+    r AS (
+        SELECT d.*, row_number() OVER (PARTITION BY code ORDER BY sku) AS n,
+               row_number() OVER (PARTITION BY code, jump ORDER BY sku) AS nj
+        FROM d
+    )
+    SELECT code, sku, old, new, jump, 0, 0 FROM r
+    WHERE n <= {{sample}} OR (jump AND nj <= {{sample}})
+    UNION ALL
+    SELECT code, NULL, NULL, NULL, NULL, COUNT(*), COUNT(*) FILTER (WHERE jump) FROM d GROUP BY code
 """
 
 # The current entries the import changes or removes (COMPARE's): ended. Parameters:

@@ -43,6 +43,7 @@ def diff(decision: catalogue.Acceptance, rows_ok: int) -> dict:
     counts = {"added": 0, "removed": 0, "changed": 0, "jump": 0, "unreadable": 0}
     samples: dict[str, list] = {kind: [] for kind in counts}
     rows_digest = decision.rows.rows_digest
+    price_types: dict[str, dict] = {}
     if not (
         rows_digest is not None
         and snapshot
@@ -64,6 +65,7 @@ def diff(decision: catalogue.Acceptance, rows_ok: int) -> dict:
                     counts[kind] = count
                 else:
                     samples[kind].append((sku, old, new_price))
+            price_types = _price_types(cursor, config.price_jump_percent)
     return {
         "previous_import": previous.pk,
         "added": counts["added"],
@@ -77,7 +79,30 @@ def diff(decision: catalogue.Acceptance, rows_ok: int) -> dict:
         "unreadable_sample": sorted(sku for sku, _, _ in samples["unreadable"]),
         "changed_sample": _changes(samples["changed"]),
         "jumps_sample": _changes(samples["jump"]),
+        # The prices besides the main one (PriceItem.prices), per price type code:
+        # {"changed", "jumps", "changed_sample", "jumps_sample"}; only the types with a
+        # change.
+        "price_types": price_types,
     }
+
+
+def _price_types(cursor, jump_percent: int) -> dict[str, dict]:
+    """The diff of each price type besides the main price (sql.DIFF_PRICE_TYPES)."""
+    cursor.execute(sql.DIFF_PRICE_TYPES.format(sample=DIFF_SAMPLE), [jump_percent])
+    out: dict[str, dict] = {}
+    changed: dict[str, list] = {}
+    jumped: dict[str, list] = {}
+    for code, sku, old, new, jump, count, jumps in cursor.fetchall():
+        if sku is None:
+            out[code] = {"changed": count, "jumps": jumps}
+        else:
+            changed.setdefault(code, []).append((sku, old, new))
+            if jump:
+                jumped.setdefault(code, []).append((sku, old, new))
+    for code, entry in out.items():
+        entry["changed_sample"] = _changes(changed.get(code, [])[:DIFF_SAMPLE])
+        entry["jumps_sample"] = _changes(jumped.get(code, [])[:DIFF_SAMPLE])
+    return out
 
 
 def _changes(rows: list) -> list[dict]:

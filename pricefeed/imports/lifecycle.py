@@ -29,7 +29,7 @@ from core.faults import crash_point
 from core.texts import Text, as_json, gettext_noop, stored, stored_all, text_of
 from mailboxes.exceptions import MessageRefused
 from mailboxes.models import InboundMessage
-from pricefeed import catalogue, parsing
+from pricefeed import catalogue, columns, parsing
 from pricefeed.limits import parse_limits
 from pricefeed.matching import Attachment
 from pricefeed.models import PriceImport, PriceListConfig
@@ -109,7 +109,7 @@ def price_imports_create(
 
 def options_for(config: PriceListConfig) -> parsing.ParseOptions:
     return parsing.ParseOptions(
-        columns=dict(config.columns or {}),
+        **columns.option_values(dict(config.columns or {})),
         # Plain strings, not the model's choices: the preview pickles the options to a
         # child process that loads no Django (core.capped).
         sheet=str(config.sheet),
@@ -351,7 +351,7 @@ def _store(
     status, reason = verdict(price_import.config, parsed)
     with transaction.atomic(durable=True):
         if status != Status.FAILED and parsed.rows:
-            insert_items(price_import.pk, parsed.rows, price_import.config_id)
+            insert_items(price_import.pk, parsed.rows, price_import.config_id, parsed.extras)
         _finish(price_import, worker, _Outcome(parsed, status, reason, fingerprint))
     _log_finished(price_import, status, parsed)
     return status
@@ -444,6 +444,12 @@ def _parse_info(outcome: _Outcome) -> dict:
         # What was read only in part (cells past PRICEFEED_PARSE_MAX_COLUMNS, lines above
         # the header that were not read).
         "warnings": stored_all(parsed.warnings),
+        # Rows stored with something to say (an invalid barcode, kept apart), the first
+        # thousand, and how many there were.
+        "row_warnings": [
+            {"row": row, "warning": as_json(text)} for row, text in parsed.row_warnings[:1000]
+        ],
+        "row_warnings_total": parsed.rows_warned,
         # The diff of the next import reads this import's rows as they are when False.
         "repeated_skus": outcome.rows.repeated_skus,
         # Equal digests: the same SKUs and prices as this import's, and no diff.

@@ -5,6 +5,7 @@ Nothing is stored, so the texts are made in the active language (pricefeed.texts
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 
 from django.conf import settings
@@ -15,8 +16,9 @@ from core.budget import CpuBudgetExceeded
 from core.capped import ChildFailed, run_capped
 from core.storedtext import Text, gettext_noop
 from pricefeed import parsing
+from pricefeed.columns import ExtraTable
 from pricefeed.limits import file_size_problem, parse_limits
-from pricefeed.models import PriceListConfig
+from pricefeed.models import PriceListConfig, PriceType
 from pricefeed.parsing import sample
 from pricefeed.texts import text_of, translated, translated_all
 
@@ -57,10 +59,29 @@ class PreviewResult:
     # The first rows of the file: the only ones kept (parsed.rows stays empty).
     rows: list[parsing.Row] = dataclasses.field(default_factory=list)
     limit: int = 20
+    # The values beyond FIELDS of those rows, by row number.
+    extras: dict[int, dict] = dataclasses.field(default_factory=dict)
 
     @property
     def sample(self) -> list[tuple]:
         return self.rows[: self.limit]
+
+    @functools.cached_property
+    def table(self) -> tuple[list[str], list[list]]:
+        """The sample as the page shows it: the extra columns' headers, and each row's
+        cells (its own, then its extra values)."""
+        names = dict(PriceType.objects.values_list("code", "name"))
+        extra = ExtraTable([self.extras.get(row[0], {}) for row in self.sample], names)
+        return extra.headers, [
+            [*row, *extra.cells(self.extras.get(row[0], {}))] for row in self.sample
+        ]
+
+    @property
+    def row_warnings(self) -> list[tuple[int, str]]:
+        """The first rows stored with a warning (an invalid barcode), in the active
+        language."""
+        warnings = self.parsed.row_warnings[: self.limit] if self.parsed else []
+        return [(row, translated(text)) for row, text in warnings]
 
     @property
     def errors(self) -> list[tuple[int, str]]:
@@ -123,6 +144,7 @@ def preview_file(
                 verdict=_verdict(status, reason),
                 rows=item.rows,
                 limit=rows,
+                extras=item.extras,
             )
         )
     return results

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -31,7 +32,9 @@ class Ends:
         self.current = f"\t{config_id}\t{moment.isoformat(sep=' ')}\n" if moment else self.stored
 
 
-def _copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> str:
+def _copy_text(
+    import_id: int, rows: list[tuple], ends: Sequence[str] | str, *, rich: bool = False
+) -> str:
     """Rows as COPY text-format lines: formatting lines here is ~5x faster than letting
     the driver adapt every value of every row. ``ends``: each line's end (Ends), or one
     for all.
@@ -42,12 +45,16 @@ def _copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> 
     again with every text escaped.
     Prices are never None; a None quantity prints as "None" before its line's end and
     becomes \\N. ``!s`` calls str() directly: half the time of Decimal.__format__.
+    ``rich``: each line's end starts with its extra values (extra_tails): a None
+    quantity is made \\N as the line is formatted, not replaced before each end.
     """
     key = item_key(import_id, 0)
     if rows:
         item_key(import_id, rows[-1][0])  # rows come in file order: the last is in range
     prefix = f"\t{import_id}\t"
     each = repeat(ends) if isinstance(ends, str) else ends
+    if rich:
+        return _rich_copy_text(import_id, rows, ends)
     text = "".join(
         [
             f"{key + row_number}{prefix}{row_number}\t{sku}\t{name}\t{price!s}\t{currency}\t"
@@ -57,10 +64,38 @@ def _copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> 
             )
         ]
     )
-    if _copy_safe(text, len(rows), _backslashes(ends, len(rows))):
+    if _copy_safe(text, len(rows), _backslashes(ends, len(rows)), _tabs(ends, len(rows))):
         for end in {ends} if isinstance(ends, str) else set(ends):
             text = text.replace(f"\tNone{end}", f"\t{_NULL}{end}")
         return text
+    return _escaped_copy_text(import_id, rows, ends)
+
+
+def _rich_copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> str:
+    """_copy_text's lines when their ends differ from row to row (extra values)."""
+    key = item_key(import_id, 0)
+    prefix = f"\t{import_id}\t"
+    null = _NULL
+    each = repeat(ends) if isinstance(ends, str) else ends
+    text = "".join(
+        [
+            f"{key + row_number}{prefix}{row_number}\t{sku}\t{name}\t{price!s}\t{currency}\t"
+            f"{null if quantity is None else quantity}{end}"
+            for (row_number, sku, name, price, currency, quantity), end in zip(
+                rows, each, strict=False
+            )
+        ]
+    )
+    nulls = sum(1 for row in rows if row[5] is None)
+    backslashes = _backslashes(ends, len(rows)) + nulls * null.count("\\")
+    if _copy_safe(text, len(rows), backslashes, _tabs(ends, len(rows))):
+        return text
+    return _escaped_copy_text(import_id, rows, ends)
+
+
+def _escaped_copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> str:
+    key = item_key(import_id, 0)
+    prefix = f"\t{import_id}\t"
     null = _NULL
     each = repeat(ends) if isinstance(ends, str) else ends
     return "".join(
@@ -76,12 +111,13 @@ def _copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | str) -> 
     )
 
 
-def _copy_safe(text: str, rows: int, backslashes: int) -> bool:
-    """Whether unescaped COPY lines are exactly ``rows`` lines of 10 fields: no text
-    field held a tab, newline, carriage return or backslash (``backslashes``: those of
-    the \\N the lines were given for their empty values)."""
+def _copy_safe(text: str, rows: int, backslashes: int, tabs: int) -> bool:
+    """Whether unescaped COPY lines are exactly ``rows`` lines of 8 fields and their
+    ends: no text field held a tab, newline, carriage return or backslash
+    (``backslashes``: those of the \\N the lines were given for their empty values and
+    of their ends; ``tabs``: those of their ends)."""
     return (
-        text.count("\t") == 9 * rows
+        text.count("\t") == 7 * rows + tabs
         and text.count("\n") == rows
         and text.count("\\") == backslashes
         and "\r" not in text
@@ -89,10 +125,17 @@ def _copy_safe(text: str, rows: int, backslashes: int) -> bool:
 
 
 def _backslashes(ends: Sequence[str] | str, rows: int) -> int:
-    """The backslashes of the lines' ends (Ends.stored's \\N)."""
+    """The backslashes of the lines' ends (Ends.stored's \\N, extra values')."""
     if isinstance(ends, str):
         return ends.count("\\") * rows
     return sum(map(str.count, ends, repeat("\\")))
+
+
+def _tabs(ends: Sequence[str] | str, rows: int) -> int:
+    """The tabs of the lines' ends."""
+    if isinstance(ends, str):
+        return ends.count("\t") * rows
+    return sum(map(str.count, ends, repeat("\t")))
 
 
 def _block_copy_text(import_id: int, block: parsing.RowBlock, ends: Sequence[str] | str) -> str:
@@ -102,7 +145,8 @@ def _block_copy_text(import_id: int, block: parsing.RowBlock, ends: Sequence[str
     text = _block_lines(import_id, block, ends, escape=False)
     quantities = block.quantities
     nulls = len(block) if quantities is None else quantities.count(None)
-    if _copy_safe(text, len(block), _backslashes(ends, len(block)) + nulls):
+    backslashes = _backslashes(ends, len(block)) + nulls
+    if _copy_safe(text, len(block), backslashes, _tabs(ends, len(block))):
         return text
     return _block_lines(import_id, block, ends, escape=True)
 
@@ -141,6 +185,82 @@ def _block_lines(
     return "".join(map(str.__add__, lines, ends))
 
 
+# -- extra values (parsing.ExtraColumns) ------------------------------------------------
+
+# Each extra column's COPY text when a line has no such value (the columns' defaults).
+_EXTRA_EMPTY = {
+    "brand": "",
+    "article": "",
+    "barcodes": "{}",
+    "barcodes_invalid": "{}",
+    "unit": "",
+    "pack": "\\N",
+    "min_order": "\\N",
+    "category": "",
+    "stock_text": "",
+    "stock_kind": "",
+    "prices": "{}",
+    "stocks": "{}",
+}
+assert tuple(_EXTRA_EMPTY) == parsing.EXTRA_VALUES
+# The extra values of a line that has none, as the start of its COPY line's end.
+EMPTY_TAIL = "".join(f"\t{v}" for v in _EXTRA_EMPTY.values())
+_ARRAY_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})
+
+
+def _copy_texts(values: list) -> list[str]:
+    """Texts COPY-escaped; a column with nothing to escape (nearly every one) as it is,
+    found by one look at the joined column."""
+    joined = "\0".join(values)
+    if "\\" in joined or "\t" in joined or "\n" in joined or "\r" in joined:
+        return [v.translate(_COPY_ESCAPES) for v in values]
+    return values
+
+
+def _copy_numbers(values: list) -> list[str]:
+    return [_NULL if v is None else str(v) for v in values]
+
+
+def _copy_arrays(values: list) -> list[str]:
+    """Lists of str as PostgreSQL array literals, each element quoted, COPY-escaped."""
+    return [
+        "{" + ",".join(f'"{v.translate(_ARRAY_ESCAPES)}"' for v in codes) + "}" if codes else "{}"
+        for codes in values
+    ]
+
+
+def _copy_json(values: list) -> list[str]:
+    return _copy_texts(
+        [json.dumps(v, ensure_ascii=False, separators=(",", ":")) if v else "{}" for v in values]
+    )
+
+
+_EXTRA_FORMAT: dict[str, Callable[[list], list[str]]] = {
+    "brand": _copy_texts,
+    "article": _copy_texts,
+    "barcodes": _copy_arrays,
+    "barcodes_invalid": lambda values: _copy_texts(_copy_arrays(values)),
+    "unit": _copy_texts,
+    "pack": _copy_numbers,
+    "min_order": _copy_numbers,
+    "category": _copy_texts,
+    "stock_text": _copy_texts,
+    "stock_kind": _copy_texts,
+    "prices": _copy_json,
+    "stocks": _copy_json,
+}
+
+
+def extra_tails(extras: parsing.ExtraColumns) -> list[str]:
+    """Each row's extra values as COPY text ("\\t" before each), a column at a time."""
+    values = extras.values
+    columns = [
+        _EXTRA_FORMAT[name](values[name]) if name in values else repeat(empty)
+        for name, empty in _EXTRA_EMPTY.items()
+    ]
+    return ["\t" + tail for tail in map("\t".join, zip(*columns, strict=False))]
+
+
 _SKU = itemgetter(1)
 _NAME = itemgetter(2)
 _PRICE = itemgetter(3)
@@ -168,6 +288,11 @@ class ItemWriter:
     ``current_again``: the catalogue then makes their last row the current one
     (pricefeed.catalogue.first_list_done), which also mends a hash collision.
 
+    ``take_extras`` takes a chunk's extra values before its rows (parse() hands them
+    over): from the first row that has some on, every line carries the extra columns
+    (``rich``; the COPY is then one with those columns: sql.COPY_RICH_ITEMS), and both
+    digests cover them.
+
     ``digest``: a SHA-256 of the SKU and price sequence as stored. Two imports with the
     same digest hold the same SKUs with the same prices in the same order, so the diff
     between them is empty without reading a row. ``catalogue_digest`` covers every
@@ -180,13 +305,18 @@ class ItemWriter:
 
     def __init__(
         self,
-        write_rows: Callable[[list[tuple], Sequence[str] | str], None],
-        write_block: Callable[[parsing.RowBlock, Sequence[str] | str], None],
+        write_rows: Callable[..., None],
+        write_block: Callable[..., None],
         progress: Callable[[int], None] | None = None,
         ends: Ends | None = None,
     ) -> None:
         self._write_rows = write_rows
         self._write_block = write_block
+        # Extra values of rows still to come: row number -> the start of its line's end
+        # (extra_tails). Once a row has some, every later line carries the extra
+        # columns (``rich``).
+        self._tails: dict[int, str] = {}
+        self.rich = False
         self._progress = progress
         self._ends = ends or Ends(0)
         self.rows = 0
@@ -206,7 +336,11 @@ class ItemWriter:
             ends = self._note(skus, list(map(str, map(_PRICE, rows))))
             quantities = [("" if q is None else str(q)) for q in map(_QUANTITY, rows)]
             self._note_rest(list(map(_NAME, rows)), list(map(_CURRENCY, rows)), quantities)
-        self._write_rows(rows, ends)
+            ends = self._with_tails([row[0] for row in rows], ends)
+        if self.rich:
+            self._write_rows(rows, ends, True)
+        else:
+            self._write_rows(rows, ends)
         if rows and self._progress is not None:
             self._progress(len(rows))
 
@@ -216,9 +350,43 @@ class ItemWriter:
             [""] * len(block) if block.quantities is None else [q or "" for q in block.quantities]
         )
         self._note_rest(block.names, block.currencies, quantities, rows=len(block))
-        self._write_block(block, ends)
+        ends = self._with_tails(range(block.first_row, block.first_row + len(block)), ends)
+        if self.rich:
+            self._write_block(block, ends, True)
+        else:
+            self._write_block(block, ends)
         if self._progress is not None:
             self._progress(len(block))
+
+    def take_extras(self, extras: parsing.ExtraColumns) -> None:
+        """A chunk's extra values, before its rows (parse() calls it)."""
+        tails = self._tails
+        first = extras.first_row
+        if len(tails) > 4 * extras.count:
+            # Rows come in file order: those before this chunk that did not come were
+            # errors or headings.
+            for row_number in [n for n in tails if n < first]:
+                del tails[row_number]
+        tails.update(zip(range(first, first + extras.count), extra_tails(extras), strict=True))
+
+    def _with_tails(
+        self, row_numbers: Sequence[int], ends: Sequence[str] | str
+    ) -> Sequence[str] | str:
+        """The lines' ends with their extra values in front, once a row had some."""
+        tails = self._tails
+        if not tails and not self.rich:
+            return ends
+        found = list(map(tails.pop, row_numbers, repeat(EMPTY_TAIL)))
+        if not self.rich:
+            if all(tail is EMPTY_TAIL for tail in found):
+                return ends
+            self.rich = True
+        # In the rows digest too: the other prices are in the diff (imports.diff).
+        tails_text = "\0".join(found).encode() + b"\0\2"
+        self._price_hash.update(tails_text)
+        self._rest_hash.update(tails_text)
+        each = repeat(ends) if isinstance(ends, str) else ends
+        return list(map(str.__add__, found, each))
 
     def _note(self, skus: Sequence[str], prices: Sequence[str]) -> Sequence[str] | str:
         """Notes the SKUs and prices of a list or block; returns its lines' ends."""
@@ -306,32 +474,69 @@ def item_writer(
     ends = Ends(config_id, current_from)
     # The COPY runs on the driver's cursor: its errors are made Django's here (a value
     # the server refuses is a django.db.DataError, a permanent error for the import).
-    with connection.wrap_database_errors, connection.cursor() as cursor:
-        with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
-            # Written from this thread: the write returns once the text is in the
-            # socket's buffer, and the server stores it while the parser reads on. A
-            # thread feeding the COPY (it was core.copyfeed) only made the two threads
-            # take turns at the GIL: ~20% slower for 200k CSV rows (bench/parse.py).
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        contextlib.ExitStack() as plain,
+        contextlib.ExitStack() as rich,
+    ):
+        copy = plain.enter_context(cursor.cursor.copy(sql.COPY_ITEMS))
+        # Written from this thread: the write returns once the text is in the
+        # socket's buffer, and the server stores it while the parser reads on. A
+        # thread feeding the COPY (it was core.copyfeed) only made the two threads
+        # take turns at the GIL: ~20% slower for 200k CSV rows (bench/parse.py).
+        # Lines with extra values (ItemWriter.rich) go into a COPY with their columns:
+        # the plain one is finished when the first comes.
+        current = [copy, False]
 
-            def write_rows(rows: list[tuple], line_ends: Sequence[str] | str) -> None:
-                for start in range(0, len(rows), _COPY_CHUNK):
-                    chunk_ends = (
-                        line_ends
-                        if isinstance(line_ends, str)
-                        else line_ends[start : start + _COPY_CHUNK]
-                    )
-                    copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK], chunk_ends))
+        def copy_for(with_extras: bool):
+            if with_extras and not current[1]:
+                plain.close()
+                current[:] = [rich.enter_context(cursor.cursor.copy(sql.COPY_RICH_ITEMS)), True]
+            return current[0]
 
-            def write_block(block: parsing.RowBlock, line_ends: Sequence[str] | str) -> None:
-                copy.write(_block_copy_text(import_id, block, line_ends))
-
-            yield ItemWriter(write_rows, write_block, progress, ends)
-
-
-def insert_items(import_id: int, rows: list[tuple], config_id: int) -> None:
-    """Stores rows, not current, with COPY."""
-    ends = Ends(config_id).stored
-    with connection.wrap_database_errors, connection.cursor() as cursor:
-        with cursor.cursor.copy(sql.COPY_ITEMS) as copy:
+        def write_rows(
+            rows: list[tuple], line_ends: Sequence[str] | str, with_extras: bool = False
+        ) -> None:
+            target = copy_for(with_extras)
             for start in range(0, len(rows), _COPY_CHUNK):
-                copy.write(_copy_text(import_id, rows[start : start + _COPY_CHUNK], ends))
+                chunk = rows[start : start + _COPY_CHUNK]
+                chunk_ends = line_ends
+                if not isinstance(line_ends, str):
+                    chunk_ends = line_ends[start : start + _COPY_CHUNK]
+                if with_extras:
+                    target.write(_copy_text(import_id, chunk, chunk_ends, rich=True))
+                else:
+                    target.write(_copy_text(import_id, chunk, chunk_ends))
+
+        def write_block(
+            block: parsing.RowBlock, line_ends: Sequence[str] | str, with_extras: bool = False
+        ) -> None:
+            copy_for(with_extras).write(_block_copy_text(import_id, block, line_ends))
+
+        yield ItemWriter(write_rows, write_block, progress, ends)
+
+
+def insert_items(
+    import_id: int,
+    rows: list[tuple],
+    config_id: int,
+    extras: Sequence[parsing.ExtraColumns] = (),
+) -> None:
+    """Stores rows, not current, with COPY (and their extra values, if any)."""
+    stored = Ends(config_id).stored
+    ends: Sequence[str] | str = stored
+    tails: dict[int, str] = {}
+    for chunk in extras:
+        numbers = range(chunk.first_row, chunk.first_row + chunk.count)
+        tails.update(zip(numbers, extra_tails(chunk), strict=True))
+    rich = bool(tails)
+    if rich:
+        ends = [tails.get(row[0], EMPTY_TAIL) + stored for row in rows]
+    with connection.wrap_database_errors, connection.cursor() as cursor:
+        with cursor.cursor.copy(sql.COPY_RICH_ITEMS if rich else sql.COPY_ITEMS) as copy:
+            for start in range(0, len(rows), _COPY_CHUNK):
+                chunk_ends = ends if isinstance(ends, str) else ends[start : start + _COPY_CHUNK]
+                copy.write(
+                    _copy_text(import_id, rows[start : start + _COPY_CHUNK], chunk_ends, rich=rich)
+                )

@@ -46,13 +46,17 @@ from .errors import (
 )
 from .reader import CheckedFile, check_file, parse
 from .types import (
+    ALL_FIELDS,
     CURRENCY_MAX_LENGTH,
+    EXTRA_FIELDS,
+    EXTRA_VALUES,
     FIELDS,
     NAME_MAX_LENGTH,
     NUMBER_DECIMAL_PLACES,
     NUMBER_MAX_DIGITS,
     SETTING_PREFIX,
     SKU_MAX_LENGTH,
+    ExtraColumns,
     Limits,
     Member,
     ParsedFile,
@@ -64,7 +68,10 @@ from .types import (
 from .workbook_guard import check_xml_defences
 
 __all__ = [
+    "ALL_FIELDS",
     "CURRENCY_MAX_LENGTH",
+    "EXTRA_FIELDS",
+    "EXTRA_VALUES",
     "FIELDS",
     "NAME_MAX_LENGTH",
     "NUMBER_DECIMAL_PLACES",
@@ -76,6 +83,7 @@ __all__ = [
     "CheckedFile",
     "CorruptFile",
     "EmptyFile",
+    "ExtraColumns",
     "FileTooLarge",
     "Limits",
     "LineTooLong",

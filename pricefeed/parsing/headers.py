@@ -8,13 +8,28 @@ from dataclasses import dataclass
 SCAN_ROWS = 50
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
-    "sku": ("Артикул", "Арт.", "Код товара", "Код", "SKU", "Article", "Part number",
-            "Item code", "Part No"),
+    # The supplier's own code is the SKU wherever the list has one; the maker's article
+    # ("article") is the SKU only when it has none (table._Wanted.read).
+    "sku": ("Код товара", "Код поставщика", "Артикул поставщика", "Код 1С", "Код", "SKU",
+            "Item code", "Product code", "Supplier code", "Code"),
     "name": ("Наименование", "Название", "Товар", "Номенклатура", "Name", "Description",
              "Product", "Описание"),
-    "price": ("Цена", "Стоимость", "Price", "Опт", "Розница"),
-    "quantity": ("Остаток", "Кол-во", "Количество", "Наличие", "Qty", "Quantity", "Stock"),
+    "price": ("Цена", "Стоимость", "Price", "Опт", "Розница", "РРЦ", "МРЦ", "RRP",
+              "Wholesale", "Retail"),
+    "quantity": ("Остаток", "Кол-во", "Количество", "Наличие", "Qty", "Quantity", "Stock",
+                 "Склад"),
     "currency": ("Валюта", "Currency"),
+    "article": ("Артикул производителя", "Арт. производителя", "Код производителя",
+                "Артикул", "Арт.", "Article", "Part number", "Part No", "MPN", "P/N"),
+    "brand": ("Бренд", "Производитель", "Марка", "Торговая марка", "Изготовитель", "Brand",
+              "Vendor", "Manufacturer", "Make"),
+    "barcode": ("Штрихкод", "Штрих-код", "Штрих код", "Штрихкоды", "EAN", "EAN13", "EAN-13",
+                "Barcode", "GTIN", "UPC", "ШК"),
+    "unit": ("Ед. изм.", "Единица измерения", "Ед.", "Единица", "Unit", "UOM"),
+    "pack": ("Упаковка", "В упаковке", "Кол-во в упаковке", "Кратность", "Фасовка", "Pack",
+             "Pack size", "Package"),
+    "min_order": ("Мин. партия", "Мин. заказ", "Минимальный заказ", "Минимальная партия",
+                  "MOQ", "Min order", "Minimum order"),
 }  # fmt: skip
 # Synonyms that name their field only sometimes ("Описание" may be a long text beside
 # the name, "Опт" a second price, "Наличие" a yes/no): any other synonym of the field
@@ -22,16 +37,44 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 # "Название товара" is the name beside "Описание". Within one strength, an exact match
 # beats a prefix, a prefix beats words inside, and then the synonyms' order decides.
 WEAK: dict[str, frozenset[str]] = {
-    "sku": frozenset({"Код"}),
+    "sku": frozenset({"Код", "Code"}),
     "name": frozenset({"Товар", "Description", "Product", "Описание"}),
-    "price": frozenset({"Опт", "Розница"}),
-    "quantity": frozenset({"Наличие"}),
+    "price": frozenset({"Опт", "Розница", "РРЦ", "МРЦ", "RRP", "Wholesale", "Retail"}),
+    "quantity": frozenset({"Наличие", "Склад"}),
+    "article": frozenset({"Арт."}),
+    "unit": frozenset({"Единица"}),
 }
 # A header that names one of these is never that field, whatever else it says:
-# "Штрих-код" is a barcode, not the supplier's code.
+# "Штрих-код" is a barcode, not the supplier's code; "Код производителя" the maker's
+# article; "Кол-во в упаковке" a pack size, not the stock.
 EXCLUDE: dict[str, tuple[str, ...]] = {
-    "sku": ("штрих", "штрихкод", "ean", "barcode", "gtin"),
+    "sku": ("штрих", "штрихкод", "ean", "barcode", "gtin", "производ", "изготов",
+            "manufactur", "vendor", "brand", "бренд", "оквэд", "окп", "тн"),
+    "article": ("поставщ", "supplier"),
+    "quantity": ("упак", "кратн", "мин", "pack", "moq", "min", "minimum"),
+    "brand": ("страна", "country"),
+    "price": ("сумма", "итого"),
+}  # fmt: skip
+
+# Price types a price column's header names (a word starting so): an extra price
+# column is kept under its type's code when the config maps none (pricefeed keeps
+# these codes as PriceType rows).
+PRICE_TYPE_STEMS: dict[str, tuple[str, ...]] = {
+    "rrp": ("ррц", "мрц", "rrp", "msrp", "рекоменд"),
+    "retail": ("розн", "retail"),
+    "opt": ("опт", "дилер", "wholesale", "dealer"),
 }
+
+
+def price_type_of(header: str) -> str:
+    """The price type code a normalised price header names ("Цена розн." -> "retail"),
+    or ""."""
+    words = header.split()
+    for code, stems in PRICE_TYPE_STEMS.items():
+        if any(w.startswith(stem) for w in words for stem in stems):
+            return code
+    return ""
+
 
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -50,7 +93,7 @@ _NORM_SYNONYMS = {
 }
 
 
-def _score(header: str, field: str) -> tuple[int, int, int] | None:
+def score(header: str, field: str) -> tuple[int, int, int] | None:
     """How well a normalised header names ``field``: (1 strong | 0 weak synonym, 3 exact
     | 2 starts with | 1 contains as whole words, -synonym rank), or None."""
     if not header:
@@ -87,9 +130,9 @@ def map_by_synonyms(cells: list[str], taken: dict[str, int]) -> dict[str, int]:
         for col, cell in enumerate(cells):
             if col in used:
                 continue
-            score = _score(cell, field)
-            if score:
-                candidates.append((score, -col, field, col))
+            found = score(cell, field)
+            if found:
+                candidates.append((found, -col, field, col))
     candidates.sort(reverse=True)
     out: dict[str, int] = {}
     for _rank, _left, field, col in candidates:

@@ -32,6 +32,10 @@ RECORD_TOO_LONG = gettext_noop(
     "line %(line)s: a record longer than %(limit)s characters (%(setting)s): not read"
 )
 ABOVE_THE_DATA = gettext_noop("%(problem)s (above the data)")
+# A row warning: the row is stored, its invalid barcodes kept apart (barcodes_invalid).
+BARCODE_INVALID = gettext_noop("invalid barcode(s) %(codes)s: kept apart, not used for matching")
+# A warning: a configured price or stock column the table does not have.
+EXTRA_COLUMN_MISSING = gettext_noop("column %(column)s for %(what)s is not in the table: not read")
 # A warning: a configured one- or two-letter column ("ID") that the header row has as a
 # header text is read as that header, not as the column with that letter.
 LETTER_READ_AS_HEADER = gettext_noop(

@@ -40,10 +40,12 @@ from .types import (
     CURRENCY_MAX_LENGTH,
     SKU_MAX_LENGTH,
     ColumnCuts,
+    ExtraColumns,
     Limits,
     Row,
     RowBlock,
 )
+from .values import read_stock
 
 _DIGITS = frozenset("0123456789")
 ABSENT = 1 << 30  # column index of a field that is not mapped: always past the row's end
@@ -143,6 +145,15 @@ class RowContext:
         # Workbooks: quantity cells already read, as Decimal or, for a block sink, as
         # text (a stock figure repeats across the whole file, not only in one chunk).
         self.typed_qcache: dict[object, Decimal | str | None] = {}
+        # What a stock cell's text reads as (">50" is 50, "нет" 0: values.read_stock).
+        self.quantity: Callable[[str], Decimal | None] = lambda text: read_stock(text, num)[0]
+        # Values beyond FIELDS (extras.ExtraPlan; None: the file has no such column, and
+        # only headings or stock text may give some), and where they went without a
+        # sink that takes them.
+        self.extra: Any = None
+        self.extras: list[ExtraColumns] = []
+        self.row_warnings: list[tuple[int, str]] = []
+        self.warned = 0
         self.sink = sink
         # The text column path hands such a sink RowBlocks instead of row tuples.
         self.blocks = callable(getattr(sink, "take_block", None))
@@ -220,6 +231,21 @@ class RowContext:
         if len(self.rows) >= self.flush_at:
             self.flush()
 
+    def take_extras(self, extras: ExtraColumns) -> None:
+        """A chunk's values beyond FIELDS: to a sink that takes them (before the rows
+        they belong to), kept without a sink."""
+        take = getattr(self.sink, "take_extras", None)
+        if take is not None:
+            take(extras)
+        elif self.sink is None:
+            self.extras.append(extras)
+
+    def warn(self, row_number: int, reason: str) -> None:
+        """A row stored with something to say (an invalid barcode)."""
+        self.warned += 1
+        if len(self.row_warnings) < self.limits.max_errors:
+            self.row_warnings.append((row_number, reason))
+
     def error(self, row_number: int, reason: str, sku: str = "") -> None:
         """A failed row, and its SKU when it has one (a PARTIAL import keeps that SKU's
         value in the catalogue)."""
@@ -243,7 +269,7 @@ class RowContext:
         for index, price, quantity in self.ambiguous:
             r = self.rows[index]
             new_price = num.read(price)[0] if isinstance(price, str) else r[3]
-            new_qty = num.quantity(quantity) if isinstance(quantity, str) and quantity else r[5]
+            new_qty = self.quantity(quantity) if isinstance(quantity, str) and quantity else r[5]
             self.rows[index] = (r[0], r[1], r[2], new_price, r[4], new_qty)
 
 
@@ -316,6 +342,7 @@ def _in_chunks(
     rn = row_number - 1
     width = ctx.limits.max_columns
     check = ctx.deadline.check
+    extra = ctx.extra
     while chunk := list(islice(rows, TEXT_CHUNK)):
         check(Text(m.AT_ROW, row=rn + 1))
         # all(map(any, …)) runs in C and stops at a row's first non-empty cell: about
@@ -330,6 +357,8 @@ def _in_chunks(
             first = rn + start
             if max(map(len, part)) > width:
                 part = cut_rows(part, first + 1, width, ctx.cuts)
+            if extra is not None:
+                extra.take(part, first + 1, ctx)
             if not by_columns(part, first, ctx):
                 by_rows(part, first + 1, ctx)
         rn += len(chunk)
@@ -382,9 +411,17 @@ def read_plain_rows(
     rn = row_number - 1 + len(rows)
     picks = _picks(ctx)
     check = ctx.deadline.check
+    extra = ctx.extra
+    # The columns the extra values are read from, after the five of _picks.
+    more = extra.wanted if extra is not None else []
     for text in source.texts:
         check(Text(m.AT_ROW, row=rn + 1))
-        columns = source.columns_of(text, picks) if ctx.num.decimal is not None else None
+        columns = source.columns_of(text, (*picks, *more)) if ctx.num.decimal is not None else None
+        if columns is not None and more:
+            extra.take_columns(
+                dict(zip(more, columns[5:], strict=True)), len(columns[0]), rn + 1, ctx
+            )
+            columns = columns[:5]
         if columns is not None and _convert_text_columns(len(columns[0]), columns, rn, ctx):
             rn += len(columns[0])
             source.line_num += len(columns[0])
@@ -468,7 +505,7 @@ def _convert_text_columns(count: int, columns: list, row_no: int, ctx: RowContex
         missing = set(qty_texts).difference(cache)
         lookup: dict = cache
         if missing:
-            quantity = ctx.num.quantity
+            quantity = ctx.quantity
             lookup = dict(cache)
             for qty_text in missing:
                 qty = quantity(qty_text) if qty_text else None
@@ -527,7 +564,7 @@ def _text_rows(rows: Iterable[list[str]], row_number: int, ctx: RowContext) -> N
     append = out.append
     numbers = ctx.num
     read = numbers.read
-    quantity = numbers.quantity
+    quantity = ctx.quantity
     default_currency = ctx.currency
     max_rows = ctx.limits.max_rows
     qcache = ctx.qcache
@@ -978,7 +1015,7 @@ def _rows_typed(rows: Iterable[list], row_number: int, ctx: RowContext) -> None:
         elif qty_type is int:
             qty = _typed_quantity(qty_cell)
         elif qty_type is str and qty_cell.strip():
-            qty = numbers.quantity(qty_cell.strip())
+            qty = ctx.quantity(qty_cell.strip())
         else:
             qty = None
         if currency is None:

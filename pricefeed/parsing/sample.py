@@ -13,7 +13,7 @@ from core.storedtext import text_of
 from .archives import expand
 from .errors import ParseError
 from .reader import parse
-from .types import Limits, ParsedFile, ParseOptions, Row
+from .types import ExtraColumns, Limits, ParsedFile, ParseOptions, Row
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Sampled:
     parsed: ParsedFile | None = None
     error: str = ""
     rows: list[Row] = field(default_factory=list)
+    # The values beyond FIELDS of those rows: row number -> ExtraColumns.row().
+    extras: dict[int, dict] = field(default_factory=dict)
 
 
 class FirstRows:
@@ -34,10 +36,25 @@ class FirstRows:
     def __init__(self, count: int) -> None:
         self.count = count
         self.rows: list[Row] = []
+        self.chunks: list[ExtraColumns] = []
 
     def __call__(self, rows: list[Row]) -> None:
         if len(self.rows) < self.count:
             self.rows.extend(rows[: self.count - len(self.rows)])  # a copy: parse reuses it
+
+    def take_extras(self, extras: ExtraColumns) -> None:
+        if len(self.rows) < self.count:
+            self.chunks.append(extras)
+
+    def extras(self) -> dict[int, dict]:
+        """The extra values of the rows kept (the last read of a row wins)."""
+        out: dict[int, dict] = {}
+        for row in self.rows:
+            for chunk in reversed(self.chunks):
+                if chunk.first_row <= row[0] < chunk.first_row + chunk.count:
+                    out[row[0]] = chunk.row(row[0])
+                    break
+        return out
 
 
 def sample(
@@ -59,5 +76,5 @@ def sample(
         except ParseError as exc:
             results.append(Sampled(name, error=text_of(exc)))
             continue
-        results.append(Sampled(name, parsed=parsed, rows=first.rows))
+        results.append(Sampled(name, parsed=parsed, rows=first.rows, extras=first.extras()))
     return results

@@ -21,6 +21,7 @@ from .errors import (
     NoHeaderRow,
     ParseError,
 )
+from .extras import ExtraPlan
 from .headers import (
     SCAN_ROWS,
     SYNONYMS,
@@ -28,6 +29,8 @@ from .headers import (
     combine,
     map_by_synonyms,
     norm,
+    price_type_of,
+    score,
 )
 from .numbers import (
     NumberReader,
@@ -46,13 +49,18 @@ from .rows import (
     read_workbook_rows,
 )
 from .types import (
+    ALL_FIELDS,
+    EXTRA_FIELDS,
     FIELDS,
+    MAX_WAREHOUSES,
     REQUIRED_FIELDS,
     ColumnCuts,
     Limits,
     ParsedFile,
     ParseOptions,
     index_to_letter,
+    is_column_letter,
+    letter_to_index,
     limit_name,
 )
 
@@ -170,6 +178,7 @@ def read_table(
         nul=nul,
         positive=not options.allow_nonpositive,
     )
+    extra_warnings = _plan_extras(header, options, table.col_offset, ctx)
     first = header.row + 1
     if header.row < 0:  # no header: data starts at the first row with a number as price
         first = first_priced_row(texts, cols["price"])
@@ -185,6 +194,7 @@ def read_table(
     warnings = _letters_read_as_headers(
         header, options, table.col_offset, max(map(len, texts), default=0)
     )
+    warnings += extra_warnings
     warnings += _report_unread_rows(table.marked, first, ctx)
     for more in (ctx.cuts, table.cuts):
         if more is not None:
@@ -209,6 +219,9 @@ def read_table(
         skipped_totals=ctx.totals,
         warnings=warnings,
         failed_skus=ctx.failed_skus,
+        extras=ctx.extras,
+        row_warnings=ctx.row_warnings,
+        rows_warned=ctx.warned,
     )
 
 
@@ -321,6 +334,9 @@ class _Wanted:
                 columns[f] = c
                 by_letter.add(f)
         synonyms = map_by_synonyms(normed, columns)
+        if "sku" not in columns and "sku" not in synonyms and "article" in synonyms:
+            # No code column: the maker's article is the SKU (and not an article too).
+            synonyms["sku"] = synonyms.pop("article")
         columns.update(synonyms)
         header = Header(last, columns, {}, cells, frozenset(by_letter))
         if self.configured:
@@ -355,9 +371,21 @@ def _header_candidates(texts: list[list[str]], i: int) -> list[tuple[int, list[s
     header ("Цены" over "Опт | Розница") has a top line of several cells; a one-cell
     title directly above the header is not part of it."""
     candidates = [(i, texts[i])]
-    if i + 1 < len(texts) and _header_like(texts[i + 1]) and sum(1 for c in texts[i] if c) >= 2:
+    if i + 1 < len(texts) and _header_like(texts[i + 1]) and _header_top_like(texts[i]):
         candidates.append((i + 1, combine(texts[i], texts[i + 1])))
     return candidates
+
+
+def _header_top_like(row: list[str]) -> bool:
+    """A line that can be the top of a two-line header: at least two distinct texts
+    (a title merged across the row reads as one text in every cell), none of them a
+    number or a sentence ("Дилерский прайс-лист. Цены в рублях с НДС")."""
+    distinct = {c for c in row if c}
+    return (
+        len(distinct) >= 2
+        and not any(_NUMBERISH.fullmatch(c) for c in distinct)
+        and not any(len(c) > 40 or ". " in c for c in distinct)
+    )
 
 
 def _header_like(row: list[str]) -> bool:
@@ -374,7 +402,7 @@ def _finish_header(header: Header, options: ParseOptions) -> Header:
     if missing:
         _raise_missing(header, options)
     texts = {}
-    for f in FIELDS:
+    for f in ALL_FIELDS:
         if f not in header.columns:
             continue
         if f in header.by_letter:
@@ -414,6 +442,10 @@ def _letters_read_as_headers(
     return out
 
 
+# A missing SKU: the supplier's code, or the maker's article when there is none.
+_MISSING_EXAMPLES = {"sku": ("Код товара", "Код", "Артикул", "SKU")}
+
+
 def _raise_missing(header: Header, options: ParseOptions) -> None:
     configured = options.column_texts()
     normed = [norm(c) for c in header.cells]
@@ -423,10 +455,90 @@ def _raise_missing(header: Header, options: ParseOptions) -> None:
             missing.append(f"{f} ('{text}')")
     for f in REQUIRED_FIELDS:
         if f not in header.columns and f not in configured:
-            examples = ", ".join(SYNONYMS[f][:4])
+            examples = ", ".join(_MISSING_EXAMPLES.get(f, SYNONYMS[f][:4]))
             missing.append(Text(m.MISSING_EXAMPLES, field=f, examples=examples))
     seen = [c for c in header.cells if c][:20]
     cells = ", ".join(f"'{c}'" for c in seen) or m.NO_CELLS
     raise MissingColumns(
         Text(m.MISSING_COLUMNS, missing="; ".join(missing), row=header.row + 1, cells=cells)
     )
+
+
+# --- extra values ---------------------------------------------------------------------
+
+
+def _plan_extras(header: Header, options: ParseOptions, col_offset: int, ctx) -> list[str]:
+    """Sets ctx.extra, the columns of the values beyond FIELDS (extras.ExtraPlan): the
+    extra fields the header has, the price and stock columns the options map or, when
+    they map none, those the header names (a price column of a known type: "РРЦ",
+    "Цена розн."; two or more stock columns: each a warehouse, by its header).
+    Returns warnings for mapped price and stock columns that are not in the table."""
+    cols = header.columns
+    normed = [norm(c) for c in header.cells]
+    used = set(cols.values())
+    warnings: list[str] = []
+
+    def find(value: str) -> int:
+        text = norm(value)
+        if text in normed:
+            return normed.index(text)
+        if is_column_letter(value):
+            return letter_to_index(value.strip()) - col_offset
+        return -1
+
+    prices: list[tuple[str, int, str]] = []
+    if options.prices:
+        for code, value in options.prices.items():
+            col = find(value)
+            if col < 0:
+                warnings.append(Text(m.EXTRA_COLUMN_MISSING, column=repr(value), what=code))
+                continue
+            fixed = options.price_currencies.get(code, "").strip()
+            if not fixed and 0 <= col < len(header.cells):
+                fixed = currency_in_text(header.cells[col]) or ""
+            prices.append((code, col, fixed))
+            header.texts[f"price.{code}"] = (
+                header.cells[col] if 0 <= col < len(header.cells) else value.strip().upper()
+            )
+    elif header.row >= 0:
+        main = price_type_of(normed[cols["price"]]) if cols["price"] < len(normed) else ""
+        seen = {main} if main else set()
+        for col, text in enumerate(normed):
+            if col in used or not score(text, "price"):
+                continue
+            code = price_type_of(text)
+            if code and code not in seen:
+                seen.add(code)
+                prices.append((code, col, currency_in_text(header.cells[col]) or ""))
+                header.texts[f"price.{code}"] = header.cells[col]
+    stocks: list[tuple[str, int]] = []
+    if options.stocks:
+        for warehouse, value in options.stocks.items():
+            col = find(value)
+            if col < 0:
+                warnings.append(Text(m.EXTRA_COLUMN_MISSING, column=repr(value), what=warehouse))
+                continue
+            stocks.append((warehouse, col))
+    elif header.row >= 0 and "quantity" in cols:
+        more = [
+            col
+            for col, text in enumerate(normed)
+            if col not in used and (found := score(text, "quantity")) and found[0]
+        ]
+        if more:
+            for col in [cols["quantity"], *more][:MAX_WAREHOUSES]:
+                if col < len(header.cells):
+                    stocks.append((header.cells[col].replace("\x00", "").strip()[:100], col))
+    for warehouse, col in stocks:
+        header.texts[f"stock.{warehouse}"] = (
+            header.cells[col] if 0 <= col < len(header.cells) else index_to_letter(col)
+        )
+    ctx.extra = ExtraPlan(
+        columns={f: cols[f] for f in EXTRA_FIELDS if f in cols and cols[f] != ABSENT},
+        prices=[(code, col, fixed) for code, col, fixed in prices if col >= 0],
+        stocks=[(w, col) for w, col in stocks if col >= 0],
+        core=ctx.columns,
+        num=ctx.num,
+        default_currency=ctx.currency,
+    )
+    return warnings

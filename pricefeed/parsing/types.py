@@ -12,6 +12,31 @@ from core.storedtext import Text
 from . import messages as m
 
 FIELDS = ("sku", "name", "price", "currency", "quantity")
+# Columns a config may map besides FIELDS (headers.SYNONYMS knows their names): what
+# rows carry in ExtraColumns.
+EXTRA_FIELDS = ("article", "brand", "barcode", "unit", "pack", "min_order")
+ALL_FIELDS = FIELDS + EXTRA_FIELDS
+# The values ExtraColumns holds, by the PriceItem column each is stored in.
+EXTRA_VALUES = (
+    "brand",
+    "article",
+    "barcodes",
+    "barcodes_invalid",
+    "unit",
+    "pack",
+    "min_order",
+    "category",
+    "stock_text",
+    "stock_kind",
+    "prices",
+    "stocks",
+)
+TEXT_MAX_LENGTH = 255  # brand, article, stock text: varchar(255), cut to it
+# Other prices and warehouses a row may have: each is a JSON value in every row, and a
+# header of a thousand stock columns must not make every row a thousand-entry object.
+MAX_PRICE_TYPES = 32
+MAX_WAREHOUSES = 32
+UNIT_MAX_LENGTH = 50
 REQUIRED_FIELDS = ("sku", "price")
 NUMBER_FORMATS = ("auto", "comma", "dot")
 
@@ -134,6 +159,12 @@ class ParseOptions:
     """
 
     columns: dict[str, str] = field(default_factory=dict)
+    # Price columns besides the main one: price type code -> header text or letter,
+    # and the currency of each (code -> "USD"; none: the row's).
+    prices: dict[str, str] = field(default_factory=dict)
+    price_currencies: dict[str, str] = field(default_factory=dict)
+    # Stock columns per warehouse: warehouse name -> header text or letter.
+    stocks: dict[str, str] = field(default_factory=dict)
     sheet: str = ""
     number_format: str = "auto"
     default_currency: str = ""
@@ -141,12 +172,16 @@ class ParseOptions:
     allow_nonpositive: bool = True
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.columns) - set(FIELDS))
+        unknown = sorted(set(self.columns) - set(ALL_FIELDS))
         if unknown:
             raise ValueError(
-                f"unknown column field(s) {', '.join(unknown)}; known: {', '.join(FIELDS)}"
+                f"unknown column field(s) {', '.join(unknown)}; known: {', '.join(ALL_FIELDS)}"
             )
-        for name, value in self.columns.items():
+        if len(self.prices) > MAX_PRICE_TYPES or len(self.stocks) > MAX_WAREHOUSES:
+            raise ValueError(
+                f"at most {MAX_PRICE_TYPES} price columns and {MAX_WAREHOUSES} warehouses"
+            )
+        for name, value in (*self.columns.items(), *self.prices.items(), *self.stocks.items()):
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"column for {name} must be a header text or a letter")
         if self.number_format not in NUMBER_FORMATS:
@@ -169,6 +204,10 @@ class ParseOptions:
         """Fields given as header text -> that text."""
         letters = self.column_letters()
         return {k: v.strip() for k, v in self.columns.items() if k not in letters}
+
+
+def is_column_letter(value: str) -> bool:
+    return bool(_COLUMN_LETTER.fullmatch(value.strip()))
 
 
 def letter_to_index(letter: str) -> int:
@@ -242,6 +281,30 @@ class RowBlock:
 
 
 @dataclass
+class ExtraColumns:
+    """The values beyond FIELDS of ``count`` consecutive table rows from ``first_row``
+    (a chunk as read: rows that turn out to be errors or headings have values too,
+    never used). ``values``: an EXTRA_VALUES name -> one value per row, only for the
+    values the file has: str for brand, article, unit, category, stock_text and
+    stock_kind (values.STOCK_KINDS or ""); lists of str for barcodes (valid, digits:
+    values.normalise_barcode) and barcodes_invalid; Decimal or None for pack and
+    min_order; a dict or None for prices (price type code -> {"price": decimal text,
+    "currency": code}) and stocks (warehouse -> {"quantity": decimal text or None,
+    and "kind", "text" when the cell was not a plain figure}).
+
+    parse() hands them to a sink with a ``take_extras`` method before the rows they
+    belong to; without a sink they are in ParsedFile.extras."""
+
+    first_row: int
+    count: int
+    values: dict[str, list]
+
+    def row(self, row_number: int) -> dict[str, object]:
+        i = row_number - self.first_row
+        return {k: v[i] for k, v in self.values.items()}
+
+
+@dataclass
 class ParsedFile:
     """Typed rows of one price list.
 
@@ -274,6 +337,20 @@ class ParsedFile:
     # Good rows; equal to len(rows) unless parse() handed them to a sink.
     rows_ok: int = -1
     warnings: list[str] = field(default_factory=list)
+    # Values beyond FIELDS (ExtraColumns), when parse() had no sink to hand them to.
+    extras: list[ExtraColumns] = field(default_factory=list)
+    # Rows stored with something to say, (row_number, reason) (an invalid barcode), at
+    # most Limits.max_errors of them; ``rows_warned`` counts them all.
+    row_warnings: list[tuple[int, str]] = field(default_factory=list)
+    rows_warned: int = 0
+
+    def extra(self, row_number: int) -> dict[str, object]:
+        """The values beyond FIELDS of a row ({} when it has none); a row read twice
+        (the quote-free path gives a text back to the row loop) has its last values."""
+        for chunk in reversed(self.extras):
+            if chunk.first_row <= row_number < chunk.first_row + chunk.count:
+                return chunk.row(row_number)
+        return {}
 
     def __post_init__(self) -> None:
         if self.rows_ok < 0:

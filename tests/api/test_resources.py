@@ -114,6 +114,19 @@ def test_an_imports_items_are_walked_once_each_in_file_order_without_offset(api,
         "price": "7.0000",
         "currency": "RUB",  # from the header "Цена, руб."
         "quantity": "0.0000",
+        # The columns this list does not have, empty.
+        "brand": "",
+        "article": "",
+        "barcodes": [],
+        "barcodes_invalid": [],
+        "unit": "",
+        "pack": None,
+        "min_order": None,
+        "category": "",
+        "stock_text": "",
+        "stock_kind": "",
+        "prices": {},
+        "stocks": {},
     }
     assert not [q for q in sql if " OFFSET " in q.upper()]
 

@@ -127,3 +127,39 @@ def test_a_reader_dying_in_the_child_ends_the_preview_with_why(config, settings)
 
     assert result.parsed is None
     assert "ended without a result" in result.error or "needs more than" in result.error
+
+
+def test_the_preview_shows_every_column_of_a_rich_list_in_russian(admin_client, config):
+    from tests.fixtures import price_layouts
+
+    url = reverse("admin:pricefeed_pricelistconfig_preview", args=[config.pk])
+    upload = SimpleUploadedFile("dealer.xlsx", price_layouts.dealer_xlsx())
+    response = admin_client.post(url, {"file": upload}, HTTP_ACCEPT_LANGUAGE="ru")
+
+    content = response.content.decode()
+    (result,) = response.context["results"]
+    headers, rows = result.table
+    assert headers == [
+        "артикул производителя",
+        "бренд",
+        "штрихкоды",
+        "неверные штрихкоды",
+        "единица измерения",
+        "категория",
+        "остаток как в файле",
+        "цена: Розница",
+        "цена: РРЦ",
+    ]
+    assert rows[0][6:] == [
+        "DIN933-M8",
+        "Bossard",
+        f"{price_layouts.GOOD_EAN}, {price_layouts.GOOD_EAN_2}",
+        "",
+        "шт",
+        "Крепёж / Болты",
+        ">50",
+        "14",
+        "15.00",
+    ]
+    assert "цена: РРЦ" in content and "Крепёж / Болты" in content
+    assert price_layouts.BAD_EAN in content  # the row warning

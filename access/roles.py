@@ -64,7 +64,6 @@ VIEW = frozenset(
         "pricefeed.view_priceimport",
         "pricefeed.view_priceitem",
         "pricefeed.view_catalogueentry",
-        "pricefeed.view_pricetype",
         "outbox.view_outboxevent",
         "notifications.view_subscription",
         "notifications.view_notification",

@@ -5,6 +5,7 @@ every proposed link of a page at once, and opens the products' admin pages."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -31,19 +32,13 @@ WAIT_MS = 60_000
 
 
 def assert_product_page_shows_both_suppliers_offers(text: str, *, suppliers: tuple[str, str]):
-    r"""The page of our bolt (П-0001), linked to a line of each of ``suppliers`` (config
-    names: N-1 of Север, S-1 of Юг), as the browser shows it (``text``).
-
-    The product page and its offers are products/admin.py's (the loading work, merged
-    separately). Once merged, add (checked against that page on a trial merge; each
-    line of two_suppliers costs 10,00 RUB, quantity 5)::
-
-        assert "Предложения поставщиков" in text
-        for supplier, sku in zip(suppliers, ("N-1", "S-1"), strict=True):
-            assert re.search(rf"{supplier}\s+{sku}\s+10,00\s+RUB\s+5\b", text), text
-
-    Until then the review queue's own part is asserted: the page is our bolt's."""
+    """The page of our bolt (П-0001), linked to a line of each of ``suppliers`` (config
+    names: N-1 of Север, S-1 of Юг), as the browser shows it (``text``): each supplier's
+    offer, 10,00 RUB and 5 in stock."""
     assert "П-0001" in text
+    assert "Предложения поставщиков" in text
+    for supplier, sku in zip(suppliers, ("N-1", "S-1"), strict=True):
+        assert re.search(rf"{supplier}\s+{sku}\s+10,00\s+RUB\s+5\b", text), text
 
 
 def test_an_operator_reviews_links_in_russian_with_the_keyboard_and_the_bulk_button(

@@ -228,7 +228,7 @@ class PriceListConfigForm(forms.ModelForm):
                     "header row has a header of that text (such as “ID”): then that header."
                 ),
                 _(
-                    "Also article, brand, barcode, unit, pack and min_order; "
+                    'Also "article", "brand", "barcode", "unit", "pack" and "min_order"; '
                     '"prices": the price columns besides the main one by price type, '
                     'e.g. {"rrp": "РРЦ", "retail": {"column": "H", "currency": "USD"}}; '
                     '"stocks": stock per warehouse, e.g. {"Москва": "Остаток МСК"}. '

@@ -25,6 +25,7 @@ class Migration(migrations.Migration):
                 ('made_from', models.DateTimeField()),
             ],
             options={
+                'default_permissions': (),
                 'indexes': [django.contrib.postgres.indexes.GinIndex(fields=['name_key'], name='productkey_name_trgm', opclasses=['gin_trgm_ops']), django.contrib.postgres.indexes.HashIndex(fields=['name_key'], name='productkey_name_exact')],
             },
         ),
@@ -36,6 +37,7 @@ class Migration(migrations.Migration):
                 ('product', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='products.product')),
             ],
             options={
+                'default_permissions': (),
                 'indexes': [models.Index(fields=['product'], name='matchtoken_product')],
             },
         ),

@@ -2,6 +2,9 @@
 
 from django.db import migrations
 
+# 0002 makes both models without permissions already; this records the same options
+# for databases that ran an earlier 0002 (permissions made then stay unused).
+
 
 class Migration(migrations.Migration):
 

@@ -29,6 +29,7 @@ from api.tokens import token_create
 from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
+from pricefeed.models import PriceType
 from tests.factories import receive, run_all
 from tests.products.review_data import review_trouble
 from tests.requirements import require_chromium
@@ -45,16 +46,18 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # protocols, formats and encodings (IMAP, SMTP, TLS, MIME, CSV, xlsx, PDF, JSON, zip,
 # cp1251), what they define (UID, UIDVALIDITY, Message-ID, INBOX, From,
 # Authentication-Results, DKIM, DMARC, SPF), identifiers (SKU, SHA-256, URL, API, ID,
-# PID, ISO, IANA, UTC, the ISO 4217 code RUB), the percentiles' notation (p50, p95),
-# JSON's null, what Django's own Russian help names (the keys Control, Command, Mac;
+# PID, ISO, IANA, UTC, the ISO 4217 codes RUB and USD, the barcode standards EAN-8,
+# EAN-13, UPC-A and GTIN-14), the percentiles' notation (p50, p95), JSON's null, true
+# and false, what Django's own Russian help names (the keys Control, Command, Mac;
 # LDAP), the product's name, "e-mail" as Russian writes it, the language switcher's
 # "English", the command names of the processes (fleet.ProcessKind).
 TECHNICAL = {
     "IMAP", "SMTP", "TLS", "SSL", "STARTTLS", "MIME", "CSV", "csv", "xlsx", "xls", "PDF",
     "pdf", "JSON", "zip", "gzip", "tar", "cp1251", "UID", "UIDVALIDITY", "Message-ID",
     "INBOX", "From", "Authentication-Results", "authserv-id", "DKIM", "DMARC", "SPF",
-    "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "p50", "p95",
-    "null", "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
+    "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "USD", "EAN-8",
+    "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
+    "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time
@@ -90,6 +93,8 @@ FIXTURES = [
     r"\bqcluster:\S+",
     r"\borm:default\b",
     r"\bnot a price list\b",
+    # The codes of the usual price types (pricefeed 0016): identifiers, as SKUs are.
+    r"\b(?:opt|retail|rrp)\b",
     rf"\b{re.escape(socket.gethostname())}\b",
 ]
 LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*")
@@ -156,8 +161,8 @@ VISIBLE_TEXT = """() => {
 def more_trouble() -> None:
     """What trouble_of_every_kind lacks for a page of every model: a broken workbook (a
     stored reason of ours around a library's error), an outbox event given up on, an API
-    token, a group, a schedule, django-q2's task records, and our products with a
-    supplier line's link to one and a line proposed for review."""
+    token, a group, a schedule, django-q2's task records, a price type, and our products
+    with a supplier line's link to one and a line proposed for review."""
     mailbox = Mailbox.objects.first()
     assert mailbox is not None
     message = receive(mailbox, [("книга.xlsx", b"PK\x03\x04 not a workbook")], subject="Прайс")
@@ -172,6 +177,8 @@ def more_trouble() -> None:
     schedule("pricefeed.overdue.overdue_sweep", name="Проверка опозданий", minutes=5)
     async_task("pricefeed.overdue.overdue_sweep", sync=False)  # waits in the ORM queue
     review_trouble()
+    # The usual price types (pricefeed 0016 makes them; the test database was flushed).
+    PriceType.objects.get_or_create(code="rrp", defaults={"name": "РРЦ"})
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",

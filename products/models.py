@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
@@ -55,7 +54,9 @@ class Product(models.Model):
         verbose_name = _("product")
         verbose_name_plural = _("products")
         ordering = ["own_code"]
-        indexes = [GinIndex(fields=["barcodes"], name="product_barcodes")]
+        # No index on barcodes: matching finds a product by barcode through its tokens,
+        # and the admin's search ORs the barcode with a name substring (a scan either
+        # way); a GIN index was used by no plan and cost a million-product load ~8 s.
 
     def __str__(self) -> str:
         return f"{self.own_code} {self.name}"

@@ -221,7 +221,7 @@ def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
     cursor.execute(DIFF.format(join="FULL" if retiring else "LEFT"))
     cursor.execute("ANALYZE product_diff")
     cursor.execute(COUNT_REACTIVATED)
-    result.reactivated = _one(cursor.fetchone())
+    (result.reactivated,) = cursor.fetchone()
     cursor.execute(UPDATE_CHANGED)
     result.changed = cursor.rowcount
     cursor.execute(INSERT_ADDED)

@@ -1,7 +1,8 @@
 """Loading our catalogue: a file's products (products.loaders) into Product, set-based.
 
-The file's products are COPYed, as they are read, into a temporary table; then three
-statements do the rest in the database, in one transaction:
+The file's products are COPYed, as they are read, into a temporary table; one join of
+it with our products keeps aside what the load changes (``DIFF``), and three statements
+apply that, in the database, in one transaction:
 
 - **changed**: a product of ours whose values differ from the file's (or that was
   retired and is listed again: active again) gets the file's values;
@@ -107,35 +108,40 @@ COPY_LOAD = f"COPY product_load ({COLUMNS}) FROM STDIN"
 # created_at and updated_at: their database default, now().
 COPY_FIRST = f"COPY {TABLE} ({COLUMNS}) FROM STDIN"
 
-# One join of the file with our products: the ones whose values differ, or that are
-# retired, get the file's values (and are active again).
+# One pass over the file and our products (a hash join, FULL on a reload that retires,
+# LEFT otherwise) keeps aside only what the load changes: the codes to add ('a'), the
+# products whose values differ or that are retired and listed again ('c'), and, FULL,
+# the active products the file does not list ('r'). The three statements that follow
+# read that small table, not the file again (each anti-join of the file with our
+# products cost as much as this whole pass).
+DIFF = f"""
+CREATE TEMP TABLE product_diff ON COMMIT DROP AS
+SELECT CASE WHEN p.id IS NULL THEN 'a' WHEN l.own_code IS NULL THEN 'r' ELSE 'c' END AS kind,
+       p.id, coalesce(l.own_code, p.own_code) AS own_code, p.retired_at IS NOT NULL AS was_retired,
+       l.name, l.brand, l.article, l.barcodes, l.unit, l.category
+FROM product_load l {{join}} JOIN {TABLE} p ON p.own_code = l.own_code
+WHERE p.id IS NULL
+   OR (l.own_code IS NULL AND p.retired_at IS NULL)
+   OR (l.own_code IS NOT NULL AND (
+        p.retired_at IS NOT NULL
+        OR (p.name, p.brand, p.article, p.barcodes, p.unit, p.category)
+           IS DISTINCT FROM (l.name, l.brand, l.article, l.barcodes, l.unit, l.category)))
+"""
+COUNT_REACTIVATED = "SELECT count(*) FROM product_diff WHERE kind = 'c' AND was_retired"
 UPDATE_CHANGED = f"""
-WITH changed AS (
-    SELECT p.id, l.name, l.brand, l.article, l.barcodes, l.unit, l.category,
-           p.retired_at IS NOT NULL AS was_retired
-    FROM product_load l JOIN {TABLE} p ON p.own_code = l.own_code
-    WHERE p.retired_at IS NOT NULL
-       OR (p.name, p.brand, p.article, p.barcodes, p.unit, p.category)
-          IS DISTINCT FROM (l.name, l.brand, l.article, l.barcodes, l.unit, l.category)
-), done AS (
-    UPDATE {TABLE} p
-    SET name = c.name, brand = c.brand, article = c.article, barcodes = c.barcodes,
-        unit = c.unit, category = c.category, retired_at = NULL, updated_at = now()
-    FROM changed c WHERE p.id = c.id
-    RETURNING c.was_retired
-)
-SELECT count(*), count(*) FILTER (WHERE was_retired) FROM done
+UPDATE {TABLE} p
+SET name = d.name, brand = d.brand, article = d.article, barcodes = d.barcodes,
+    unit = d.unit, category = d.category, retired_at = NULL, updated_at = now()
+FROM product_diff d WHERE d.kind = 'c' AND p.id = d.id
 """
 INSERT_ADDED = f"""
 INSERT INTO {TABLE} ({COLUMNS}, created_at, updated_at)
-SELECT {COLUMNS}, now(), now() FROM product_load l
-WHERE NOT EXISTS (SELECT 1 FROM {TABLE} p WHERE p.own_code = l.own_code)
+SELECT {COLUMNS}, now(), now() FROM product_diff WHERE kind = 'a'
 """
 RETIRE_MISSING = f"""
 UPDATE {TABLE} p SET retired_at = now(), updated_at = now()
-WHERE p.retired_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM product_load l WHERE l.own_code = p.own_code)
-  AND p.own_code <> ALL(%s::text[])
+FROM product_diff d
+WHERE d.kind = 'r' AND p.id = d.id AND d.own_code <> ALL(%s::text[])
 """
 RETIRE_DELETED = f"""
 UPDATE {TABLE} p SET retired_at = now(), updated_at = now()
@@ -211,11 +217,16 @@ def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
         raise CatalogueRefused(
             _("the file holds no product that could be loaded: nothing is changed or retired")
         )
+    retiring = rows.full and retire
+    cursor.execute(DIFF.format(join="FULL" if retiring else "LEFT"))
+    cursor.execute("ANALYZE product_diff")
+    cursor.execute(COUNT_REACTIVATED)
+    (result.reactivated,) = cursor.fetchone()
     cursor.execute(UPDATE_CHANGED)
-    result.changed, result.reactivated = cursor.fetchone()
+    result.changed = cursor.rowcount
     cursor.execute(INSERT_ADDED)
     result.added = cursor.rowcount
-    if rows.full and retire:
+    if retiring:
         cursor.execute(RETIRE_MISSING, [sorted(rows.kept_codes)])
         result.retired = cursor.rowcount
     elif not rows.full:

@@ -70,6 +70,17 @@ def test_a_retired_product_that_reappears_is_active_again(tmp_path):
     assert Product.objects.get(own_code="P-2").active
 
 
+def test_a_retired_product_still_missing_is_neither_retired_again_nor_counted(tmp_path):
+    load(tmp_path, [BOLT, NUT])
+    load(tmp_path, [BOLT])
+    retired_at = Product.objects.get(own_code="P-2").retired_at
+
+    result = load(tmp_path, [BOLT])
+
+    assert (result.added, result.changed, result.unchanged, result.retired) == (0, 0, 1, 0)
+    assert Product.objects.get(own_code="P-2").retired_at == retired_at
+
+
 def test_a_linked_product_missing_from_a_reload_is_retired_not_deleted(tmp_path):
     load(tmp_path, [BOLT, NUT])
     config = create_config(create_mailbox())

@@ -25,7 +25,11 @@ error or Ctrl-C, unless ``--keep``). Then, in one run and on these same files:
   join of 1M x 1M rows), alternated with a bare ``COPY ... FROM STDIN`` of the same
   parsed rows, as the import's writer formats them, into the same items table: once as
   a config's first list (made current as stored) and once as a later list (stored), so
-  that each import is held against the COPY of the very lines it writes;
+  that each import is held against the COPY of the very lines it writes. The files'
+  «Бренд» and «Ед.» columns are read as extra values: from the first row that has some
+  on, the import's lines carry the extra columns (sql.COPY_RICH_ITEMS), and so do the
+  bare COPY's, with the same values (storage.extra_tails), so that the ratio is the
+  import's own cost, not that of the extra data;
 * the xlsx through pricefeed.parsing.parse() alone (no database), for reference, and
   the CSV's parse() alone (rows collected: the preview's path) from the COPY rounds;
 * peak RSS (VmHWM, reset before each import) of the process while it imports;
@@ -258,7 +262,10 @@ def child_copy(path: str) -> None:
     table, in one transaction, committed: timed. The writer makes two kinds of line
     (storage.Ends): a config's first list is made current as it is stored (its lines
     carry the moment, and the index of current entries takes every row), a later list
-    is stored not current. Each kind is COPYed once, as a key range of its own."""
+    is stored not current. Each kind is COPYed once, as a key range of its own. Lines
+    from the first row with extra values on carry the extra columns, with the same
+    values (storage.extra_tails), in a second COPY (sql.COPY_RICH_ITEMS) of the same
+    transaction, as the import's writer writes them."""
     _django_on_bench_database()
     import psycopg
     from django.db import connection
@@ -272,8 +279,18 @@ def child_copy(path: str) -> None:
     limits = Limits(max_file_bytes=max(Limits().max_file_bytes, len(data)))
     out: dict = {"rss_before_mb": _reset_peak_rss()}
     started = time.perf_counter()
-    rows = parse(data, ParseOptions(), limits).rows
+    parsed = parse(data, ParseOptions(), limits)
+    rows = parsed.rows
     out["parse_seconds"] = time.perf_counter() - started
+    # The extra values (brand, unit, ...) as the import's writer formats them: each
+    # line from the first with some on carries the extra columns (storage.ItemWriter).
+    tails: dict[int, str] = {}
+    for chunk in parsed.extras:
+        numbers = range(chunk.first_row, chunk.first_row + chunk.count)
+        tails.update(zip(numbers, storage.extra_tails(chunk), strict=True))
+    plain = next((i for i, row in enumerate(rows) if row[0] in tails), len(rows))
+    out["rich_rows"] = len(rows) - plain
+    del parsed
     out["parse_peak_rss_mb"] = _peak_rss_mb()
     out["rows"] = len(rows)
     del data
@@ -298,19 +315,37 @@ def child_copy(path: str) -> None:
     for kind, import_id, line_ends in kinds:
         started = time.perf_counter()
         text = b"".join(
-            storage._copy_text(import_id, rows[at : at + COPY_TEXT_ROWS], line_ends).encode()
-            for at in range(0, len(rows), COPY_TEXT_ROWS)
+            storage._copy_text(
+                import_id, rows[at : min(at + COPY_TEXT_ROWS, plain)], line_ends
+            ).encode()
+            for at in range(0, plain, COPY_TEXT_ROWS)
+        )
+        rich_text = b"".join(
+            storage._copy_text(
+                import_id,
+                rows[at : at + COPY_TEXT_ROWS],
+                [
+                    tails.get(row[0], storage.EMPTY_TAIL) + line_ends
+                    for row in rows[at : at + COPY_TEXT_ROWS]
+                ],
+                rich=True,
+            ).encode()
+            for at in range(plain, len(rows), COPY_TEXT_ROWS)
         )
         out[f"{kind}_text_seconds"] = time.perf_counter() - started
-        out[f"{kind}_bytes"] = len(text)
-        view = memoryview(text)
+        out[f"{kind}_bytes"] = len(text) + len(rich_text)
         with psycopg.connect(url) as conn:
             out["server"] = _one(conn.execute("SHOW server_version").fetchone())
             out["psycopg"] = psycopg.__version__
             started = time.perf_counter()
-            with conn.cursor() as cur, cur.copy(sql.COPY_ITEMS) as copy:
-                for at in range(0, len(view), COPY_WRITE_BYTES):
-                    copy.write(view[at : at + COPY_WRITE_BYTES])
+            for statement, lines in ((sql.COPY_ITEMS, text), (sql.COPY_RICH_ITEMS, rich_text)):
+                if not lines:
+                    continue
+                view = memoryview(lines)
+                with conn.cursor() as cur, cur.copy(statement) as copy:
+                    for at in range(0, len(view), COPY_WRITE_BYTES):
+                        copy.write(view[at : at + COPY_WRITE_BYTES])
+                del view
             conn.commit()
             out[f"{kind}_seconds"] = time.perf_counter() - started
             stored = _one(
@@ -318,7 +353,7 @@ def child_copy(path: str) -> None:
                     f"SELECT count(*) FROM {sql.ITEMS} WHERE price_import_id = %s", [import_id]
                 ).fetchone()
             )
-        del view, text
+        del text, rich_text
         if stored != out["rows"]:
             sys.exit(f"copy child: {stored:,} rows stored, {out['rows']:,} sent")
     # One kind only (older code): it stands for both imports' lines.
@@ -633,7 +668,10 @@ def report(args: argparse.Namespace, figures: dict) -> None:
     )
     print(
         f"peer COPY: PostgreSQL {copy0['server']}, psycopg {copy0['psycopg']}: COPY text of "
-        f"the rows parse() collected, made by pricefeed.imports.storage._copy_text, "
+        f"the rows parse() collected, made by pricefeed.imports.storage._copy_text, with "
+        f"their extra values (storage.extra_tails) from the first row that has some on, "
+        f"as the import writes them ({copy0.get('rich_rows', 0):,} of {copy0['rows']:,} "
+        f"rows with the extra columns, through sql.COPY_RICH_ITEMS), "
         f"written in {COPY_WRITE_BYTES // 2**20} MiB pieces into the same items table, one "
         f"transaction, committed; twice, once per kind of line the import writes: current "
         f"(a config's first list, made current as stored: "

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice, repeat
 from operator import itemgetter, lt
+from typing import Any
 
 from django.db import connection
 
@@ -138,21 +139,38 @@ def _tabs(ends: Sequence[str] | str, rows: int) -> int:
     return sum(map(str.count, ends, repeat("\t")))
 
 
-def _block_copy_text(import_id: int, block: parsing.RowBlock, ends: Sequence[str] | str) -> str:
+def _block_copy_text(
+    import_id: int,
+    block: parsing.RowBlock,
+    ends: Sequence[str] | str,
+    fields: Sequence[str] | None = None,
+) -> str:
     """A RowBlock as COPY text-format lines, joined a column at a time (a third of the
     time of formatting row tuples). Checked as in _copy_text: made again with every
-    text escaped when some text holds a tab, newline, carriage return or backslash."""
-    text = _block_lines(import_id, block, ends, escape=False)
+    text escaped when some text holds a tab, newline, carriage return or backslash.
+    ``fields``: each line's extra values (extra_fields, COPY text already), a column
+    of its own before the line's end."""
+    text = _block_lines(import_id, block, ends, fields, escape=False)
     quantities = block.quantities
     nulls = len(block) if quantities is None else quantities.count(None)
     backslashes = _backslashes(ends, len(block)) + nulls
-    if _copy_safe(text, len(block), backslashes, _tabs(ends, len(block))):
+    tabs = _tabs(ends, len(block))
+    if fields is not None:
+        joined = "\0".join(fields)
+        backslashes += joined.count("\\")
+        tabs += joined.count("\t") + len(block)
+    if _copy_safe(text, len(block), backslashes, tabs):
         return text
-    return _block_lines(import_id, block, ends, escape=True)
+    return _block_lines(import_id, block, ends, fields, escape=True)
 
 
 def _block_lines(
-    import_id: int, block: parsing.RowBlock, ends: Sequence[str] | str, *, escape: bool
+    import_id: int,
+    block: parsing.RowBlock,
+    ends: Sequence[str] | str,
+    fields: Sequence[str] | None,
+    *,
+    escape: bool,
 ) -> str:
     def texts(value: Sequence[str] | str) -> Iterable[str]:
         if isinstance(value, str):
@@ -163,7 +181,7 @@ def _block_lines(
     first = block.first_row
     key = item_key(import_id, first)
     item_key(import_id, first + len(block) - 1)  # in range
-    columns = (
+    columns: tuple[Iterable[Any], ...] = (
         map(str, range(key, key + len(block))),
         repeat(str(import_id)),
         map(str, range(first, first + len(block))),
@@ -178,6 +196,8 @@ def _block_lines(
             else map(_NULL_TEXT.get, quantities, quantities)
         ),
     )
+    if fields is not None:
+        columns += (fields,)
     # The lists end the lines; repeat() stands in for a value every row shares.
     lines = map("\t".join, zip(*columns, strict=False))
     if isinstance(ends, str):  # each line's end holds its newline
@@ -251,14 +271,32 @@ _EXTRA_FORMAT: dict[str, Callable[[list], list[str]]] = {
 }
 
 
-def extra_tails(extras: parsing.ExtraColumns) -> list[str]:
-    """Each row's extra values as COPY text ("\\t" before each), a column at a time."""
+def extra_fields(extras: parsing.ExtraColumns) -> list[str]:
+    """Each row's extra values as COPY text fields (tab-separated, no tab before the
+    first), a column at a time: the columns the chunk lacks are one constant text
+    between the values it has, so a line costs one formatting call, not a join of
+    twelve fields."""
     values = extras.values
-    columns = [
-        _EXTRA_FORMAT[name](values[name]) if name in values else repeat(empty)
-        for name, empty in _EXTRA_EMPTY.items()
-    ]
-    return ["\t" + tail for tail in map("\t".join, zip(*columns, strict=False))]
+    parts: list[str] = []
+    columns = []
+    for name, empty in _EXTRA_EMPTY.items():
+        if name in values:
+            parts.append("%s")
+            columns.append(_EXTRA_FORMAT[name](values[name]))
+        else:
+            parts.append(empty.replace("%", "%%"))
+    pattern = "\t".join(parts)
+    if not columns:
+        return [pattern % ()] * extras.count
+    if len(columns) == 1:
+        # One value: str % str formats it (a value is never a tuple).
+        return list(map(pattern.__mod__, columns[0]))
+    return list(map(pattern.__mod__, zip(*columns, strict=True)))
+
+
+def extra_tails(extras: parsing.ExtraColumns) -> list[str]:
+    """Each row's extra values as the start of its COPY line's end ("\t" before each)."""
+    return ["\t" + fields for fields in extra_fields(extras)]
 
 
 _SKU = itemgetter(1)
@@ -312,9 +350,12 @@ class ItemWriter:
     ) -> None:
         self._write_rows = write_rows
         self._write_block = write_block
-        # Extra values of rows still to come: row number -> the start of its line's end
-        # (extra_tails). Once a row has some, every later line carries the extra
-        # columns (``rich``).
+        # Extra values of rows still to come, as their chunks came: first row ->
+        # (count, extra_fields). A block of just those rows takes the chunk's list as
+        # it is; rows otherwise grouped spread them first, row number -> the start of
+        # its line's end (extra_tails). Once a row has some, every later line carries
+        # the extra columns (``rich``).
+        self._chunks: dict[int, tuple[int, list[str]]] = {}
         self._tails: dict[int, str] = {}
         self.rich = False
         self._progress = progress
@@ -350,29 +391,58 @@ class ItemWriter:
             [""] * len(block) if block.quantities is None else [q or "" for q in block.quantities]
         )
         self._note_rest(block.names, block.currencies, quantities, rows=len(block))
-        ends = self._with_tails(range(block.first_row, block.first_row + len(block)), ends)
-        if self.rich:
-            self._write_block(block, ends, True)
-        else:
+        fields = self._block_fields(block.first_row, len(block))
+        if fields is None:
             self._write_block(block, ends)
+        else:
+            self._write_block(block, ends, fields)
         if self._progress is not None:
             self._progress(len(block))
 
     def take_extras(self, extras: parsing.ExtraColumns) -> None:
         """A chunk's extra values, before its rows (parse() calls it)."""
-        tails = self._tails
+        tails, chunks = self._tails, self._chunks
         first = extras.first_row
+        # Rows come in file order: those before this chunk that did not come were
+        # errors or headings.
         if len(tails) > 4 * extras.count:
-            # Rows come in file order: those before this chunk that did not come were
-            # errors or headings.
             for row_number in [n for n in tails if n < first]:
                 del tails[row_number]
-        tails.update(zip(range(first, first + extras.count), extra_tails(extras), strict=True))
+        if len(chunks) > 4:
+            for start in [n for n, (count, _) in chunks.items() if n + count <= first]:
+                del chunks[start]
+        chunks[first] = (extras.count, extra_fields(extras))
+
+    def _spread(self) -> None:
+        """The chunks' extra values as the starts of their rows' line ends."""
+        tails = self._tails
+        for first, (count, fields) in self._chunks.items():
+            tails.update(zip(range(first, first + count), map("\t".__add__, fields), strict=True))
+        self._chunks.clear()
+
+    def _block_fields(self, first: int, count: int) -> list[str] | None:
+        """The extra fields of a block's lines (None while no row had some): its
+        chunk's list when the block holds just the chunk's rows (nearly always)."""
+        chunk = self._chunks.pop(first, None)
+        if chunk is not None and chunk[0] == count:
+            self.rich = True
+            fields = chunk[1]
+            # The digests as _with_tails makes them: "\0".join of the tails.
+            self._note_tails(("\t" + "\0\t".join(fields)).encode())
+            return fields
+        if chunk is not None:
+            self._chunks[first] = chunk
+        ends = self._with_tails(range(first, first + count), "")
+        if isinstance(ends, str):
+            return None
+        return [tail[1:] for tail in ends]
 
     def _with_tails(
         self, row_numbers: Sequence[int], ends: Sequence[str] | str
     ) -> Sequence[str] | str:
         """The lines' ends with their extra values in front, once a row had some."""
+        if self._chunks:
+            self._spread()
         tails = self._tails
         if not tails and not self.rich:
             return ends
@@ -381,12 +451,15 @@ class ItemWriter:
             if all(tail is EMPTY_TAIL for tail in found):
                 return ends
             self.rich = True
-        # In the rows digest too: the other prices are in the diff (imports.diff).
-        tails_text = "\0".join(found).encode() + b"\0\2"
-        self._price_hash.update(tails_text)
-        self._rest_hash.update(tails_text)
+        self._note_tails("\0".join(found).encode())
         each = repeat(ends) if isinstance(ends, str) else ends
         return list(map(str.__add__, found, each))
+
+    def _note_tails(self, text: bytes) -> None:
+        # In the rows digest too: the other prices are in the diff (imports.diff).
+        tails_text = text + b"\0\2"
+        self._price_hash.update(tails_text)
+        self._rest_hash.update(tails_text)
 
     def _note(self, skus: Sequence[str], prices: Sequence[str]) -> Sequence[str] | str:
         """Notes the SKUs and prices of a list or block; returns its lines' ends."""
@@ -510,9 +583,14 @@ def item_writer(
                     target.write(_copy_text(import_id, chunk, chunk_ends))
 
         def write_block(
-            block: parsing.RowBlock, line_ends: Sequence[str] | str, with_extras: bool = False
+            block: parsing.RowBlock,
+            line_ends: Sequence[str] | str,
+            fields: Sequence[str] | None = None,
         ) -> None:
-            copy_for(with_extras).write(_block_copy_text(import_id, block, line_ends))
+            if fields is None:
+                copy_for(False).write(_block_copy_text(import_id, block, line_ends))
+            else:
+                copy_for(True).write(_block_copy_text(import_id, block, line_ends, fields))
 
         yield ItemWriter(write_rows, write_block, progress, ends)
 

@@ -203,3 +203,65 @@ def test_the_import_page_shows_the_diff_per_price_type_in_russian(mailbox, confi
     ).content.decode()
     assert "Розница: изменено цен — 1, из них больше чем на 50% — 1" in page
     assert "K-001: 14,00 → 30,00" in page
+
+
+def _writer_lines(groups, extras):
+    """The COPY lines an ItemWriter hands on for ``extras`` (ExtraColumns, as parse()
+    gives them, before the rows) and blocks of the rows grouped as ``groups``."""
+    from pricefeed import parsing
+    from pricefeed.imports import storage
+
+    rows = {
+        2: ("A", "Болт", "1.5", None),
+        3: ("B", "Гайка", "2", "4"),
+        4: ("C", "Шайба\tМ8", "3", "5"),
+        5: ("D", "Винт", "4", None),
+    }
+    texts = []
+
+    def write_block(block, ends, fields=None):
+        texts.append(storage._block_copy_text(1, block, ends, fields))
+
+    writer = storage.ItemWriter(lambda rows, ends, rich=False: None, write_block)
+    given = list(extras)
+    for group in groups:
+        while given and given[0].first_row <= group[-1]:
+            writer.take_extras(given.pop(0))
+        writer.take_block(
+            parsing.RowBlock(
+                first_row=group[0],
+                skus=[rows[n][0] for n in group],
+                names=[rows[n][1] for n in group],
+                prices=[rows[n][2] for n in group],
+                currencies="RUB",
+                quantities=[rows[n][3] for n in group],
+            )
+        )
+    return "".join(texts).splitlines(), writer.rich
+
+
+def test_a_block_takes_its_chunks_extra_values_however_the_rows_are_grouped():
+    # A block of just a chunk's rows takes the chunk's formatted values as they are;
+    # blocks grouped otherwise (rows that were errors or headings between) spread them
+    # per row first: the same lines either way, escaped alike.
+    from pricefeed import parsing
+
+    extras = [
+        parsing.ExtraColumns(2, 3, {"brand": ["Bossard", "IEK\\x", ""], "unit": ["шт"] * 3}),
+        parsing.ExtraColumns(5, 1, {"unit": ["м"]}),
+    ]
+    rest = ["\\N", "\\N", "", "", "", "{}", "{}", "0", "\\N"]  # pack .. config, valid_from
+    aligned, rich = _writer_lines([[2, 3, 4], [5]], extras)
+    assert rich
+    assert [line.split("\t")[3:] for line in aligned] == [
+        ["A", "Болт", "1.5", "RUB", "\\N", "Bossard", "", "{}", "{}", "шт", *rest],
+        ["B", "Гайка", "2", "RUB", "4", "IEK\\\\x", "", "{}", "{}", "шт", *rest],
+        ["C", "Шайба\\tМ8", "3", "RUB", "5", "", "", "{}", "{}", "шт", *rest],
+        ["D", "Винт", "4", "RUB", "\\N", "", "", "{}", "{}", "м", *rest],
+    ]
+    assert _writer_lines([[2], [3, 4, 5]], extras) == (aligned, True)
+    assert _writer_lines([[2], [4], [5]], extras)[0] == [aligned[0], aligned[2], aligned[3]]
+    # A block after a row with values carries the columns, empty.
+    first, line = _writer_lines([[2], [5]], extras[:1])[0]
+    assert first == aligned[0]
+    assert line.split("\t")[8:] == ["", "", "{}", "{}", "", *rest]

@@ -24,6 +24,10 @@ from . import normalize
 NOISE_WORDS = frozenset({"упаков", "коробк", "new", "новинк", "хит", "акция"})
 # Products read and keyed per round trip.
 CHUNK = 20_000
+# When at least this share of the products is rewritten (the first refresh, a reload of
+# the catalogue), the tokens' indexes are dropped and made again after: building an index
+# once is several times faster than updating it row by row.
+REBUILD_SHARE = 0.5
 
 _STALE = """
 SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
@@ -141,12 +145,61 @@ def keys_refresh() -> int:
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )
+            indexes = _tokens_indexes_dropped(cursor) if _mostly_stale(cursor) else []
         for rows in _stale_rows():
             changed += len(rows)
             _copy_keys(rows)
         if changed:
             _swap_in()
+        if indexes:
+            with connection.cursor() as cursor:
+                for statement in indexes:
+                    cursor.execute(statement)
     return changed
+
+
+def _mostly_stale(cursor) -> bool:
+    """Whether most active products have no key or a stale one (counted up to the
+    point that decides it, from the table statistics' estimate of the products)."""
+    cursor.execute(
+        "SELECT reltuples::bigint FROM pg_class WHERE oid = 'products_product'::regclass"
+    )
+    estimate = max(cursor.fetchone()[0], 0)
+    if estimate < 10 * CHUNK:
+        return False  # a small catalogue: its indexes are cheap to update
+    cursor.execute(f"SELECT count(*) FROM ({_STALE} LIMIT %s) s", [int(estimate * REBUILD_SHARE)])
+    return cursor.fetchone()[0] >= int(estimate * REBUILD_SHARE)
+
+
+def _tokens_indexes_dropped(cursor) -> list[str]:
+    """Drops MatchToken's indexes (its primary key and the index by product) and returns
+    the statements that make them again."""
+    cursor.execute(
+        """
+        SELECT c.conname, pg_get_constraintdef(c.oid)
+          FROM pg_constraint c
+         WHERE c.conrelid = 'products_matchtoken'::regclass AND c.contype = 'p'
+        """
+    )
+    constraints = cursor.fetchall()
+    cursor.execute(
+        """
+        SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+          FROM pg_index i
+         WHERE i.indrelid = 'products_matchtoken'::regclass AND NOT i.indisprimary
+        """
+    )
+    indexes = cursor.fetchall()
+    remake = []
+    for name, definition in constraints:
+        cursor.execute(f'ALTER TABLE products_matchtoken DROP CONSTRAINT "{name}"')
+        remake.append(f'ALTER TABLE products_matchtoken ADD CONSTRAINT "{name}" {definition}')
+    for name, definition in indexes:
+        cursor.execute(f"DROP INDEX {name}")
+        remake.append(definition)
+    if remake:
+        remake.insert(0, "SET LOCAL maintenance_work_mem = '256MB'")
+    return remake
 
 
 def _copy_keys(rows: list[tuple]) -> None:

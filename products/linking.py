@@ -198,7 +198,7 @@ def lines_of(config_id: int, import_id: int | None) -> list[Line]:
 _SETUP = """
 CREATE TEMP TABLE IF NOT EXISTS m_line_token (n int, token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_block (n int, token text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_block (n int, rare text, other text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
 TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact;
@@ -231,34 +231,55 @@ SELECT c.n, c.product_id, c.by_barcode, c.by_article,
      GROUP BY lt.n, t.product_id
   ) c JOIN products_productkey k ON k.product_id = c.product_id
 """
-# The tokens candidates are found by for a line that neither its codes nor its exact
-# name settle: its rarest words.
+# The words candidates are found by for a line that neither its codes nor its exact
+# name settle: its two rarest (``rare`` the rarer; ``other`` null when it has one).
 _BLOCK = f"""
 INSERT INTO m_block
-SELECT n, token FROM (
-  SELECT lt.n, lt.token, lt.token LIKE 'w:%%' AS word,
-         row_number() OVER (PARTITION BY lt.n, lt.token LIKE 'w:%%' ORDER BY d.df, lt.token) AS r
+SELECT n, max(token) FILTER (WHERE r = 1), max(token) FILTER (WHERE r = 2) FROM (
+  SELECT lt.n, lt.token, row_number() OVER (PARTITION BY lt.n ORDER BY d.df, lt.token) AS r
     FROM m_line_token lt JOIN m_df d USING (token)
-   WHERE d.df BETWEEN 1 AND {WORD_DF_CAP}
-) b WHERE word AND r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n);
+   WHERE lt.token LIKE 'w:%%' AND d.df BETWEEN 1 AND {WORD_DF_CAP}
+     AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)
+) b WHERE r <= {BLOCK_WORDS} GROUP BY n;
 ANALYZE m_block;
 """
+# Per line, the products that have both its rarest words, then those with either, each
+# in product order, the first CANDIDATES_SCORED of them. Both lists are read from the
+# inverted index in product order and stop early (LIMIT): no line's postings are read
+# whole, nor all lines' pairs sorted together.
 _CANDIDATES = f"""
-SELECT c.n, c.product_id, c.by_barcode, c.by_article,
+SELECT c.n, c.product_id, false, false,
        k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM (
-    SELECT h.*, row_number() OVER (PARTITION BY h.n ORDER BY h.shared DESC, h.product_id) AS r
+    SELECT f.n, f.product_id,
+           row_number() OVER (PARTITION BY f.n ORDER BY f.shared DESC, f.product_id) AS r
       FROM (
-        SELECT b.n, t.product_id,
-               bool_or(b.token LIKE 'b:%%') AS by_barcode,
-               bool_or(b.token LIKE 'a:%%') AS by_article,
-               count(*) AS shared
-          FROM m_block b JOIN products_matchtoken t ON t.token = b.token
-         GROUP BY b.n, t.product_id
-      ) h
+        SELECT DISTINCT ON (u.n, u.product_id) u.n, u.product_id, u.shared
+          FROM (
+            SELECT b.n, both_.product_id, 2 AS shared
+              FROM m_block b CROSS JOIN LATERAL (
+                SELECT t.product_id FROM products_matchtoken t
+                 WHERE t.token = b.rare AND EXISTS (
+                       SELECT 1 FROM products_matchtoken o
+                        WHERE o.token = b.other AND o.product_id = t.product_id)
+                 ORDER BY t.product_id LIMIT {CANDIDATES_SCORED}) both_
+             WHERE b.other IS NOT NULL
+            UNION ALL
+            SELECT b.n, either.product_id, 1
+              FROM m_block b CROSS JOIN LATERAL (
+                SELECT e.product_id FROM (
+                  (SELECT t.product_id FROM products_matchtoken t WHERE t.token = b.rare
+                    ORDER BY t.product_id LIMIT {CANDIDATES_SCORED})
+                  UNION
+                  (SELECT t.product_id FROM products_matchtoken t WHERE t.token = b.other
+                    ORDER BY t.product_id LIMIT {CANDIDATES_SCORED})
+                ) e ORDER BY e.product_id LIMIT {CANDIDATES_SCORED}) either
+          ) u
+         ORDER BY u.n, u.product_id, u.shared DESC
+      ) f
   ) c
   JOIN products_productkey k ON k.product_id = c.product_id
- WHERE c.by_barcode OR c.by_article OR c.r <= {CANDIDATES_SCORED}
+ WHERE c.r <= {CANDIDATES_SCORED}
 """
 
 

@@ -367,17 +367,21 @@ def word_weights(line: Line, df: dict[str, int], total: int) -> dict[str, float]
     return {w: _weight(df.get("w:" + w, 1), total) for w in line.words}
 
 
-def name_score(line: Line, candidate: Candidate, weights: dict[str, float]) -> float:
+def name_score(
+    line: Line, candidate: Candidate, weights: dict[str, float], line_total: float | None = None
+) -> float:
     """How alike the names are, 0..1: the weighted share of the words both have (Dice),
-    with the brand weighed in (the same brand: a bonus; another brand: a penalty)."""
+    with the brand weighed in (the same brand: a bonus; another brand: a penalty).
+    ``line_total``: the sum of ``weights`` (given by a caller scoring many candidates)."""
     common = line.words & candidate.words
     if not common:
         return 0.0
     shared = sum(weights[w] for w in common)
-    line_total = sum(weights.values())
+    if line_total is None:
+        line_total = sum(weights.values())
     # The product's own words not on the line: weighed as the line's words are on average.
     mean = line_total / len(line.words)
-    product_total = shared + mean * len(candidate.words - line.words)
+    product_total = shared + mean * (len(candidate.words) - len(common))
     score = 2 * shared / (line_total + product_total)
     if line.brand_key and candidate.brand_key:
         score = min(1.0, score + 0.05) if line.brand_key == candidate.brand_key else score * 0.8
@@ -423,8 +427,9 @@ def decide(
     """The cascade for one line."""
     found = [c for c in found if c.product_id not in rejected]
     weights = word_weights(line, df, total)
+    line_total = sum(weights.values())
     for candidate in found:
-        candidate.score = name_score(line, candidate, weights)
+        candidate.score = name_score(line, candidate, weights, line_total)
     # Only the candidates that can count are looked at closer: those found by a code, and
     # the closest by name.
     found.sort(key=lambda c: -c.score)

@@ -2,11 +2,12 @@
 
 ``keys_refresh`` finds the products whose key is missing or older than the product
 (``Product.updated_at``) and the retired ones that still have one, and rewrites just
-those: the keys are computed in Python (products.normalize) and COPYed in (the keys
-through a temporary table, upserted with one statement; the tokens straight in, the
-old ones of those products deleted first). A
-product's tokens are what the matching finds it by: ``b:<barcode>``, ``a:<article
-key>``, ``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
+those: the keys are computed in Python (products.normalize) and COPYed into temporary
+tables, then the keys upserted with one statement, those products' old tokens deleted
+with one join and the new ones inserted with one statement (MatchToken's indexes
+dropped and built again after when most products are rewritten). A product's tokens
+are what the matching finds it by: ``b:<barcode>``, ``a:<article key>``,
+``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
 """
 
 from __future__ import annotations
@@ -145,6 +146,10 @@ def keys_refresh() -> int:
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_tokens (token text, product_id bigint) "
+                "ON COMMIT DROP"
+            )
             indexes = _tokens_indexes_dropped(cursor) if _mostly_stale(cursor) else []
         for rows in _stale_rows():
             changed += len(rows)
@@ -203,8 +208,7 @@ def _tokens_indexes_dropped(cursor) -> list[str]:
 
 
 def _copy_keys(rows: list[tuple]) -> None:
-    """The keys of a chunk of products COPYed aside (m_keys), their old tokens dropped
-    and their new ones COPYed in."""
+    """The keys and tokens of a chunk of products COPYed aside (m_keys, m_tokens)."""
     with connection.cursor() as cursor:
         raw = cursor.cursor
         keys = []
@@ -222,18 +226,24 @@ def _copy_keys(rows: list[tuple]) -> None:
                         updated_at,
                     )
                 )
-        cursor.execute(
-            "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)",
-            [[k.product_id for k in keys]],
-        )
-        with raw.copy("COPY products_matchtoken (token, product_id) FROM STDIN") as copy:
+        with raw.copy("COPY m_tokens (token, product_id) FROM STDIN") as copy:
             for key in keys:
                 for token in key.tokens:
                     copy.write_row((token, key.product_id))
 
 
 def _swap_in() -> None:
+    """The keys and tokens made (m_keys, m_tokens) in place of those products' old ones:
+    their old tokens deleted with one join, the new ones inserted with one statement."""
     with connection.cursor() as cursor:
+        cursor.execute("ANALYZE m_keys")
+        cursor.execute(
+            "DELETE FROM products_matchtoken t USING m_keys k WHERE t.product_id = k.product_id"
+        )
+        cursor.execute(
+            "INSERT INTO products_matchtoken (token, product_id) "
+            "SELECT token, product_id FROM m_tokens"
+        )
         cursor.execute(
             """
             INSERT INTO products_productkey
@@ -244,4 +254,4 @@ def _swap_in() -> None:
               made_from = excluded.made_from
             """
         )
-        cursor.execute("TRUNCATE m_keys")
+        cursor.execute("TRUNCATE m_keys, m_tokens")

@@ -29,6 +29,8 @@ CHUNK = 20_000
 # the catalogue), the tokens' indexes are dropped and made again after: building an index
 # once is several times faster than updating it row by row.
 REBUILD_SHARE = 0.5
+# Below this many products the indexes are cheap to update: never dropped.
+REBUILD_FLOOR = 200_000
 
 _STALE = """
 SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
@@ -170,8 +172,8 @@ def _mostly_stale(cursor) -> bool:
         "SELECT reltuples::bigint FROM pg_class WHERE oid = 'products_product'::regclass"
     )
     estimate = max(cursor.fetchone()[0], 0)
-    if estimate < 10 * CHUNK:
-        return False  # a small catalogue: its indexes are cheap to update
+    if estimate < REBUILD_FLOOR:
+        return False
     cursor.execute(f"SELECT count(*) FROM ({_STALE} LIMIT %s) s", [int(estimate * REBUILD_SHARE)])
     return cursor.fetchone()[0] >= int(estimate * REBUILD_SHARE)
 

@@ -2,11 +2,12 @@
 
 ``keys_refresh`` finds the products whose key is missing or older than the product
 (``Product.updated_at``) and the retired ones that still have one, and rewrites just
-those: the keys are computed in Python (products.normalize) and COPYed in (the keys
-through a temporary table, upserted with one statement; the tokens straight in, the
-old ones of those products deleted first). A
-product's tokens are what the matching finds it by: ``b:<barcode>``, ``a:<article
-key>``, ``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
+those: the keys are computed in Python (products.normalize) and COPYed into temporary
+tables, then the keys upserted with one statement, those products' old tokens deleted
+with one join and the new ones inserted with one statement (MatchToken's indexes
+dropped and built again after when most products are rewritten). A product's tokens
+are what the matching finds it by: ``b:<barcode>``, ``a:<article key>``,
+``w:<name word>`` (the decisive attributes among the words, ``w:size:m8x40``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from . import normalize
 NOISE_WORDS = frozenset({"упаков", "коробк", "new", "новинк", "хит", "акция"})
 # Products read and keyed per round trip.
 CHUNK = 20_000
+# When at least this share of the products is rewritten (the first refresh, a reload of
+# the catalogue), the tokens' indexes are dropped and made again after: building an index
+# once is several times faster than updating it row by row.
+REBUILD_SHARE = 0.5
+# Below this many products the indexes are cheap to update: never dropped.
+REBUILD_FLOOR = 200_000
 
 _STALE = """
 SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
@@ -141,17 +148,69 @@ def keys_refresh() -> int:
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_tokens (token text, product_id bigint) "
+                "ON COMMIT DROP"
+            )
+            indexes = _tokens_indexes_dropped(cursor) if _mostly_stale(cursor) else []
         for rows in _stale_rows():
             changed += len(rows)
             _copy_keys(rows)
         if changed:
             _swap_in()
+        if indexes:
+            with connection.cursor() as cursor:
+                for statement in indexes:
+                    cursor.execute(statement)
     return changed
 
 
+def _mostly_stale(cursor) -> bool:
+    """Whether most active products have no key or a stale one (counted up to the
+    point that decides it, from the table statistics' estimate of the products)."""
+    cursor.execute(
+        "SELECT reltuples::bigint FROM pg_class WHERE oid = 'products_product'::regclass"
+    )
+    estimate = max(cursor.fetchone()[0], 0)
+    if estimate < REBUILD_FLOOR:
+        return False
+    cursor.execute(f"SELECT count(*) FROM ({_STALE} LIMIT %s) s", [int(estimate * REBUILD_SHARE)])
+    return cursor.fetchone()[0] >= int(estimate * REBUILD_SHARE)
+
+
+def _tokens_indexes_dropped(cursor) -> list[str]:
+    """Drops MatchToken's indexes (its primary key and the index by product) and returns
+    the statements that make them again."""
+    cursor.execute(
+        """
+        SELECT c.conname, pg_get_constraintdef(c.oid)
+          FROM pg_constraint c
+         WHERE c.conrelid = 'products_matchtoken'::regclass AND c.contype = 'p'
+        """
+    )
+    constraints = cursor.fetchall()
+    cursor.execute(
+        """
+        SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+          FROM pg_index i
+         WHERE i.indrelid = 'products_matchtoken'::regclass AND NOT i.indisprimary
+        """
+    )
+    indexes = cursor.fetchall()
+    remake = []
+    for name, definition in constraints:
+        cursor.execute(f'ALTER TABLE products_matchtoken DROP CONSTRAINT "{name}"')
+        remake.append(f'ALTER TABLE products_matchtoken ADD CONSTRAINT "{name}" {definition}')
+    for name, definition in indexes:
+        cursor.execute(f"DROP INDEX {name}")
+        remake.append(definition)
+    if remake:
+        remake.insert(0, "SET LOCAL maintenance_work_mem = '256MB'")
+    return remake
+
+
 def _copy_keys(rows: list[tuple]) -> None:
-    """The keys of a chunk of products COPYed aside (m_keys), their old tokens dropped
-    and their new ones COPYed in."""
+    """The keys and tokens of a chunk of products COPYed aside (m_keys, m_tokens)."""
     with connection.cursor() as cursor:
         raw = cursor.cursor
         keys = []
@@ -169,18 +228,24 @@ def _copy_keys(rows: list[tuple]) -> None:
                         updated_at,
                     )
                 )
-        cursor.execute(
-            "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)",
-            [[k.product_id for k in keys]],
-        )
-        with raw.copy("COPY products_matchtoken (token, product_id) FROM STDIN") as copy:
+        with raw.copy("COPY m_tokens (token, product_id) FROM STDIN") as copy:
             for key in keys:
                 for token in key.tokens:
                     copy.write_row((token, key.product_id))
 
 
 def _swap_in() -> None:
+    """The keys and tokens made (m_keys, m_tokens) in place of those products' old ones:
+    their old tokens deleted with one join, the new ones inserted with one statement."""
     with connection.cursor() as cursor:
+        cursor.execute("ANALYZE m_keys")
+        cursor.execute(
+            "DELETE FROM products_matchtoken t USING m_keys k WHERE t.product_id = k.product_id"
+        )
+        cursor.execute(
+            "INSERT INTO products_matchtoken (token, product_id) "
+            "SELECT token, product_id FROM m_tokens"
+        )
         cursor.execute(
             """
             INSERT INTO products_productkey
@@ -191,4 +256,4 @@ def _swap_in() -> None:
               made_from = excluded.made_from
             """
         )
-        cursor.execute("TRUNCATE m_keys")
+        cursor.execute("TRUNCATE m_keys, m_tokens")

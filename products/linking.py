@@ -198,7 +198,7 @@ def lines_of(config_id: int, import_id: int | None) -> list[Line]:
 _SETUP = """
 CREATE TEMP TABLE IF NOT EXISTS m_line_token (n int, token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_block (n int, token text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_block (n int, rare text, other text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
 TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact;
@@ -231,34 +231,55 @@ SELECT c.n, c.product_id, c.by_barcode, c.by_article,
      GROUP BY lt.n, t.product_id
   ) c JOIN products_productkey k ON k.product_id = c.product_id
 """
-# The tokens candidates are found by for a line that neither its codes nor its exact
-# name settle: its rarest words.
+# The words candidates are found by for a line that neither its codes nor its exact
+# name settle: its two rarest (``rare`` the rarer; ``other`` null when it has one).
 _BLOCK = f"""
 INSERT INTO m_block
-SELECT n, token FROM (
-  SELECT lt.n, lt.token, lt.token LIKE 'w:%%' AS word,
-         row_number() OVER (PARTITION BY lt.n, lt.token LIKE 'w:%%' ORDER BY d.df, lt.token) AS r
+SELECT n, max(token) FILTER (WHERE r = 1), max(token) FILTER (WHERE r = 2) FROM (
+  SELECT lt.n, lt.token, row_number() OVER (PARTITION BY lt.n ORDER BY d.df, lt.token) AS r
     FROM m_line_token lt JOIN m_df d USING (token)
-   WHERE d.df BETWEEN 1 AND {WORD_DF_CAP}
-) b WHERE word AND r <= {BLOCK_WORDS} AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = b.n);
+   WHERE lt.token LIKE 'w:%%' AND d.df BETWEEN 1 AND {WORD_DF_CAP}
+     AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)
+) b WHERE r <= {BLOCK_WORDS} GROUP BY n;
 ANALYZE m_block;
 """
+# Per line, the products that have both its rarest words, then those with either, each
+# in product order, the first CANDIDATES_SCORED of them. Both lists are read from the
+# inverted index in product order and stop early (LIMIT): no line's postings are read
+# whole, nor all lines' pairs sorted together.
 _CANDIDATES = f"""
-SELECT c.n, c.product_id, c.by_barcode, c.by_article,
+SELECT c.n, c.product_id, false, false,
        k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM (
-    SELECT h.*, row_number() OVER (PARTITION BY h.n ORDER BY h.shared DESC, h.product_id) AS r
+    SELECT f.n, f.product_id,
+           row_number() OVER (PARTITION BY f.n ORDER BY f.shared DESC, f.product_id) AS r
       FROM (
-        SELECT b.n, t.product_id,
-               bool_or(b.token LIKE 'b:%%') AS by_barcode,
-               bool_or(b.token LIKE 'a:%%') AS by_article,
-               count(*) AS shared
-          FROM m_block b JOIN products_matchtoken t ON t.token = b.token
-         GROUP BY b.n, t.product_id
-      ) h
+        SELECT DISTINCT ON (u.n, u.product_id) u.n, u.product_id, u.shared
+          FROM (
+            SELECT b.n, both_.product_id, 2 AS shared
+              FROM m_block b CROSS JOIN LATERAL (
+                SELECT t.product_id FROM products_matchtoken t
+                 WHERE t.token = b.rare AND EXISTS (
+                       SELECT 1 FROM products_matchtoken o
+                        WHERE o.token = b.other AND o.product_id = t.product_id)
+                 ORDER BY t.product_id LIMIT {CANDIDATES_SCORED}) both_
+             WHERE b.other IS NOT NULL
+            UNION ALL
+            SELECT b.n, either.product_id, 1
+              FROM m_block b CROSS JOIN LATERAL (
+                SELECT e.product_id FROM (
+                  (SELECT t.product_id FROM products_matchtoken t WHERE t.token = b.rare
+                    ORDER BY t.product_id LIMIT {CANDIDATES_SCORED})
+                  UNION
+                  (SELECT t.product_id FROM products_matchtoken t WHERE t.token = b.other
+                    ORDER BY t.product_id LIMIT {CANDIDATES_SCORED})
+                ) e ORDER BY e.product_id LIMIT {CANDIDATES_SCORED}) either
+          ) u
+         ORDER BY u.n, u.product_id, u.shared DESC
+      ) f
   ) c
   JOIN products_productkey k ON k.product_id = c.product_id
- WHERE c.by_barcode OR c.by_article OR c.r <= {CANDIDATES_SCORED}
+ WHERE c.r <= {CANDIDATES_SCORED}
 """
 
 
@@ -346,17 +367,21 @@ def word_weights(line: Line, df: dict[str, int], total: int) -> dict[str, float]
     return {w: _weight(df.get("w:" + w, 1), total) for w in line.words}
 
 
-def name_score(line: Line, candidate: Candidate, weights: dict[str, float]) -> float:
+def name_score(
+    line: Line, candidate: Candidate, weights: dict[str, float], line_total: float | None = None
+) -> float:
     """How alike the names are, 0..1: the weighted share of the words both have (Dice),
-    with the brand weighed in (the same brand: a bonus; another brand: a penalty)."""
+    with the brand weighed in (the same brand: a bonus; another brand: a penalty).
+    ``line_total``: the sum of ``weights`` (given by a caller scoring many candidates)."""
     common = line.words & candidate.words
     if not common:
         return 0.0
     shared = sum(weights[w] for w in common)
-    line_total = sum(weights.values())
+    if line_total is None:
+        line_total = sum(weights.values())
     # The product's own words not on the line: weighed as the line's words are on average.
     mean = line_total / len(line.words)
-    product_total = shared + mean * len(candidate.words - line.words)
+    product_total = shared + mean * (len(candidate.words) - len(common))
     score = 2 * shared / (line_total + product_total)
     if line.brand_key and candidate.brand_key:
         score = min(1.0, score + 0.05) if line.brand_key == candidate.brand_key else score * 0.8
@@ -402,8 +427,9 @@ def decide(
     """The cascade for one line."""
     found = [c for c in found if c.product_id not in rejected]
     weights = word_weights(line, df, total)
+    line_total = sum(weights.values())
     for candidate in found:
-        candidate.score = name_score(line, candidate, weights)
+        candidate.score = name_score(line, candidate, weights, line_total)
     # Only the candidates that can count are looked at closer: those found by a code, and
     # the closest by name.
     found.sort(key=lambda c: -c.score)

@@ -244,15 +244,17 @@ def parse_name(name: str) -> Parsed:
     """Words and decisive attributes of a name (of its first MAX_NAME characters: the
     time taken stays bounded whatever a file holds)."""
     text = fold(name[:MAX_NAME])
-    for short, full in _SLASHED_LONGEST_FIRST:
-        text = text.replace(short, full)
+    if "/" in text or "к-т" in text:
+        for short, full in _SLASHED_LONGEST_FIRST:
+            text = text.replace(short, full)
     attributes: dict[str, list[str]] = {}
 
     def keep(attribute: str, value: str) -> str:
         attributes.setdefault(attribute, []).append(value)
         return f" {attribute}:{value} "
 
-    text = _RAL.sub(lambda m: keep("colour", "ral" + m.group(1)), text)
+    if "ral" in text or "рал" in text:
+        text = _RAL.sub(lambda m: keep("colour", "ral" + m.group(1)), text)
     text = _SIZE.sub(lambda m: keep("size", _size(m)), text)
 
     def measure(match: re.Match[str]) -> str:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.db.models.functions import Now
 
+from products import keys
 from products.linking import Thresholds, links_match
-from products.models import LinkCandidate, LinkEvent, Product, SupplierLink
+from products.models import LinkCandidate, LinkEvent, MatchToken, Product, SupplierLink
 from tests import factories
 
 from .lines import accepted_import, products
@@ -221,3 +223,34 @@ def test_a_product_changed_since_is_matched_by_its_new_key(mailbox, catalogue):
     )
     links_match(config_id=config.pk)
     assert link_of(config, "A1").product == catalogue["OWN-5"]
+
+
+def _token_indexes() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = 'products_matchtoken'::regclass ORDER BY 1"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _tokens() -> list[tuple[str, int]]:
+    return sorted(MatchToken.objects.values_list("token", "product_id"))
+
+
+def test_refreshing_most_keys_rebuilds_the_token_indexes_and_finds_the_same(
+    mailbox, catalogue, monkeypatch
+):
+    keys.keys_refresh()  # row by row: the catalogue is small
+    indexes, tokens = _token_indexes(), _tokens()
+    assert ("w:болт", catalogue["OWN-1"].pk) in tokens
+    monkeypatch.setattr(keys, "REBUILD_FLOOR", 0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE products_product")
+    Product.objects.update(updated_at=Now())
+    assert keys.keys_refresh() == len(CATALOGUE)  # every key stale: indexes dropped, rebuilt
+    assert _token_indexes() == indexes
+    assert _tokens() == tokens
+    config = factories.create_config(mailbox)
+    match(config, [("A1", "Болт 8х40 оцинк", "", "", ["4600000000017"])])
+    assert link_of(config, "A1").product == catalogue["OWN-1"]

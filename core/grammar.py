@@ -103,6 +103,11 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "catalogue entry"),
         pgettext_lazy("accusative plural", "catalogue entries"),
     ),
+    "pricefeed.pricetype": _noun(
+        ngettext_lazy("%(count)s price type", "%(count)s price types", "count"),
+        pgettext_lazy("accusative", "price type"),
+        pgettext_lazy("accusative plural", "price types"),
+    ),
     "products.product": _noun(
         ngettext_lazy("%(count)s product", "%(count)s products", "count"),
         pgettext_lazy("accusative", "product"),

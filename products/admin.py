@@ -17,9 +17,9 @@ from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import EMPTY, ListAdminMixin, truncated, when
 from pricefeed.admin_catalogue import amount
+from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok
 
 from . import selectors
-from .loaders.rows import BARCODE_LENGTHS, gtin_valid
 from .models import Product, SupplierLink
 
 State = SupplierLink.State
@@ -95,7 +95,7 @@ class ProductForm(forms.ModelForm):
                     gettext("%(barcode)s is not an EAN-8, UPC-A, EAN-13 or GTIN-14")
                     % {"barcode": code}
                 )
-            if not gtin_valid(code):
+            if not checksum_ok(code):
                 raise forms.ValidationError(
                     gettext("%(barcode)s: wrong check digit") % {"barcode": code}
                 )

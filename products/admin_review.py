@@ -33,6 +33,7 @@ from django.utils.translation import gettext_lazy as _
 from core.adminutils import EMPTY, ListAdminMixin, absolute, label, truncated, when
 from pricefeed.admin_catalogue import amount
 from pricefeed.models import PriceItem, PriceListConfig
+from pricefeed.parsing.values import barcode_valid
 
 from . import review, review_queue
 from .models import LinkCandidate, LinkEvent, Product, SupplierLink
@@ -151,19 +152,6 @@ class DecisionForm(forms.Form):
     product = forms.IntegerField(min_value=1, required=False)
     choose = forms.IntegerField(min_value=1, required=False)
     own_code = forms.CharField(max_length=100, required=False)
-
-
-BARCODE_LENGTHS = (8, 12, 13, 14)
-
-
-def barcode_valid(code: str) -> bool:
-    """An EAN-8, UPC-A, EAN-13 or GTIN-14 with its check digit right."""
-    if not code.isdigit() or len(code) not in BARCODE_LENGTHS:
-        return False
-    digits = [int(d) for d in code]
-    body, check = digits[:-1], digits[-1]
-    total = sum(d * (3 if i % 2 == 0 else 1) for i, d in enumerate(reversed(body)))
-    return (10 - total % 10) % 10 == check
 
 
 class ProductFromLineForm(forms.ModelForm):

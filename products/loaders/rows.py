@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext_lazy as _
 
+from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok
+
 OWN_CODE_MAX = 100  # Product.own_code
 TEXT_MAX = 255  # Product.brand, Product.article
 UNIT_MAX = 32  # Product.unit
 NAME_MAX = 2000  # a name or a category path longer than this is not a name
-BARCODE_LENGTHS = frozenset({8, 12, 13, 14})
 # Problems kept to print; all are counted.
 PROBLEMS_KEPT = 1000
 SINK_BATCH = 20_000
@@ -40,16 +41,6 @@ DUPLICATE_CODE = _("own code %(code)s is already on line %(first)s")
 TOO_LONG = _("%(column)s is longer than %(limit)s characters")
 BAD_BARCODE = _("barcode %(barcode)s dropped: not 8, 12, 13 or 14 digits")
 BAD_CHECK_DIGIT = _("barcode %(barcode)s dropped: wrong check digit")
-
-
-def gtin_valid(digits: str) -> bool:
-    """Whether the check digit (the last) of an EAN-8, UPC-A, EAN-13 or GTIN-14 (ASCII
-    digits) is right: the digits before it weighted 3, 1, 3, … from the right."""
-    # Summed as the bytes' codes, the '0's taken off after: no int() per digit.
-    codes = digits.encode("ascii")
-    odd, even = codes[-2::-2], codes[-3::-2]
-    total = 3 * (sum(odd) - 48 * len(odd)) + sum(even) - 48 * len(even)
-    return (10 - total % 10) % 10 == codes[-1] - 48
 
 
 def category_path(levels: list[str]) -> str:
@@ -175,7 +166,7 @@ class Rows:
             if not code:
                 kept = []
             elif code.isdigit() and code.isascii() and len(code) in BARCODE_LENGTHS:
-                kept = [code] if gtin_valid(code) else self._barcodes(line, [code])
+                kept = [code] if checksum_ok(code) else self._barcodes(line, [code])
             else:
                 kept = self._barcodes(line, BARCODE_SEPARATORS.split(code))
         else:
@@ -208,7 +199,7 @@ class Rows:
                 continue
             if not (code.isdigit() and code.isascii() and len(code) in BARCODE_LENGTHS):
                 self.note(line, BAD_BARCODE % {"barcode": code[:40]}, refused=False)
-            elif not gtin_valid(code):
+            elif not checksum_ok(code):
                 self.note(line, BAD_CHECK_DIGIT % {"barcode": code}, refused=False)
             elif code not in kept:
                 kept.append(code)

@@ -35,7 +35,7 @@ from core.texts import Text, gettext_noop
 from outbox.services import publish
 
 from . import sql
-from .models import CatalogueEntry, PriceImport, PriceListConfig, item_key
+from .models import CatalogueEntry, PriceImport, PriceListConfig, PriceType, item_key
 
 Review = PriceImport.Review
 Status = PriceImport.Status
@@ -57,6 +57,10 @@ HOLD_REMOVES = gettext_noop(
 HOLD_SHRINKS = gettext_noop(
     "it has %(rows)s items against %(current)s current (%(share)s%% fewer), more than "
     "the %(limit)s%% allowed"
+)
+HOLD_TYPE_GOES = gettext_noop(
+    "the price %(type)s goes from %(went)s of the %(current)s current items (%(share)s%%), "
+    "more than the %(limit)s%% allowed"
 )
 
 
@@ -174,12 +178,22 @@ def is_empty(config_id: int) -> bool:
         return not cursor.fetchone()[0]
 
 
-def hold_reason(config: PriceListConfig, *, rows_ok: int, removed: int, current: int) -> str:
+def hold_reason(
+    config: PriceListConfig,
+    *,
+    rows_ok: int,
+    removed: int,
+    current: int,
+    types_went: dict[str, int] | None = None,
+) -> str:
     """Why an import of ``config`` with these counts must wait for an operator ("" when it
     need not): it removes more than ``hold_removed_percent`` of the ``current``
-    catalogue, or lists more than ``hold_shrink_percent`` fewer items. Deltas, a first
-    list and a catalogue of fewer than HOLD_MIN_CURRENT items are never held (in a
-    list of a handful of items one item is a large share)."""
+    catalogue, lists more than ``hold_shrink_percent`` fewer items, or takes a price
+    type (``types_went``: code -> the items still listed that lost it) from more than
+    ``hold_removed_percent`` of the current items (a column the supplier renamed: the
+    opt prices of the whole list would go without a word). Deltas, a first list and a
+    catalogue of fewer than HOLD_MIN_CURRENT items are never held (in a list of a
+    handful of items one item is a large share)."""
     if config.mode != PriceListConfig.Mode.SNAPSHOT or current < HOLD_MIN_CURRENT:
         return ""
     if config.hold_removed_percent < 100 and removed * 100 > config.hold_removed_percent * current:
@@ -199,7 +213,24 @@ def hold_reason(config: PriceListConfig, *, rows_ok: int, removed: int, current:
             share=round(shrink * 100 / current),
             limit=config.hold_shrink_percent,
         )
+    limit = config.hold_removed_percent
+    for code, went in sorted((types_went or {}).items()):
+        if limit < 100 and went * 100 > limit * current:
+            return Text(
+                HOLD_TYPE_GOES,
+                type=_price_type_name(code),
+                went=went,
+                current=current,
+                share=round(went * 100 / current),
+                limit=limit,
+            )
     return ""
+
+
+def _price_type_name(code: str) -> str:
+    """A price type as the operator named it («Опт»), its code when it has no row."""
+    name = PriceType.objects.filter(code=code).values_list("name", flat=True).first()
+    return f"«{name}»" if name else code
 
 
 def is_jump(old: Decimal | None, new: Decimal | None, percent: int) -> bool:
@@ -317,13 +348,19 @@ class Acceptance:
     compared: bool
     first_list: bool = False
 
-    def held(self, *, rows_ok: int, removed: int) -> str:
+    def held(
+        self, *, rows_ok: int, removed: int, types_went: dict[str, int] | None = None
+    ) -> str:
         """Why the import waits for an operator (hold_reason), "" when it need not: a
         first list or the same list again never does."""
         if self.first_list or self.current is None:
             return ""
         return hold_reason(
-            self.price_import.config, rows_ok=rows_ok, removed=removed, current=self.current
+            self.price_import.config,
+            rows_ok=rows_ok,
+            removed=removed,
+            current=self.current,
+            types_went=types_went,
         )
 
 

@@ -178,7 +178,7 @@ DIFF = f"""
 # The diff per price type besides the main price (PriceItem.prices) from COMPARE's
 # table: every SKU on both sides whose price of a type changed (appeared, went, or
 # another value), with whether it jumped by more than the config's share; then a row
-# per type with its counts. The first ``sample`` SKUs of each type (by SKU), and of its
+# per type with its counts (changed, jumps, and went: the SKUs that lost the type). The first ``sample`` SKUs of each type (by SKU), and of its
 # jumps, are kept. Parameter: the jump share in percent.
 DIFF_PRICE_TYPES = f"""
     WITH t AS (
@@ -202,10 +202,12 @@ DIFF_PRICE_TYPES = f"""
                row_number() OVER (PARTITION BY code, jump ORDER BY sku) AS nj
         FROM d
     )
-    SELECT code, sku, old, new, jump, 0, 0 FROM r
+    SELECT code, sku, old, new, jump, 0, 0, 0 FROM r
     WHERE n <= {{sample}} OR (jump AND nj <= {{sample}})
     UNION ALL
-    SELECT code, NULL, NULL, NULL, NULL, COUNT(*), COUNT(*) FILTER (WHERE jump) FROM d GROUP BY code
+    SELECT code, NULL, NULL, NULL, NULL, COUNT(*), COUNT(*) FILTER (WHERE jump),
+           COUNT(*) FILTER (WHERE old IS NOT NULL AND new IS NULL)
+    FROM d GROUP BY code
 """
 
 # The current entries the import changes or removes (COMPARE's): ended. Parameters:

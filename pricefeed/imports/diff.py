@@ -80,7 +80,8 @@ def diff(decision: catalogue.Acceptance, rows_ok: int) -> dict:
         "changed_sample": _changes(samples["changed"]),
         "jumps_sample": _changes(samples["jump"]),
         # The prices besides the main one (PriceItem.prices), per price type code:
-        # {"changed", "jumps", "changed_sample", "jumps_sample"}; only the types with a
+        # {"changed", "jumps", "went", "changed_sample", "jumps_sample"} ("went": the
+        # SKUs still listed that lost their price of the type); only the types with a
         # change.
         "price_types": price_types,
     }
@@ -92,9 +93,9 @@ def _price_types(cursor, jump_percent: int) -> dict[str, dict]:
     out: dict[str, dict] = {}
     changed: dict[str, list] = {}
     jumped: dict[str, list] = {}
-    for code, sku, old, new, jump, count, jumps in cursor.fetchall():
+    for code, sku, old, new, jump, count, jumps, went in cursor.fetchall():
         if sku is None:
-            out[code] = {"changed": count, "jumps": jumps}
+            out[code] = {"changed": count, "jumps": jumps, "went": went}
         else:
             changed.setdefault(code, []).append((sku, old, new))
             if jump:

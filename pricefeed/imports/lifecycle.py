@@ -384,7 +384,15 @@ def _finish(
         decision = _decide(price_import, outcome)
         info["unreadable_skus"] = decision.unreadable
         changes = diff(decision, parsed.rows_ok)
-        held = decision.held(rows_ok=parsed.rows_ok, removed=changes.get("removed", 0))
+        held = decision.held(
+            rows_ok=parsed.rows_ok,
+            removed=changes.get("removed", 0),
+            types_went={
+                code: entry["went"]
+                for code, entry in changes.get("price_types", {}).items()
+                if entry.get("went")
+            },
+        )
         if held:
             review = {"review": PriceImport.Review.HELD, **stored("review_reason", held)}
         elif decision.first_list:

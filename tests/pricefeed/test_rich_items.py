@@ -6,6 +6,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.utils import translation
+
+from core.texts import shown
 
 from pricefeed.models import CatalogueEntry, PriceImport, PriceItem
 from tests.factories import receive, run_all
@@ -107,6 +110,7 @@ def test_the_diff_counts_changes_and_jumps_per_price_type(mailbox, config):
         "retail": {
             "changed": 1,
             "jumps": 1,
+            "went": 0,
             "changed_sample": [{"sku": "K-001", "old": "14", "new": "30"}],
             "jumps_sample": [{"sku": "K-001", "old": "14", "new": "30"}],
         }
@@ -265,3 +269,40 @@ def test_a_block_takes_its_chunks_extra_values_however_the_rows_are_grouped():
     first, line = _writer_lines([[2], [5]], extras[:1])[0]
     assert first == aligned[0]
     assert line.split("\t")[8:] == ["", "", "{}", "{}", "", *rest]
+
+
+def _two_prices_csv(n: int, *, retail: bool) -> bytes:
+    header = "Код товара;Наименование;Цена опт" + (";Цена розн." if retail else "")
+    lines = [header] + [
+        f"S-{i:03};Товар {i};{100 + i}" + (f";{150 + i}" if retail else "") for i in range(n)
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_an_import_that_takes_a_price_type_from_the_list_is_held(mailbox, config):
+    """The supplier renamed its retail column: every retail price would go without a
+    word. The import waits for an operator, the reason naming the type."""
+    run_all(receive(mailbox, [("прайс.csv", _two_prices_csv(30, retail=True))]))
+    (held,) = run_all(receive(mailbox, [("прайс.csv", _two_prices_csv(30, retail=False))]))
+
+    assert held.status == Status.SUCCEEDED, held.last_error
+    assert held.review == PriceImport.Review.HELD and held.accepted_at is None
+    assert held.diff["price_types"]["retail"]["went"] == 30
+    assert "goes from 30 of the 30 current items (100%)" in str(held.review_reason)
+    with translation.override("ru"):
+        assert shown(held, "review_reason") == (
+            "цена «Розница» пропадает у 30 из 30 текущих позиций (100%), больше допустимых 30%"
+        )
+    entry = CatalogueEntry.objects.get(config=config, sku="S-001", valid_to__isnull=True)
+    assert entry.prices["retail"]["price"] == "151"  # still current
+
+
+def test_a_price_type_that_goes_from_a_few_items_only_is_not_held(mailbox, config):
+    first = _two_prices_csv(30, retail=True)
+    run_all(receive(mailbox, [("прайс.csv", first)]))
+    lines = first.decode().splitlines()
+    lines[1] = lines[1].rsplit(";", 1)[0] + ";"  # one item without its retail price
+    (second,) = run_all(receive(mailbox, [("прайс.csv", ("\n".join(lines) + "\n").encode())]))
+
+    assert second.diff["price_types"]["retail"]["went"] == 1
+    assert second.accepted_at is not None and second.review != PriceImport.Review.HELD

@@ -348,9 +348,7 @@ class Acceptance:
     compared: bool
     first_list: bool = False
 
-    def held(
-        self, *, rows_ok: int, removed: int, types_went: dict[str, int] | None = None
-    ) -> str:
+    def held(self, *, rows_ok: int, removed: int, types_went: dict[str, int] | None = None) -> str:
         """Why the import waits for an operator (hold_reason), "" when it need not: a
         first list or the same list again never does."""
         if self.first_list or self.current is None:

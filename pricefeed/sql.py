@@ -178,8 +178,9 @@ DIFF = f"""
 # The diff per price type besides the main price (PriceItem.prices) from COMPARE's
 # table: every SKU on both sides whose price of a type changed (appeared, went, or
 # another value), with whether it jumped by more than the config's share; then a row
-# per type with its counts (changed, jumps, and went: the SKUs that lost the type). The first ``sample`` SKUs of each type (by SKU), and of its
-# jumps, are kept. Parameter: the jump share in percent.
+# per type with its counts (changed, jumps, and went: the SKUs that lost the type). The
+# first ``sample`` SKUs of each type (by SKU), and of its jumps, are kept. Parameter: the
+# jump share in percent.
 DIFF_PRICE_TYPES = f"""
     WITH t AS (
         SELECT c.sku, k.code,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import connection, transaction
 
@@ -37,6 +37,11 @@ SELECT p.id, p.name, p.brand, p.article, p.barcodes, p.updated_at
   FROM products_product p LEFT JOIN products_productkey k ON k.product_id = p.id
  WHERE p.retired_at IS NULL AND (k.product_id IS NULL OR k.made_from <> p.updated_at)
 """
+# The tokens of the retired products whose key is dropped, taken off their counts.
+_UNCOUNT_RETIRED = """
+INSERT INTO m_token_delta
+SELECT token, -count(*) FROM products_matchtoken WHERE product_id = ANY(%s) GROUP BY token
+"""
 _DROP_RETIRED = """
 DELETE FROM products_productkey k USING products_product p
  WHERE p.id = k.product_id AND p.retired_at IS NOT NULL
@@ -48,13 +53,16 @@ RETURNING k.product_id
 BrandIndex = dict[str, list[tuple[frozenset[str], str]]]
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
+    """What a product or a line is compared by (a tuple: a million are made per load)."""
+
     product_id: int
     article_key: str
     brand_key: str
     name_key: str
     attributes: dict[str, str]
+    # The name's words as compared (name_key's, as a set).
+    words: frozenset[str]
     tokens: frozenset[str]
 
 
@@ -86,22 +94,25 @@ def product_key(
     (``brands``, known_brands) has that brand."""
     parsed = normalize.parse_name(name)
     brand_key = _brand_key(brand)
-    words = set(parsed.words) - NOISE_WORDS
+    words = set(parsed.words)
+    words.difference_update(NOISE_WORDS)
     if brand_key:
-        words -= brand_words(brand)
+        words.difference_update(brand_words(brand))
     elif brands:
         found = [b for w in words for b in brands.get(w, ()) if b[0] <= words]
         if found:
             known, brand_key = max(found, key=lambda b: (len(b[0]), b[1]))
-            words -= known
-    article_key = normalize.article_key(article)
+            words.difference_update(known)
+    article_key = normalize.article_key(article) if article else ""
+    frozen = frozenset(words)
     return Key(
         product_id=product_id,
         article_key=article_key,
         brand_key=brand_key,
-        name_key=normalize.name_key(words),
+        name_key=" ".join(sorted(frozen)),
         attributes=parsed.attributes,
-        tokens=line_tokens(words, article_key, barcodes or ()),
+        words=frozen,
+        tokens=line_tokens(frozen, article_key, barcodes or ()),
     )
 
 
@@ -110,8 +121,17 @@ def _brand_key(brand: str) -> str:
     return normalize.brand_key(brand)
 
 
+# The last known_brands, with the catalogue's version they were read at.
+_brands: tuple[int, BrandIndex] | None = None
+
+
 def known_brands() -> BrandIndex:
-    """The brands of our active products, as (words, brand key) by each of their words."""
+    """The brands of our active products, as (words, brand key) by each of their words;
+    read again only when the catalogue's version moved on since."""
+    global _brands
+    version = catalogue_version()
+    if version is not None and _brands is not None and _brands[0] == version:
+        return _brands[1]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
@@ -121,6 +141,8 @@ def known_brands() -> BrandIndex:
     for known, key in brands.items():
         for word in known:
             index.setdefault(word, []).append((known, key))
+    if version is not None:
+        _brands = (version, index)
     return index
 
 
@@ -132,19 +154,35 @@ def _stale_rows() -> Iterator[list[tuple]]:
             yield rows
 
 
+def catalogue_version() -> int | None:
+    """The catalogue's version (MatchVersion): moved on by every statement that writes
+    products; None when unknown (the table emptied)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT value FROM products_matchversion WHERE name = 'catalogue'")
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _keys_version(cursor) -> int | None:
+    cursor.execute("SELECT value FROM products_matchversion WHERE name = 'keys'")
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def keys_refresh() -> int:
     """Brings every product's key up to date; returns how many were rewritten or
-    dropped. Inside one transaction: the matching that follows sees all of it."""
+    dropped. In one transaction, one refresh at a time (a second waits and then finds
+    nothing to do). When no statement wrote products since the last refresh (the
+    catalogue's version is the one the keys were made at), nothing is looked at."""
     changed = 0
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_DROP_RETIRED)
-            retired = [row[0] for row in cursor.fetchall()]
-            if retired:
-                cursor.execute(
-                    "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)", [retired]
-                )
-            changed += len(retired)
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext('products.keys'))")
+            # Read before looking: a write committed from here on moves it on again,
+            # and the next refresh looks.
+            version = catalogue_version()
+            if version is not None and version == _keys_version(cursor):
+                return 0
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )
@@ -152,16 +190,35 @@ def keys_refresh() -> int:
                 "CREATE TEMP TABLE IF NOT EXISTS m_tokens (token text, product_id bigint) "
                 "ON COMMIT DROP"
             )
+            cursor.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS m_token_delta (token text, products int) "
+                "ON COMMIT DROP"
+            )
+            cursor.execute(_DROP_RETIRED)
+            retired = [row[0] for row in cursor.fetchall()]
+            if retired:
+                cursor.execute(_UNCOUNT_RETIRED, [retired])
+                cursor.execute(
+                    "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)", [retired]
+                )
+            changed += len(retired)
             indexes = _tokens_indexes_dropped(cursor) if _mostly_stale(cursor) else []
         for rows in _stale_rows():
             changed += len(rows)
             _copy_keys(rows)
         if changed:
-            _swap_in()
+            _swap_in()  # also when only retired products' keys were dropped: counts
         if indexes:
             with connection.cursor() as cursor:
                 for statement in indexes:
                     cursor.execute(statement)
+        if version is not None:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "INSERT INTO products_matchversion (name, value) VALUES ('keys', %s) "
+                    "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                    [version],
+                )
     return changed
 
 
@@ -240,11 +297,19 @@ def _swap_in() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE m_keys")
         cursor.execute(
-            "DELETE FROM products_matchtoken t USING m_keys k WHERE t.product_id = k.product_id"
+            """
+            WITH gone AS (
+              DELETE FROM products_matchtoken t USING m_keys k
+               WHERE t.product_id = k.product_id RETURNING t.token)
+            INSERT INTO m_token_delta SELECT token, -count(*) FROM gone GROUP BY token
+            """
         )
         cursor.execute(
             "INSERT INTO products_matchtoken (token, product_id) "
             "SELECT token, product_id FROM m_tokens"
+        )
+        cursor.execute(
+            "INSERT INTO m_token_delta SELECT token, count(*) FROM m_tokens GROUP BY token"
         )
         cursor.execute(
             """
@@ -257,3 +322,22 @@ def _swap_in() -> None:
             """
         )
         cursor.execute("TRUNCATE m_keys, m_tokens")
+    _count_tokens()
+
+
+def _count_tokens() -> None:
+    """The token counts moved by what the refresh took off and put in (m_token_delta);
+    a token no product has any more loses its row."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO products_tokencount AS c (token, products)
+            SELECT token, sum(products) FROM m_token_delta GROUP BY token
+            ON CONFLICT (token) DO UPDATE SET products = c.products + excluded.products
+            """
+        )
+        cursor.execute(
+            "DELETE FROM products_tokencount c USING m_token_delta d "
+            "WHERE c.token = d.token AND c.products <= 0"
+        )
+        cursor.execute("TRUNCATE m_token_delta")

@@ -29,12 +29,15 @@ links, events and candidates written with a few statements.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import json
 import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -84,7 +87,7 @@ class Thresholds:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     sku: str
     name_key: str
@@ -96,7 +99,7 @@ class Line:
     tokens: frozenset[str]
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     product_id: int
     by_barcode: bool
@@ -104,20 +107,23 @@ class Candidate:
     brand_key: str
     article_key: str
     words: frozenset[str]
-    # The decisive attributes as stored (JSON), read only for the candidates that count.
-    attributes_json: str
+    # The decisive attributes (one dict per distinct stored value: not to be changed).
+    attributes: dict[str, str]
     score: float = 0.0
     kind: str = Kind.NAME
-    matched: list[dict[str, str]] = field(default_factory=list)
-    differed: list[dict[str, str]] = field(default_factory=list)
+    # Written out only for the candidates kept (_annotate).
+    matched: Sequence[dict[str, str]] = ()
+    differed: Sequence[dict[str, str]] = ()
     # What blocks an automatic link: a decisive attribute or the brand differs.
     blocking: bool = False
     # Every word of the product's name is on the line, and the line has no other word
     # that says what it is.
     same_words: bool = False
+    # A barcode and an article that point at different products: shown as differed.
+    conflicts: Sequence[dict[str, str]] = ()
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
     """What the cascade found for one line: a link (product, kind, confidence, state)
     or none, and the candidates the review queue shows."""
@@ -173,7 +179,7 @@ def _line(
         brand_key=key.brand_key,
         article_key=key.article_key,
         barcodes=list(barcodes or ()),
-        words=frozenset(key.name_key.split()),
+        words=key.words,
         attributes=key.attributes,
         tokens=key.tokens,
     )
@@ -201,35 +207,48 @@ CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT 
 CREATE TEMP TABLE IF NOT EXISTS m_block (n int, rare text, other text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
-TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact;
+CREATE TEMP TABLE IF NOT EXISTS m_pair (
+  n int, product_id bigint, by_barcode bool, by_article bool) ON COMMIT DROP;
+TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact, m_pair;
 """
-# How many active products have each token of the lines (counted up to the cap).
+# How many active products have each token of the lines (TokenCount, kept by
+# keys_refresh; counted up to the cap, as weights and blocking read them).
 _DF = f"""
 INSERT INTO m_df
-SELECT d.token, (SELECT count(*) FROM (SELECT 1 FROM products_matchtoken t
-                  WHERE t.token = d.token LIMIT {WORD_DF_CAP + 1}) c)
+SELECT d.token, least(coalesce(
+         (SELECT c.products FROM products_tokencount c WHERE c.token = d.token), 0),
+         {WORD_DF_CAP + 1})
   FROM (SELECT DISTINCT token FROM m_line_token lt
-         WHERE lt.token NOT LIKE 'w:%%' OR NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)) d;
+         WHERE lt.token LIKE 'a:%%'
+            OR (lt.token LIKE 'w:%%' AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n))) d;
 ANALYZE m_df;
 """
 # The products whose name has exactly the line's words (hash index on name_key).
 _EXACT = """
-SELECT l.n, k.product_id, false, false, k.brand_key, k.article_key, k.name_key, k.attributes::text
+INSERT INTO m_pair
+SELECT l.n, k.product_id, false, false
   FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
- WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n)
+ WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n);
+ANALYZE m_pair;
 """
-# The products with a barcode or the article of a line: the first steps of the cascade.
+# The products with a barcode or the article of a line: the first steps of the cascade
+# (kept aside first: joined with the keys once their number is known, the planner
+# hashes the few pairs, not a million keys).
 _CODES = """
-SELECT c.n, c.product_id, c.by_barcode, c.by_article,
-       k.brand_key, k.article_key, k.name_key, k.attributes::text
-  FROM (
-    SELECT lt.n, t.product_id,
-           bool_or(lt.token LIKE 'b:%%') AS by_barcode,
-           bool_or(lt.token LIKE 'a:%%') AS by_article
-      FROM m_line_token lt JOIN products_matchtoken t ON t.token = lt.token
-     WHERE lt.token LIKE 'b:%%' OR lt.token LIKE 'a:%%'
-     GROUP BY lt.n, t.product_id
-  ) c JOIN products_productkey k ON k.product_id = c.product_id
+INSERT INTO m_pair
+SELECT lt.n, t.product_id, bool_or(lt.token LIKE 'b:%%'), bool_or(lt.token LIKE 'a:%%')
+  FROM m_line_token lt JOIN products_matchtoken t ON t.token = lt.token
+ WHERE lt.token LIKE 'b:%%' OR lt.token LIKE 'a:%%'
+ GROUP BY lt.n, t.product_id;
+ANALYZE m_pair;
+"""
+# The pairs kept aside; and the keys of their products, each once (a product is a
+# candidate of many lines that share their rarest words).
+_PAIRS = "SELECT n, product_id, by_barcode, by_article FROM m_pair"
+_PAIR_PRODUCTS = """
+SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
+  FROM products_productkey k
+ WHERE k.product_id IN (SELECT product_id FROM m_pair)
 """
 # The words candidates are found by for a line that neither its codes nor its exact
 # name settle: its two rarest (``rare`` the rarer; ``other`` null when it has one).
@@ -248,8 +267,8 @@ ANALYZE m_block;
 # inverted index in product order and stop early (LIMIT): no line's postings are read
 # whole, nor all lines' pairs sorted together.
 _CANDIDATES = f"""
-SELECT c.n, c.product_id, false, false,
-       k.brand_key, k.article_key, k.name_key, k.attributes::text
+INSERT INTO m_pair
+SELECT c.n, c.product_id, false, false
   FROM (
     SELECT f.n, f.product_id,
            row_number() OVER (PARTITION BY f.n ORDER BY f.shared DESC, f.product_id) AS r
@@ -278,8 +297,8 @@ SELECT c.n, c.product_id, false, false,
          ORDER BY u.n, u.product_id, u.shared DESC
       ) f
   ) c
-  JOIN products_productkey k ON k.product_id = c.product_id
- WHERE c.r <= {CANDIDATES_SCORED}
+ WHERE c.r <= {CANDIDATES_SCORED};
+ANALYZE m_pair;
 """
 
 
@@ -289,28 +308,44 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
     with connection.cursor() as cursor:
         cursor.execute(_SETUP)
         with cursor.cursor.copy("COPY m_line_token (n, token) FROM STDIN") as copy:
-            for n, line in enumerate(lines):
-                for token in line.tokens:
-                    copy.write_row((n, token))
+            copy.write(
+                _copy_text(
+                    [f"{n}\t{token}\n" for n, line in enumerate(lines) for token in line.tokens]
+                )
+            )
         with cursor.cursor.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
-            for n, line in enumerate(lines):
-                if line.name_key:
-                    copy.write_row((n, line.name_key))
+            copy.write(
+                _copy_text(
+                    [f"{n}\t{line.name_key}\n" for n, line in enumerate(lines) if line.name_key]
+                )
+            )
         cursor.execute("ANALYZE m_line_token")
         cursor.execute("ANALYZE m_line_name")
         cursor.execute("SET LOCAL work_mem = '64MB'")
+        # Short statements over many rows: compiling them (JIT) costs more than it saves.
+        cursor.execute("SET LOCAL jit = off")
         found: dict[int, dict[int, Candidate]] = defaultdict(dict)
+        products: dict[int, tuple] = {}
+
+        def pairs() -> None:
+            """The pairs of the last step (m_pair) as candidates; emptied after."""
+            cursor.execute(_PAIR_PRODUCTS)
+            _products(cursor.fetchall(), products)
+            cursor.execute(_PAIRS)
+            _collect(cursor.fetchall(), products, found)
+            cursor.execute("TRUNCATE m_pair")
+
         # The cascade's first steps for every line; the later ones only for the lines
         # these leave (m_exact: the lines settled so far).
         cursor.execute(_CODES)
-        _collect(cursor, found)
+        pairs()
         settled = [n for n, by_product in found.items() if _settled(lines[n], by_product)]
         with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
             for n in settled:
                 copy.write_row((n,))
         cursor.execute(_EXACT)
         exact = set(found)
-        _collect(cursor, found)
+        pairs()
         with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
             for n in set(found) - exact:
                 copy.write_row((n,))
@@ -320,8 +355,30 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         df = dict(cursor.fetchall())
         cursor.execute(_BLOCK)
         cursor.execute(_CANDIDATES)
-        _collect(cursor, found)
+        pairs()
     return {n: list(by_product.values()) for n, by_product in found.items()}, df
+
+
+def _copy_text(rows: list[str]) -> str:
+    """COPY text of rows of an int and one text made as ``f"{n}\\t{text}\\n"``. Tokens and
+    name keys are letters, digits and ``: . ,``: when one holds a backslash, tab or line
+    break after all, the rows are made again with the text escaped."""
+    text = "".join(rows)
+    if (
+        "\\" not in text
+        and "\r" not in text
+        and text.count("\n") == len(rows)
+        and (text.count("\t") == len(rows))
+    ):
+        return text
+    escaped = []
+    for row in rows:
+        n, value = row[:-1].split("\t", 1)
+        escaped.append(f"{n}\t{value.translate(_COPY_ESCAPES)}\n")
+    return "".join(escaped)
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
@@ -334,22 +391,34 @@ def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
     return not barcode and len(article) == 1 and bool(line.brand_key)
 
 
-def _collect(rows: Iterable[tuple], found: dict[int, dict[int, Candidate]]) -> None:
-    for n, product_id, by_barcode, by_article, brand, article, name, attrs in rows:
-        known = found[n].get(product_id)
+def _products(rows: Iterable[tuple], products: dict[int, tuple]) -> None:
+    """Candidate products' keys as the decisions read them, by product."""
+    for product_id, brand, article, name, attrs in rows:
+        if product_id not in products:
+            products[product_id] = (brand, article, frozenset(name.split()), _attributes(attrs))
+
+
+def _collect(
+    rows: Iterable[tuple], products: dict[int, tuple], found: dict[int, dict[int, Candidate]]
+) -> None:
+    for n, product_id, by_barcode, by_article in rows:
+        by_product = found[n]
+        known = by_product.get(product_id)
         if known is not None:
             known.by_barcode |= by_barcode
             known.by_article |= by_article
             continue
-        found[n][product_id] = Candidate(
-            product_id=product_id,
-            by_barcode=by_barcode,
-            by_article=by_article,
-            brand_key=brand,
-            article_key=article,
-            words=frozenset(name.split()),
-            attributes_json=attrs,
+        brand, article, words, attributes = products[product_id]
+        by_product[product_id] = Candidate(
+            product_id, by_barcode, by_article, brand, article, words, attributes
         )
+
+
+@functools.lru_cache(maxsize=65_536)
+def _attributes(stored: str) -> dict[str, str]:
+    """Stored decisive attributes (JSON) as a dict, once per distinct value (a catalogue
+    has few: {"size": "m8x40"} is the size of thousands of products)."""
+    return json.loads(stored) if stored else {}
 
 
 # -- deciding ---------------------------------------------------------------------------------
@@ -361,10 +430,20 @@ def _weight(df: int | None, total: int) -> float:
     return math.log(1 + total / max(df or 1, 1))
 
 
-def word_weights(line: Line, df: dict[str, int], total: int) -> dict[str, float]:
-    """The weight of each word of the line: rare words say more (a word no product has
-    weighs as a product-unique one)."""
-    return {w: _weight(df.get("w:" + w, 1), total) for w in line.words}
+class Weights:
+    """The weights of words by how many products have them, for one run: a count is
+    at most the cap, so each weight is computed once."""
+
+    __slots__ = ("by_count", "df")
+
+    def __init__(self, df: dict[str, int], total: int) -> None:
+        self.df = df
+        self.by_count = [_weight(count, total) for count in range(WORD_DF_CAP + 2)]
+
+    def of(self, line: Line) -> dict[str, float]:
+        """The weight of each word of the line."""
+        df, by_count = self.df, self.by_count
+        return {w: by_count[df.get("w:" + w, 1)] for w in line.words}
 
 
 def name_score(
@@ -376,7 +455,7 @@ def name_score(
     common = line.words & candidate.words
     if not common:
         return 0.0
-    shared = sum(weights[w] for w in common)
+    shared = sum([weights[w] for w in common])
     if line_total is None:
         line_total = sum(weights.values())
     # The product's own words not on the line: weighed as the line's words are on average.
@@ -388,8 +467,21 @@ def name_score(
     return score
 
 
+def _screen(line: Line, candidate: Candidate) -> None:
+    """Whether a candidate may be linked automatically (no decisive attribute nor the
+    brand differs) and whether its words are the line's: all the decision needs. What
+    matched and differed is written out (``_annotate``) only for the candidates kept."""
+    ours, theirs = line.attributes, candidate.attributes
+    candidate.blocking = bool(
+        (line.brand_key and candidate.brand_key and line.brand_key != candidate.brand_key)
+        or (ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys()))
+    )
+    candidate.same_words = line.words == candidate.words
+
+
 def _annotate(line: Line, candidate: Candidate) -> None:
-    attributes = json.loads(candidate.attributes_json) if candidate.attributes_json else {}
+    """What matched and what differed, as the review queue shows them."""
+    attributes = candidate.attributes
     matched = normalize.agreements(line.attributes, attributes)
     differed = normalize.conflicts(line.attributes, attributes)
     if line.brand_key and candidate.brand_key:
@@ -401,10 +493,8 @@ def _annotate(line: Line, candidate: Candidate) -> None:
         )
     if candidate.by_barcode:
         matched.append({"attribute": "barcode", "line": ",".join(line.barcodes), "product": ""})
-    candidate.blocking = bool(differed)
     missing = candidate.words - line.words
     extra = line.words - candidate.words
-    candidate.same_words = not missing and not extra
     if missing or extra:
         differed.append(
             {
@@ -413,31 +503,47 @@ def _annotate(line: Line, candidate: Candidate) -> None:
                 "product": " ".join(sorted(missing)),
             }
         )
-    candidate.matched, candidate.differed = matched, differed
+    candidate.matched, candidate.differed = matched, [*differed, *candidate.conflicts]
 
 
 def decide(
     line: Line,
     found: list[Candidate],
-    df: dict[str, int],
-    total: int,
+    weighing: Weights,
     thresholds: Thresholds,
     rejected: set[int],
 ) -> Decision:
     """The cascade for one line."""
-    found = [c for c in found if c.product_id not in rejected]
-    weights = word_weights(line, df, total)
+    decision = _decide(line, found, weighing, thresholds, rejected)
+    if decision.state != State.AUTO:
+        for candidate in decision.candidates:
+            _annotate(line, candidate)
+    return decision
+
+
+def _decide(
+    line: Line,
+    found: list[Candidate],
+    weighing: Weights,
+    thresholds: Thresholds,
+    rejected: set[int],
+) -> Decision:
+    if rejected:
+        found = [c for c in found if c.product_id not in rejected]
+    weights = weighing.of(line)
     line_total = sum(weights.values())
     for candidate in found:
         candidate.score = name_score(line, candidate, weights, line_total)
     # Only the candidates that can count are looked at closer: those found by a code, and
     # the closest by name.
-    found.sort(key=lambda c: -c.score)
+    # (Ties in product order: the same data gives the same links whatever order the
+    # database returned the candidates in.)
+    found.sort(key=lambda c: (-c.score, c.product_id))
     found = [
         c for i, c in enumerate(found) if i < CANDIDATES_CLOSER or c.by_barcode or c.by_article
     ]
     for candidate in found:
-        _annotate(line, candidate)
+        _screen(line, candidate)
     decision = Decision(sku=line.sku)
     by_barcode = [c for c in found if c.by_barcode]
     by_article = [
@@ -453,16 +559,16 @@ def decide(
                 "product": "",
             }
             product.kind = Kind.BARCODE
-            product.differed.append(conflict | {"attribute": "article"})
+            product.conflicts = [conflict | {"attribute": "article"}]
             for other in others:
                 other.kind = Kind.ARTICLE
-                other.differed.append(conflict)
+                other.conflicts = [conflict]
             decision.candidates = [product, *others][:CANDIDATES_KEPT]
             return decision
         return _link(decision, product, Kind.BARCODE, BARCODE_CONFIDENCE, found)
     if len(by_article) == 1:
         return _link(decision, by_article[0], Kind.ARTICLE, ARTICLE_CONFIDENCE, found)
-    if not line.brand_key and df.get("a:" + line.article_key) == 1:
+    if not line.brand_key and weighing.df.get("a:" + line.article_key) == 1:
         only = [c for c in found if c.by_article]
         if len(only) == 1 and only[0].score >= thresholds.review:
             return _link(decision, only[0], Kind.ARTICLE, ARTICLE_ONLY_CONFIDENCE, found)
@@ -521,18 +627,25 @@ def _link(
 
 # -- writing ----------------------------------------------------------------------------------
 
+# The SKUs of the lines matched (m_sku), kept aside once for the reads and writes below.
+_SKUS = """
+CREATE TEMP TABLE IF NOT EXISTS m_sku (sku text) ON COMMIT DROP;
+TRUNCATE m_sku;
+"""
 _EXISTING = """
 SELECT l.supplier_sku, l.id, l.product_id, l.state, l.kind, l.confidence
-  FROM products_supplierlink l
- WHERE l.config_id = %s AND l.supplier_sku = ANY(%s)
+  FROM products_supplierlink l JOIN m_sku s ON s.sku = l.supplier_sku
+ WHERE l.config_id = %s
 """
 _REJECTED = """
 SELECT l.supplier_sku, e.product_after_id
   FROM products_linkevent e JOIN products_supplierlink l ON l.id = e.link_id
- WHERE l.config_id = %s AND l.supplier_sku = ANY(%s) AND e.state = 'rejected'
+  JOIN m_sku s ON s.sku = l.supplier_sku
+ WHERE l.config_id = %s AND e.state = 'rejected'
 UNION
-SELECT supplier_sku, product_id FROM products_supplierlink
- WHERE config_id = %s AND supplier_sku = ANY(%s) AND state = 'rejected'
+SELECT l.supplier_sku, l.product_id FROM products_supplierlink l
+  JOIN m_sku s ON s.sku = l.supplier_sku
+ WHERE l.config_id = %s AND l.state = 'rejected'
 """
 _WRITE_SETUP = """
 CREATE TEMP TABLE IF NOT EXISTS m_link (
@@ -541,8 +654,7 @@ CREATE TEMP TABLE IF NOT EXISTS m_link (
 CREATE TEMP TABLE IF NOT EXISTS m_candidate (
   sku text, product_id bigint, kind text, score numeric, rank int, matched jsonb,
   differed jsonb) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_sku (sku text) ON COMMIT DROP;
-TRUNCATE m_link, m_candidate, m_sku;
+TRUNCATE m_link, m_candidate;
 """
 _INSERT_LINKS = """
 WITH made AS (
@@ -590,16 +702,25 @@ ON CONFLICT (config_id, supplier_sku, product_id) DO UPDATE
 """
 
 
-def _existing(config_id: int, skus: list[str]) -> dict[str, tuple]:
+def _skus_aside(skus: list[str]) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(_EXISTING, [config_id, skus])
+        cursor.execute(_SKUS)
+        with cursor.cursor.copy("COPY m_sku FROM STDIN") as copy:
+            for sku in skus:
+                copy.write_row((sku,))
+        cursor.execute("ANALYZE m_sku")
+
+
+def _existing(config_id: int) -> dict[str, tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(_EXISTING, [config_id])
         return {row[0]: row[1:] for row in cursor.fetchall()}
 
 
-def _rejected(config_id: int, skus: list[str]) -> dict[str, set[int]]:
+def _rejected(config_id: int) -> dict[str, set[int]]:
     rejected: dict[str, set[int]] = defaultdict(set)
     with connection.cursor() as cursor:
-        cursor.execute(_REJECTED, [config_id, skus, config_id, skus])
+        cursor.execute(_REJECTED, [config_id, config_id])
         for sku, product_id in cursor.fetchall():
             if product_id is not None:
                 rejected[sku].add(product_id)
@@ -635,9 +756,6 @@ def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]
                     (d.sku, link_id, product_id, d.product_id, d.kind, d.confidence, d.state)
                 )
                 changes += 1
-        with raw.copy("COPY m_sku FROM STDIN") as copy:
-            for d in decisions:
-                copy.write_row((d.sku,))
         with raw.copy("COPY m_candidate FROM STDIN") as copy:
             for d in decisions:
                 if d.state == State.AUTO:
@@ -681,11 +799,14 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     found, df = _candidates(lines)
     seconds["candidates"] = time.perf_counter() - started
     total = max(_total_products(), 1)
-    rejected = _rejected(config_id, skus)
-    existing = _existing(config_id, skus)
+    _skus_aside(skus)
+    rejected = _rejected(config_id)
+    existing = _existing(config_id)
     started = time.perf_counter()
+    weighing = Weights(df, total)
+    no_products: set[int] = set()
     decisions = [
-        decide(line, found.get(n, []), df, total, thresholds, rejected.get(line.sku, set()))
+        decide(line, found.get(n, []), weighing, thresholds, rejected.get(line.sku, no_products))
         for n, line in enumerate(lines)
     ]
     seconds["decide"] = time.perf_counter() - started
@@ -712,20 +833,37 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     )
 
 
+@contextlib.contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: the cascade makes millions of small objects
+    (keys, candidates, decisions) and none of them in a cycle, and each collection of the
+    oldest generation walked all of them again (a third of the cascade's time at 100k
+    lines). Reference counting still frees everything as usual."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def links_match(
     *, config_id: int, import_id: int | None = None, thresholds: Thresholds | None = None
 ) -> Outcome:
     """The cascade for an accepted import of a config (None: every unlinked line of its
     current catalogue), in one transaction, the config's matching taking turns: the
     keys of products changed since are refreshed first."""
-    with transaction.atomic():
+    started = time.perf_counter()
+    # In a transaction of its own (when not inside the caller's): one refresh at a time,
+    # the matchings of other configs not kept waiting for this one.
+    keys.keys_refresh()
+    refreshed = time.perf_counter()
+    with transaction.atomic(), _without_cyclic_gc():
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]
             )
-        started = time.perf_counter()
-        keys.keys_refresh()
-        refreshed = time.perf_counter()
         lines = lines_of(config_id, import_id)
         read = time.perf_counter()
         outcome = lines_match(config_id, lines, thresholds)

@@ -128,11 +128,21 @@ class SupplierLink(models.Model):
         return f"{self.supplier_sku} → {self.product_id}"
 
 
+# LinkEvent and LinkCandidate are written set-based by the matching, tens of thousands
+# of rows per import, and have no foreign key in the database to what they refer to:
+# checking each row at commit took the cascade as long as writing them. Deleting goes
+# through Django, which cascades or nulls them as ``on_delete`` says.
+
+
 class LinkEvent(models.Model):
     """One change of a link: what it pointed at before and after, by whom, how."""
 
     link = models.ForeignKey(
-        SupplierLink, on_delete=models.CASCADE, related_name="events", verbose_name=_("link")
+        SupplierLink,
+        on_delete=models.CASCADE,
+        related_name="events",
+        verbose_name=_("link"),
+        db_constraint=False,
     )
     at = models.DateTimeField(pgettext_lazy("link event", "at"), db_default=Now())
     user = models.ForeignKey(
@@ -150,6 +160,7 @@ class LinkEvent(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("product before"),
+        db_constraint=False,
     )
     product_after = models.ForeignKey(
         Product,
@@ -158,6 +169,7 @@ class LinkEvent(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("product after"),
+        db_constraint=False,
     )
     state = models.CharField(
         pgettext_lazy("link", "state"), max_length=10, choices=SupplierLink.State
@@ -181,11 +193,19 @@ class LinkCandidate(models.Model):
     what differed, how similar. Rewritten for a line each time it is matched."""
 
     config = models.ForeignKey(
-        PriceListConfig, on_delete=models.CASCADE, related_name="+", verbose_name=_("config")
+        PriceListConfig,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("config"),
+        db_constraint=False,
     )
     supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
     product = models.ForeignKey(
-        Product, on_delete=models.CASCADE, related_name="+", verbose_name=_("product")
+        Product,
+        on_delete=models.CASCADE,
+        related_name="+",
+        verbose_name=_("product"),
+        db_constraint=False,
     )
     kind = models.CharField(_("how it was found"), max_length=10, choices=SupplierLink.Kind)
     score = models.DecimalField(_("similarity"), max_digits=4, decimal_places=3)
@@ -249,7 +269,7 @@ class MatchToken(models.Model):
     # million products several times slower; they are written only by keys_refresh, and
     # deleted with their product (Django's cascade) or by it.
     product = models.ForeignKey(
-        Product, on_delete=models.CASCADE, related_name="+", db_constraint=False
+        Product, on_delete=models.CASCADE, related_name="+", db_constraint=False, db_index=False
     )
 
     class Meta:
@@ -258,3 +278,38 @@ class MatchToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.token} {self.product_id}"
+
+
+class TokenCount(models.Model):
+    """How many active products have a token (MatchToken), kept by keys_refresh as it
+    rewrites tokens: the matching weighs a line's words by their rarity and finds
+    candidates through the rarest, without counting postings for every line."""
+
+    token = models.TextField(primary_key=True)
+    products = models.IntegerField()
+
+    class Meta:
+        default_permissions = ()  # machinery, as ProductKey
+
+    def __str__(self) -> str:
+        return f"{self.token} {self.products}"
+
+
+class MatchVersion(models.Model):
+    """Two versions: ``catalogue``, a new value (from a sequence: never the same twice)
+    set by a trigger on every statement that writes products (migration 0006), and
+    ``keys``, the catalogue's value the keys were last refreshed at. When they are
+    equal no product changed since: keys_refresh does not look for stale keys among a
+    million products."""
+
+    CATALOGUE = "catalogue"
+    KEYS = "keys"
+
+    name = models.CharField(max_length=16, primary_key=True)
+    value = models.BigIntegerField()
+
+    class Meta:
+        default_permissions = ()  # machinery, as ProductKey
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.value}"

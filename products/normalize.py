@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import NamedTuple
 
 # The look-alike letters of the two alphabets (upper and lower case).
 _CYRILLIC = "АВЕКМНОРСТХаеокрсухмнвт"
@@ -133,6 +133,9 @@ _SIZE = re.compile(
     rf"(?<![0-9a-zа-я])([мm])?\s?({_NUMBER}(?:\s?[xх*×]\s?{_NUMBER})+)(?![0-9])"
     rf"|(?<![0-9a-zа-я])[мm]({_NUMBER})(?![0-9.,a-zа-я])"
 )
+# What every size has (digits on both sides of an x, or a thread М8): looked for first,
+# an order of magnitude faster than _SIZE, which half of the names do not need.
+_SIZE_HINT = re.compile(r"\d\s?[xх*×]\s?\d|[мm]\d")
 _MEASURE = re.compile(
     rf"(?<![0-9a-zа-я])({_NUMBER})\s?"
     r"(мл|ml|л|l|литр[а-я]*|кг|kg|гр|г|g|мм|mm|см|cm|м|m|шт|pcs|вт|w|ква|kva|а|a)\.?"
@@ -223,13 +226,12 @@ def _one_script(word: str) -> str:
     return word
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(NamedTuple):
     """A name taken apart: its words (canonical, attributes as ``attr:value`` tokens)
     and its decisive attributes."""
 
     words: tuple[str, ...]
-    attributes: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str]
 
 
 def _size(match: re.Match[str]) -> str:
@@ -255,7 +257,8 @@ def parse_name(name: str) -> Parsed:
 
     if "ral" in text or "рал" in text:
         text = _RAL.sub(lambda m: keep("colour", "ral" + m.group(1)), text)
-    text = _SIZE.sub(lambda m: keep("size", _size(m)), text)
+    if _SIZE_HINT.search(text):
+        text = _SIZE.sub(lambda m: keep("size", _size(m)), text)
 
     def measure(match: re.Match[str]) -> str:
         unit = match.group(2)

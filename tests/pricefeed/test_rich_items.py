@@ -9,7 +9,6 @@ import pytest
 from django.utils import translation
 
 from core.texts import shown
-
 from pricefeed.models import CatalogueEntry, PriceImport, PriceItem
 from tests.factories import receive, run_all
 from tests.fixtures import price_layouts as layouts

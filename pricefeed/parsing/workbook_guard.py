@@ -45,7 +45,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from itertools import pairwise
-from operator import itemgetter
 
 from core.storedtext import Text
 
@@ -87,7 +86,8 @@ _REF_START = b'<c r="'
 _SST_TAG = re.compile(rb"<(?:[\w.-]+:)?sst\b([^>]*)>")
 _UNIQUE_COUNT = re.compile(rb"""\buniqueCount\s*=\s*["']\s*(\d+)""")
 
-# Exact pass (wide, long or unusual sheets only).
+# Exact pass (wide, long or unusual sheets only), this many bytes of XML at a time.
+EXACT_WINDOW = 1 << 22
 _R_ATTR = re.compile(rb"""\sr\s*=\s*["']([A-Za-z]*)([0-9]+)["']""")
 _C_TAG = re.compile(rb"<(?:[\w.-]+:)?c[\s/>]")
 _C_TAG_WITH_R = re.compile(rb"""<(?:[\w.-]+:)?c\s(?:[^>]*?[\s"'])?r\s*=""")
@@ -411,13 +411,31 @@ def _utf16_codec(piece: bytes) -> str:
 
 def _exact_span(data: bytes, name: str, limits: Limits) -> int:
     """Measure a sheet's cell span from every r attribute, as calamine will place cells;
-    returns it (rows x columns, counted from A1)."""
-    refs = _R_ATTR.findall(data)
-    max_row = max(map(int, set(map(itemgetter(1), refs))), default=0)
-    letters = {ref for ref in map(itemgetter(0), refs) if ref}
+    returns it (rows x columns, counted from A1). Read a window at a time, each ending
+    before a "<" (no attribute, so no match, spans one): the matches of one window are
+    held at once, never those of the whole sheet (a list per reference of a sheet of
+    millions of cells took 660 MB)."""
+    max_row = max_col = 0
+    letters: set[bytes] = set()
+    rless_rows = rless_cells = 0
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"<", start + EXACT_WINDOW) if start + EXACT_WINDOW < size else -1
+        end = size if end < 0 else end
+        refs = _R_ATTR.findall(data, start, end)
+        rows_seen = {row for _col, row in refs}
+        if rows_seen:
+            max_row = max(max_row, max(map(int, rows_seen)))
+        letters.update(col for col, _row in refs if col)
+        del refs, rows_seen
+        rless_rows += len(_ROW_TAG.findall(data, start, end)) - len(
+            _ROW_TAG_WITH_R.findall(data, start, end)
+        )
+        rless_cells += len(_C_TAG.findall(data, start, end)) - len(
+            _C_TAG_WITH_R.findall(data, start, end)
+        )
+        start = end
     max_col = max((letter_to_index(x.decode()) + 1 for x in letters), default=0)
-    rless_rows = len(_ROW_TAG.findall(data)) - len(_ROW_TAG_WITH_R.findall(data))
-    rless_cells = len(_C_TAG.findall(data)) - len(_C_TAG_WITH_R.findall(data))
     rows = max_row + max(0, rless_rows) + 1
     cols = max_col + max(0, rless_cells) + 1
     if rows * cols > limits.max_cells:

@@ -116,3 +116,26 @@ def test_a_row_of_zeros_is_not_empty():
 
     assert parsed.rows_ok == 22  # each is read: SKU "0", price 0
     assert parsed.skipped_rows == 0
+
+
+def test_the_exact_pass_reads_a_sheet_window_by_window_and_measures_the_same(monkeypatch):
+    """A sheet's exact pass holds one window's references at a time; cut into windows of
+    a few hundred bytes (each ending before a "<"), it measures what one window does:
+    the farthest row and the widest column anywhere, r-less rows and cells counted."""
+    from pricefeed.parsing import workbook_guard
+
+    body = "".join(
+        f'<row r="{r}"><c r="B{r}"><v>1</v></c><c><v>2</v></c></row>' for r in range(1, 200)
+    )
+    body += '<row><c r="K7" t="inlineStr"><is><t>far</t></is></c></row><row/>'
+    body += "".join(f'<row r="{r}"><c r="A{r}"><v>3</v></c></row>' for r in range(200, 400))
+    data = h.handmade_xlsx(
+        f'<worksheet xmlns="{h.MAIN_NS}"><sheetData>{body}</sheetData></worksheet>'
+    )
+    whole = check_workbook(data, Limits())
+    # Rows 1..399, then two r-less rows; K (11) plus one r-less cell per row of the first
+    # part, as the exact pass counts (from A1, one over).
+    assert whole == (399 + 2 + 1) * (11 + 199 + 1)
+    for window in (37, 256, 1000):
+        monkeypatch.setattr(workbook_guard, "EXACT_WINDOW", window)
+        assert check_workbook(data, Limits()) == whole

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple, TypeVar
 
 from django.db import connection, transaction
 
 from . import normalize
+
+T = TypeVar("T")
 
 # Words on a line that do not say what it is (уп. → упаковка).
 NOISE_WORDS = frozenset({"упаков", "коробк", "new", "новинк", "хит", "акция"})
@@ -121,17 +123,13 @@ def _brand_key(brand: str) -> str:
     return normalize.brand_key(brand)
 
 
-# The last known_brands, with the catalogue's version they were read at.
-_brands: tuple[int, BrandIndex] | None = None
-
-
 def known_brands() -> BrandIndex:
     """The brands of our active products, as (words, brand key) by each of their words;
     read again only when the catalogue's version moved on since."""
-    global _brands
-    version = catalogue_version()
-    if version is not None and _brands is not None and _brands[0] == version:
-        return _brands[1]
+    return per_catalogue("known_brands", _read_brands)
+
+
+def _read_brands() -> BrandIndex:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
@@ -141,8 +139,6 @@ def known_brands() -> BrandIndex:
     for known, key in brands.items():
         for word in known:
             index.setdefault(word, []).append((known, key))
-    if version is not None:
-        _brands = (version, index)
     return index
 
 
@@ -161,6 +157,24 @@ def catalogue_version() -> int | None:
         cursor.execute("SELECT value FROM products_matchversion WHERE name = 'catalogue'")
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+# Values computed from the whole catalogue, each with the version it was computed at.
+_per_catalogue: dict[str, tuple[int, Any]] = {}
+
+
+def per_catalogue(name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, computed again only when the catalogue's version moved on since
+    the last time in this process (any write of products moves it)."""
+    version = catalogue_version()
+    if version is not None:
+        known = _per_catalogue.get(name)
+        if known is not None and known[0] == version:
+            return known[1]
+    value = compute()
+    if version is not None:
+        _per_catalogue[name] = (version, value)
+    return value
 
 
 def _keys_version(cursor) -> int | None:

@@ -117,3 +117,23 @@ def test_nobody_but_a_superuser_may_delete_a_product(world):
     assert (
         person("operator").post(f"{LIST}{world.nut.pk}/delete/", {"post": "yes"}).status_code == 403
     )
+
+
+def test_the_brand_and_category_filters_are_read_again_only_when_products_change(
+    world, django_assert_num_queries
+):
+    from products.admin import BrandFilter, TopCategoryFilter
+
+    def choices() -> tuple[list, list]:
+        brand = BrandFilter(None, {}, Product, None)
+        top = TopCategoryFilter(None, {}, Product, None)
+        return list(brand.lookup_choices), list(top.lookup_choices)
+
+    brands, tops = choices()
+    assert ("Bosch", "Bosch") in brands and ("Крепёж", "Крепёж") in tops
+    with django_assert_num_queries(2):  # the catalogue's version, once per filter
+        assert choices() == (brands, tops)
+
+    Product.objects.create(own_code="P-9", name="Дюбель", brand="Fischer", category="Анкеры")
+    brands, tops = choices()
+    assert ("Fischer", "Fischer") in brands and ("Анкеры", "Анкеры") in tops

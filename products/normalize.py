@@ -235,11 +235,29 @@ class Parsed(NamedTuple):
 
 
 def _size(match: re.Match[str]) -> str:
-    if match.group(2) is not None:
-        parts = re.split(r"\s?[xх*×]\s?", match.group(2))
-        thread = "m" if match.group(1) else ""
-        return thread + "x".join(number(p) for p in parts)
-    return "m" + number(match.group(3))
+    return _size_of(match.group(1) or "", match.group(2), match.group(3))
+
+
+@functools.lru_cache(maxsize=10_000)
+def _size_of(thread: str, sizes: str | None, alone: str | None) -> str:
+    """A size as compared (a list writes the same few thousand sizes again and again)."""
+    if sizes is not None:
+        parts = re.split(r"\s?[xх*×]\s?", sizes)
+        return ("m" if thread else "") + "x".join(number(p) for p in parts)
+    return "m" + number(alone or "")
+
+
+@functools.lru_cache(maxsize=10_000)
+def _measure_of(amount: str, unit: str) -> tuple[str, str] | None:
+    """A measure's attribute and value in its base unit (``0,5 л`` → volume, 500), None
+    when the amount is no number."""
+    unit = "литр" if unit.startswith("литр") else unit
+    attribute, factor = MEASURE_UNITS[unit]
+    try:
+        value = Decimal(amount.replace(",", ".")) * factor
+    except InvalidOperation:
+        return None
+    return attribute, _plain(value)
 
 
 def parse_name(name: str) -> Parsed:
@@ -261,14 +279,8 @@ def parse_name(name: str) -> Parsed:
         text = _SIZE.sub(lambda m: keep("size", _size(m)), text)
 
     def measure(match: re.Match[str]) -> str:
-        unit = match.group(2)
-        unit = "литр" if unit.startswith("литр") else unit
-        attribute, factor = MEASURE_UNITS[unit]
-        try:
-            value = Decimal(match.group(1).replace(",", ".")) * factor
-        except InvalidOperation:
-            return match.group(0)
-        return keep(attribute, _plain(value))
+        found = _measure_of(match.group(1), match.group(2))
+        return match.group(0) if found is None else keep(*found)
 
     text = _MEASURE.sub(measure, text)
     words: list[str] = []

@@ -4,15 +4,23 @@ second run changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from products import keys
 from products.linking import Thresholds, links_match
-from products.models import LinkCandidate, LinkEvent, MatchToken, Product, SupplierLink
+from products.models import (
+    LinkCandidate,
+    LinkEvent,
+    MatchToken,
+    Product,
+    SupplierLink,
+    TokenCount,
+)
 from tests import factories
 
 from .lines import accepted_import, products
@@ -254,3 +262,51 @@ def test_refreshing_most_keys_rebuilds_the_token_indexes_and_finds_the_same(
     config = factories.create_config(mailbox)
     match(config, [("A1", "Болт 8х40 оцинк", "", "", ["4600000000017"])])
     assert link_of(config, "A1").product == catalogue["OWN-1"]
+
+
+def _counts() -> dict[str, int]:
+    return dict(TokenCount.objects.values_list("token", "products"))
+
+
+def _counted() -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for token, _product in _tokens():
+        counted[token] = counted.get(token, 0) + 1
+    return counted
+
+
+def test_token_counts_follow_every_change_retirement_and_rebuild(catalogue, monkeypatch):
+    keys.keys_refresh()
+    assert _counts() == _counted() and _counts()["w:болт"] >= 2
+
+    bolt = catalogue["OWN-1"]
+    Product.objects.filter(pk=bolt.pk).update(name="Шуруп 4х40", updated_at=Now())
+    Product.objects.filter(pk=catalogue["OWN-2"].pk).update(retired_at=Now(), updated_at=Now())
+    assert keys.keys_refresh() == 2
+    assert _counts() == _counted()
+    assert "w:шуруп" in _counts()
+
+    monkeypatch.setattr(keys, "REBUILD_FLOOR", 0)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE products_product")
+    Product.objects.update(updated_at=Now())
+    keys.keys_refresh()  # indexes dropped and rebuilt: the counts still right
+    assert _counts() == _counted()
+
+
+def test_a_refresh_with_no_product_written_since_looks_at_nothing(
+    catalogue, django_assert_max_num_queries
+):
+    keys.keys_refresh()
+    # The savepoint and its release, the lock, the two versions: no product is read.
+    with django_assert_max_num_queries(5):
+        assert keys.keys_refresh() == 0
+
+    # A write that is rolled back still moves the version on (a sequence): the next
+    # refresh looks, and finds nothing stale.
+    with contextlib.suppress(RuntimeError), transaction.atomic():
+        Product.objects.filter(pk=catalogue["OWN-1"].pk).update(name="Другое")
+        raise RuntimeError
+    assert keys.keys_refresh() == 0
+    Product.objects.filter(pk=catalogue["OWN-1"].pk).update(name="Винт М8", updated_at=Now())
+    assert keys.keys_refresh() == 1

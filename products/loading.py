@@ -15,8 +15,9 @@ apply that, in the database, in one transaction:
 
 Two loads take turns, and products are not changed by hand while one runs (the table is
 locked SHARE ROW EXCLUSIVE: reads go on). A first load, into an empty catalogue, COPYs
-straight into Product. ``dry_run`` does all of it and rolls back: the counts are
-exactly what the load would do.
+straight into Product, its indexes on own_code dropped and built again after (the table
+locked ACCESS EXCLUSIVE until the load commits: there is nothing to read yet).
+``dry_run`` does all of it and rolls back: the counts are exactly what the load would do.
 """
 
 from __future__ import annotations
@@ -194,8 +195,8 @@ def products_load(
         else:
             cursor.execute(CREATE_LOAD_TABLE)
         # A first load (no product yet: everything is added) goes straight into the
-        # products table: the server stores and indexes one chunk while this process
-        # reads the next (the codes are unique already: Rows refuses a repeated one).
+        # products table: the server stores one chunk while this process reads the
+        # next (the codes are unique already: Rows refuses a repeated one).
         with cursor.cursor.copy(COPY_FIRST if first else COPY_LOAD) as copy:
 
             def send(products: list[tuple]) -> None:

@@ -193,6 +193,23 @@ def test_refused_lines_and_dropped_barcodes_say_which_line_and_why(tmp_path):
     assert rows.kept_codes == {"P-1", "P-3", "P-4"}
 
 
+def test_a_long_file_says_which_line_past_blank_lines_and_quoted_line_breaks(tmp_path):
+    """Lines are checked in chunks of thousands: the numbers are still the file's."""
+    header = "own_code;name;brand;article;barcode;unit;category"
+    lines = [header, "", 'P-0;"Болт\nМ8";;;;шт;']  # lines 1-4: the name spans two
+    lines += [f"P-{i};Болт {i};;;;шт;" for i in range(1, 3001)]  # lines 5-3004
+    lines[2504] = ";;;;;;"  # line 2506: no cell at all, skipped like a blank line
+    lines += ["P-7;Болт ещё раз;;;;шт;", "P-9000;Гайка;;;4600000000009;шт;"]
+    rows = read_catalogue(write(tmp_path, "\n".join(lines) + "\n"))
+
+    assert rows.count == 3001
+    assert rows.products[0][1] == "Болт М8"
+    assert problems(rows) == [
+        (3005, "own code P-7 is already on line 11", True),
+        (3006, "barcode 4600000000009 dropped: wrong check digit", False),
+    ]
+
+
 def test_reasons_are_given_in_russian_to_russian_operators(tmp_path):
     text = template_csv(
         [("", "Без кода", "", "", "", "", ""), ("P-1", "Болт", "", "", "1", "", "")]

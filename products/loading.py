@@ -15,8 +15,9 @@ apply that, in the database, in one transaction:
 
 Two loads take turns, and products are not changed by hand while one runs (the table is
 locked SHARE ROW EXCLUSIVE: reads go on). A first load, into an empty catalogue, COPYs
-straight into Product. ``dry_run`` does all of it and rolls back: the counts are
-exactly what the load would do.
+straight into Product, its indexes on own_code dropped and built again after (the table
+locked ACCESS EXCLUSIVE until the load commits: there is nothing to read yet).
+``dry_run`` does all of it and rolls back: the counts are exactly what the load would do.
 """
 
 from __future__ import annotations
@@ -107,6 +108,24 @@ CREATE TEMP TABLE product_load (
 COPY_LOAD = f"COPY product_load ({COLUMNS}) FROM STDIN"
 # created_at and updated_at: their database default, now().
 COPY_FIRST = f"COPY {TABLE} ({COLUMNS}) FROM STDIN"
+# A first load builds the indexes on own_code (the unique one, Django's pattern one) once
+# the products are in, not row by row as they come: building them over 1M products takes
+# ~0.7 s of the server's time where keeping them up cost ~1.8 s (PostgreSQL 15, 2 cores).
+# The primary key stays (the links' foreign keys need it). A unique constraint that a
+# foreign key relies on would stay too.
+UNIQUE_CONSTRAINTS = f"""
+SELECT c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
+WHERE c.conrelid = '{TABLE}'::regclass AND c.contype = 'u'
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)
+ORDER BY c.conname
+"""
+PLAIN_INDEXES = f"""
+SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
+WHERE i.indrelid = '{TABLE}'::regclass
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+ORDER BY 1
+"""
+INDEX_WORK_MEM = "256MB"
 
 # One pass over the file and our products (a hash join, FULL on a reload that retires,
 # LEFT otherwise) keeps aside only what the load changes: the codes to add ('a'), the
@@ -171,11 +190,13 @@ def products_load(
         cursor.execute(f"SET LOCAL work_mem = '{LOAD_WORK_MEM}'")
         cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})")
         first = not _one(cursor.fetchone())
-        if not first:
+        if first:
+            rebuild = _drop_indexes(cursor)
+        else:
             cursor.execute(CREATE_LOAD_TABLE)
         # A first load (no product yet: everything is added) goes straight into the
-        # products table: the server stores and indexes one chunk while this process
-        # reads the next (the codes are unique already: Rows refuses a repeated one).
+        # products table: the server stores one chunk while this process reads the
+        # next (the codes are unique already: Rows refuses a repeated one).
         with cursor.cursor.copy(COPY_FIRST if first else COPY_LOAD) as copy:
 
             def send(products: list[tuple]) -> None:
@@ -184,6 +205,8 @@ def products_load(
             rows = read_catalogue(path, limits=limits, own_code=own_code, sink=send)
             rows.flush()
         if first:
+            for statement in rebuild:
+                cursor.execute(statement)
             result = _result(rows)
             result.added = rows.count
         else:
@@ -192,6 +215,28 @@ def products_load(
         if dry_run:
             transaction.set_rollback(True)
     return result
+
+
+def _drop_indexes(cursor) -> list[str]:
+    """Drops the indexes of the (empty) products table but its primary key, in this
+    transaction; returns the statements that build them again. Dropping takes the table
+    ACCESS EXCLUSIVE until the load commits: with no product yet, nobody has anything
+    to read in it."""
+    quote = connection.ops.quote_name
+    cursor.execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
+    cursor.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_WORK_MEM}'")
+    cursor.execute(UNIQUE_CONSTRAINTS)
+    constraints = cursor.fetchall()
+    cursor.execute(PLAIN_INDEXES)
+    indexes = cursor.fetchall()
+    rebuild = []
+    for name, definition in constraints:
+        cursor.execute(f"ALTER TABLE {TABLE} DROP CONSTRAINT {quote(name)}")
+        rebuild.append(f"ALTER TABLE {TABLE} ADD CONSTRAINT {quote(name)} {definition}")
+    for name, definition in indexes:
+        cursor.execute(f"DROP INDEX {name}")
+        rebuild.append(definition)
+    return rebuild
 
 
 def _one(row: tuple | None) -> object:

@@ -15,12 +15,12 @@ Decisions (docs/products.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.utils.translation import gettext_lazy as _
 
-from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok
+from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok, checksums_ok
 
 OWN_CODE_MAX = 100  # Product.own_code
 TEXT_MAX = 255  # Product.brand, Product.article
@@ -33,6 +33,9 @@ SINK_BATCH = 20_000
 # spaces, as people type them.
 BARCODE_SEPARATORS = re.compile(r"[|,;\s]+")
 CATEGORY_JOIN = " / "
+# add_chunk: a chunk that is not plain is halved until its halves are, or down to this
+# many lines, which go through add one by one.
+CHUNK_LEAST = 64
 
 # Why a line is refused or a value dropped: shown to operators in their language.
 EMPTY_CODE = _("no own code")
@@ -175,6 +178,122 @@ class Rows:
         products.append((own_code, name, brand, article, kept, unit, category))
         if len(products) >= SINK_BATCH and self.sink is not None:
             self.flush()
+
+    def add_chunk(
+        self,
+        lines: Sequence[int],
+        codes: Sequence[str],
+        names: Sequence[str],
+        brands: Sequence[str],
+        articles: Sequence[str],
+        barcodes: Sequence[str],
+        units: Sequence[str],
+        categories: Sequence[str],
+    ) -> None:
+        """add of many lines at once, given as columns (``barcodes`` as cells of the
+        template): the same products, problems and order as add of each line in turn.
+
+        A million-line file is mostly plain lines: codes new and unique, values already
+        stripped, within their lengths, barcodes right. Such a chunk is checked column by
+        column (a few passes in C over each, not a dozen Python operations per line)
+        and kept whole. A chunk that is not plain is halved, each half tried in turn (so
+        the first of a repeated code still wins), down to CHUNK_LEAST lines, which go
+        through add one by one."""
+        if self._plain(codes, names, brands, articles, barcodes, units, categories):
+            self._seen.update(zip(codes, lines, strict=True))
+            kept = [cell.split("|") if cell else [] for cell in barcodes]
+            products = self.products
+            products.extend(
+                zip(codes, names, brands, articles, kept, units, categories, strict=True)
+            )
+            if len(products) >= SINK_BATCH and self.sink is not None:
+                self.flush()
+            return
+        count = len(lines)
+        if count <= CHUNK_LEAST:
+            for i in range(count):
+                self.add(
+                    lines[i],
+                    codes[i],
+                    names[i],
+                    brands[i],
+                    articles[i],
+                    barcodes[i],
+                    units[i],
+                    categories[i],
+                )
+            return
+        middle = count // 2
+        for part in (slice(0, middle), slice(middle, count)):
+            self.add_chunk(
+                lines[part],
+                codes[part],
+                names[part],
+                brands[part],
+                articles[part],
+                barcodes[part],
+                units[part],
+                categories[part],
+            )
+
+    def _plain(
+        self,
+        codes: Sequence[str],
+        names: Sequence[str],
+        brands: Sequence[str],
+        articles: Sequence[str],
+        barcodes: Sequence[str],
+        units: Sequence[str],
+        categories: Sequence[str],
+    ) -> bool:
+        """Whether add would keep every line of the chunk as it is (see add_chunk):
+        checks over whole columns, each a pass in C (str.strip returns the very string
+        when there is nothing to strip; substring searches; one big join)."""
+        count = len(codes)
+        if not count:
+            return True
+        if len(set(codes)) != count or not self._seen.keys().isdisjoint(codes):
+            return False
+        for column, limit in (
+            (codes, OWN_CODE_MAX),
+            (names, NAME_MAX),
+            (brands, TEXT_MAX),
+            (articles, TEXT_MAX),
+            (units, UNIT_MAX),
+            (categories, NAME_MAX),
+        ):
+            if max(map(len, column)) > limit:
+                return False
+        for column in (codes, names, brands, articles, units):
+            if list(map(str.strip, column)) != list(column):
+                return False
+        if "" in codes or "" in names or "\x00" in "".join(codes):
+            return False
+        # A name add would not squeeze: no whitespace but single spaces (every other
+        # whitespace character is not printable; so is NUL).
+        text = "".join(names)
+        if not text.isprintable() or "  " in text:
+            return False
+        joined = "\x00".join(barcodes)
+        digits = joined.replace("\x00", "").replace("|", "")
+        if digits and not (digits.isascii() and digits.isdigit()):
+            return False
+        # Cells of digits and "|", no empty part but in an empty cell.
+        every = joined.replace("\x00", "|").split("|")
+        if every.count("") != barcodes.count(""):
+            return False
+        lengths = set(map(len, every)) - {0}
+        if not lengths.issubset(BARCODE_LENGTHS):
+            return False
+        if len(lengths) == 1:  # the usual file: EAN-13 only
+            groups = [(lengths.pop(), list(filter(None, every)))]
+        else:
+            groups = [(n, [code for code in every if len(code) == n]) for n in lengths]
+        if not all(checksums_ok(group, length) for length, group in groups):
+            return False
+        # add keeps a barcode repeated in one cell once.
+        repeated = (cell.split("|") for cell in barcodes if "|" in cell)
+        return all(len(set(parts)) == len(parts) for parts in repeated)
 
     def _too_long(self, line: int, *values: str) -> None:
         self.kept_codes.add(values[0][:OWN_CODE_MAX])

@@ -34,6 +34,8 @@ HEADER_NAMES = {name: column for column, names in SYNONYMS.items() for name in n
 # The header is found within the first lines that are not empty.
 HEADER_SEARCH_LINES = 20
 CHECK_EVERY = 50_000
+# Lines of a CSV file checked together (Rows.add_chunk).
+CHUNK = 2048
 
 
 def header_columns(cells: list[str]) -> dict[str, int] | None:
@@ -111,46 +113,73 @@ def _csv_rows(text: io.TextIOWrapper, limits: LoadLimits, rows: Rows, deadline: 
         if columns is None:
             raise _missing_header()
         index = [columns.get(column, -1) for column in COLUMNS]
-        i_code, i_name, i_brand, i_article, i_barcode, i_unit, i_category = index
+        i_code = index[0]
         width = max(index) + 1
-        add = rows.add
         known: dict[str, str] = {}
-        max_rows = limits.max_rows
+        chunk: list[list[str]] = []
+        lines: list[int] = []
         read = 0
         for row in reader:
             if len(row) < width:
                 if not any(row):
                     continue
                 row += [""] * (width - len(row))
-            row.append("")  # a column the file lacks reads as this empty cell (-1)
             if not row[i_code] and not any(row):
                 continue
-            read += 1
-            if read % CHECK_EVERY == 0:
-                if time.monotonic() > deadline:
-                    raise CatalogueRefused(
-                        _("reading took longer than %(limit)s seconds")
-                        % {"limit": limits.max_seconds}
-                    )
-            if read > max_rows:
-                raise CatalogueRefused(_("more than %(limit)s products") % {"limit": max_rows})
-            category = row[i_category]
-            add(
-                reader.line_num,
-                row[i_code],
-                row[i_name],
-                row[i_brand],
-                row[i_article],
-                row[i_barcode],
-                row[i_unit],
-                _category(category, known) if category else "",
-            )
+            chunk.append(row)
+            lines.append(reader.line_num)
+            if len(chunk) == CHUNK:
+                read = _add_chunk(rows, lines, chunk, index, known, limits, read, deadline)
+                chunk, lines = [], []
+        if chunk:
+            _add_chunk(rows, lines, chunk, index, known, limits, read, deadline)
     except csv.Error as exc:
         raise CatalogueRefused(
             _("line %(line)s cannot be read as CSV: %(error)s")
             % {"line": reader.line_num, "error": str(exc)[:200]}
         ) from None
     return rows
+
+
+def _add_chunk(
+    rows: Rows,
+    lines: list[int],
+    chunk: list[list[str]],
+    index: list[int],
+    known: dict[str, str],
+    limits: LoadLimits,
+    read: int,
+    deadline: float,
+) -> int:
+    """Hands a chunk of lines to rows.add_chunk as columns, after the file's limits;
+    returns the lines read so far."""
+    read += len(chunk)
+    if read > limits.max_rows:
+        raise CatalogueRefused(_("more than %(limit)s products") % {"limit": limits.max_rows})
+    if time.monotonic() > deadline:
+        raise CatalogueRefused(
+            _("reading took longer than %(limit)s seconds") % {"limit": limits.max_seconds}
+        )
+    # Every line has at least the columns up to the last one of ours (padded so); lines
+    # longer than that differ in length, and their extra cells are not read.
+    columns = list(zip(*chunk, strict=False))
+    lacking = ("",) * len(chunk)  # a column the file lacks (-1): empty cells
+    codes, names, brands, articles, barcodes, units, categories = (
+        columns[i] if i >= 0 else lacking for i in index
+    )
+    # The chunk's few distinct category cells, each normalised once.
+    paths = {cell: _category(cell, known) for cell in set(categories)}
+    rows.add_chunk(
+        lines,
+        codes,
+        names,
+        brands,
+        articles,
+        barcodes,
+        units,
+        list(map(paths.__getitem__, categories)),
+    )
+    return read
 
 
 def _cell(value: Any) -> str:

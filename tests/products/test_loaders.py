@@ -4,11 +4,13 @@ bounded time and memory."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from django.utils import translation
 
-from pricefeed.parsing.values import checksum_ok
-from products.loaders import CatalogueRefused, load_limits, read_catalogue
+from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok, checksums_ok
+from products.loaders import CatalogueRefused, Rows, load_limits, read_catalogue
 
 from .samples import (
     BILLION_LAUGHS,
@@ -48,6 +50,89 @@ def problems(rows) -> list[tuple[int, str, bool]]:
 )
 def test_check_digits_of_every_barcode_length(code, valid):
     assert checksum_ok(code) is valid
+
+
+def with_check_digit(body: str) -> str:
+    total = sum((1 if i % 2 else 3) * int(d) for i, d in enumerate(reversed(body)))
+    return body + str((10 - total % 10) % 10)
+
+
+@pytest.mark.parametrize("length", BARCODE_LENGTHS)
+def test_check_digits_of_many_codes_at_once_as_one_at_a_time(length):
+    rnd = random.Random(length)
+    right = [
+        with_check_digit(str(rnd.randrange(10 ** (length - 1))).zfill(length - 1))
+        for _ in range(500)
+    ]
+    assert all(map(checksum_ok, right)) and checksums_ok(right, length)
+    assert checksums_ok([], length)
+    for _ in range(2000):
+        codes = ["".join(rnd.choices("0123456789", k=length)) for _ in range(rnd.randint(1, 4))]
+        assert checksums_ok(codes, length) is all(map(checksum_ok, codes))
+
+
+def odd_line(rnd: random.Random, i: int) -> tuple[str, ...]:
+    """A template line (code, name, brand, article, barcode cell, unit, category path)
+    that is plain, or has one of the things Rows.add refuses, drops or tidies."""
+    code = f"P-{rnd.randrange(5000) if rnd.random() < 0.005 else i}"
+    name, brand, article, unit = "Болт М8х40 оцинкованный", "Bosch", f"A{i}", "шт"
+    barcode = with_check_digit(f"46{i:010d}")
+    if rnd.random() < 0.2:
+        barcode += "|" + with_check_digit(f"20{i:06d}"[:7])
+    category = "Крепёж / Болты"
+    match rnd.randrange(300):
+        case 0:
+            code = rnd.choice(["", "  ", " P-x", "P-y ", "P\x00z", "x" * 101])
+        case 1:
+            name = rnd.choice(
+                ["", " ", "  Болт", "Болт  М8", "Болт\tМ8", "Болт\xa0М8", "Б ", "x" * 2001]
+            )
+        case 2:
+            brand = rnd.choice([" Bosch", "Bosch\n", "B" * 256, "Bo\tsch", "\x00"])
+        case 3:
+            article, unit = rnd.choice(
+                [("A-1 ", "шт"), ("A" * 256, ""), ("", " шт"), ("", "u" * 33)]
+            )
+        case 4:
+            barcode = rnd.choice(
+                [
+                    "4600000000009",
+                    "46000000000",
+                    "4600000000008|4600000000008",
+                    "4600000000008||96385074",
+                    "|4600000000008",
+                    "4600000000008, 96385074",
+                    " 4600000000008",
+                    "036000291452|10614141000415|96385074",
+                    "abc",
+                    "４６０００００００００００８",
+                ]
+            )
+        case 5:
+            category = "К" * 2001
+    return code, name, brand, article, barcode, unit, category
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lines_checked_a_chunk_at_a_time_as_one_at_a_time(seed):
+    rnd = random.Random(seed)
+    lines = [odd_line(rnd, i) for i in range(5000)]
+    numbers = [i + 2 for i in range(len(lines))]
+    one = Rows()
+    for number, line in zip(numbers, lines, strict=True):
+        one.add(number, *line)
+    chunked = Rows()
+    start = 0
+    while start < len(lines):
+        end = start + rnd.choice([1, 7, 64, 200, 2048])
+        columns = list(zip(*lines[start:end], strict=True))
+        chunked.add_chunk(numbers[start:end], *columns)
+        start = end
+    assert one.refused and one.flagged
+    assert chunked.products == one.products
+    assert problems(chunked) == problems(one)
+    assert (chunked.refused, chunked.flagged) == (one.refused, one.flagged)
+    assert chunked.kept_codes == one.kept_codes
 
 
 def test_the_template_as_csv_with_a_bom_semicolons_barcodes_and_a_category_path(tmp_path):
@@ -106,6 +191,23 @@ def test_refused_lines_and_dropped_barcodes_say_which_line_and_why(tmp_path):
     assert (rows.refused, rows.flagged) == (4, 2)
     # Codes of refused lines are in the file: a full reload does not retire them.
     assert rows.kept_codes == {"P-1", "P-3", "P-4"}
+
+
+def test_a_long_file_says_which_line_past_blank_lines_and_quoted_line_breaks(tmp_path):
+    """Lines are checked in chunks of thousands: the numbers are still the file's."""
+    header = "own_code;name;brand;article;barcode;unit;category"
+    lines = [header, "", 'P-0;"Болт\nМ8";;;;шт;']  # lines 1-4: the name spans two
+    lines += [f"P-{i};Болт {i};;;;шт;" for i in range(1, 3001)]  # lines 5-3004
+    lines[2504] = ";;;;;;"  # line 2506: no cell at all, skipped like a blank line
+    lines += ["P-7;Болт ещё раз;;;;шт;", "P-9000;Гайка;;;4600000000009;шт;"]
+    rows = read_catalogue(write(tmp_path, "\n".join(lines) + "\n"))
+
+    assert rows.count == 3001
+    assert rows.products[0][1] == "Болт М8"
+    assert problems(rows) == [
+        (3005, "own code P-7 is already on line 11", True),
+        (3006, "barcode 4600000000009 dropped: wrong check digit", False),
+    ]
 
 
 def test_reasons_are_given_in_russian_to_russian_operators(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import IntegrityError, connection
 
 from products.loaders import CatalogueRefused
 from products.loading import products_load
@@ -43,6 +44,28 @@ def test_a_first_load_adds_every_product(tmp_path):
         "P-1": ("Болт М8х40", "Bosch", ["4600000000008"], "Крепёж / Болты", True),
         "P-2": ("Гайка М8", "Kreps", [], "Крепёж / Гайки", True),
     }
+
+
+def indexes() -> list[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s ORDER BY 1",
+            [Product._meta.db_table],
+        )
+        return cursor.fetchall()
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_first_load_leaves_the_indexes_it_builds_after_as_they_were(tmp_path, dry_run):
+    before = indexes()
+
+    load(tmp_path, [BOLT, NUT], dry_run=dry_run)
+
+    assert indexes() == before
+    assert any("UNIQUE" in definition and "own_code" in definition for _, definition in before)
+    if not dry_run:
+        with pytest.raises(IntegrityError):
+            Product.objects.create(own_code="P-1", name="the same code again")
 
 
 def test_a_reload_adds_changes_retires_and_leaves_the_rest(tmp_path):

@@ -1178,9 +1178,9 @@ SETTINGS: tuple[Setting, ...] = (
         default="`https://www.cbr.ru/scripts/XML_daily.asp`",
         doc=(
             "the Bank of Russia's daily rates (its `XML_daily` document; `date_req` is "
-            "added); TLS verified"
+            "added); TLS verified; empty: not fetched (rates entered by hand only)"
         ),
-        reads=("pricing.services",),
+        reads=("pricing.services", "pricing.management.commands.rates_fetch"),
         section="Rates (docs/pricing.md)",
         example="https://www.cbr.ru/scripts/XML_daily.asp",
     ),

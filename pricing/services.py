@@ -172,7 +172,10 @@ def rates_due_claim(days: list[date]) -> list[date]:
 
 
 def rates_sweep() -> None:
-    """The sweep: today's and tomorrow's fetches, when due, handed to the queue."""
+    """The sweep: today's and tomorrow's fetches, when due, handed to the queue; none
+    when ``PRICEFEED_RATES_URL`` is empty (rates entered by hand only)."""
+    if not settings.PRICEFEED_RATES_URL:
+        return
     today = bank_today()
     for day in rates_due_claim([today, today + timedelta(days=1)]):
         enqueue_fetch(day)

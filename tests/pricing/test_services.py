@@ -115,6 +115,12 @@ def test_a_success_after_failures_clears_the_error(cbr):
     )
 
 
+@pytest.fixture
+def bank_url(settings):
+    settings.PRICEFEED_RATES_URL = "https://www.cbr.ru/scripts/XML_daily.asp"
+
+
+@pytest.mark.usefixtures("bank_url")
 def test_the_sweep_hands_today_and_tomorrow_to_the_queue_once(monkeypatch):
     queued: list[date] = []
     monkeypatch.setattr(services, "enqueue_fetch", queued.append)
@@ -126,6 +132,7 @@ def test_the_sweep_hands_today_and_tomorrow_to_the_queue_once(monkeypatch):
     assert queued == [FRI, SAT]
 
 
+@pytest.mark.usefixtures("bank_url")
 def test_the_sweep_leaves_done_days_and_asks_again_for_a_failed_one_when_due(monkeypatch):
     queued: list[date] = []
     monkeypatch.setattr(services, "enqueue_fetch", queued.append)
@@ -176,3 +183,13 @@ def test_the_command_says_why_it_failed(cbr):
 def test_the_command_refuses_a_bad_date():
     with pytest.raises(CommandError, match="YYYY-MM-DD"):
         call_command("rates_fetch", "--date", "04.12.2026")
+
+
+def test_without_a_url_the_sweep_fetches_nothing(settings, monkeypatch):
+    settings.PRICEFEED_RATES_URL = ""
+    queued: list[date] = []
+    monkeypatch.setattr(services, "enqueue_fetch", queued.append)
+
+    services.rates_sweep()
+
+    assert queued == [] and not RateFetch.objects.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from pricing.models import RateFetch
@@ -21,6 +22,8 @@ class Command(BaseCommand):
             day = date.fromisoformat(options["date"]) if options["date"] else bank_today()
         except ValueError:
             raise CommandError(f"--date {options['date']!r}: expected YYYY-MM-DD") from None
+        if not settings.PRICEFEED_RATES_URL:
+            raise CommandError("PRICEFEED_RATES_URL is empty: rates are not fetched")
         fetch, stored = rates_fetch(day)
         if stored is None:
             raise CommandError(

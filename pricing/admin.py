@@ -7,7 +7,10 @@ its source is manual and who entered it is the user saving it.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import ListAdminMixin, truncated, when
@@ -15,8 +18,31 @@ from core.adminutils import ListAdminMixin, truncated, when
 from .models import Rate, RateFetch, SupplierTerms
 
 
+class ManualRateForm(forms.ModelForm):
+    """A manual rate: one per currency and date (the database's constraint names the
+    source too, which the form does not show, so Django would not check it)."""
+
+    class Meta:
+        model = Rate
+        fields = ["currency", "date", "rate"]
+
+    def clean(self):
+        cleaned = super().clean()
+        currency, day = cleaned.get("currency"), cleaned.get("date")
+        if currency and day:
+            taken = Rate.objects.filter(currency=currency, date=day, source=Rate.Source.MANUAL)
+            if taken.exclude(pk=self.instance.pk).exists():
+                raise ValidationError(
+                    _("A manual rate of %(currency)s on %(date)s is already entered."),
+                    code="taken",
+                    params={"currency": currency, "date": date_format(day, "d.m.Y")},
+                )
+        return cleaned
+
+
 @admin.register(Rate)
 class RateAdmin(ListAdminMixin, admin.ModelAdmin):
+    form = ManualRateForm
     list_display = ["currency", "date", "rate", "source", "entered_by", "entered"]
     list_filter = ["source", "currency", "date"]
     search_fields = ["currency"]

@@ -73,6 +73,26 @@ def test_a_bad_manual_rate_is_refused_in_russian():
     assert not Rate.objects.exists()
 
 
+def test_a_second_manual_rate_for_a_currency_and_date_is_refused_in_russian():
+    operator = person("operator")
+    data = {"currency": "USD", "date": "02.12.2026", "rate": "80.5"}
+    operator.post(RATES + "add/", data)
+
+    html = operator.post(RATES + "add/", {**data, "rate": "81"}).content.decode()
+
+    assert "Курс USD на 02.12.2026 уже введён вручную." in html
+    assert Rate.objects.count() == 1
+
+
+def test_a_manual_rate_beside_the_banks_of_its_date_is_taken():
+    cbr_rate()
+    response = person("operator").post(
+        RATES + "add/", {"currency": "USD", "date": "02.12.2026", "rate": "80.5"}
+    )
+    assert response.status_code == 302
+    assert Rate.objects.count() == 2
+
+
 def test_the_banks_rate_is_read_only_even_to_an_operator():
     rate = cbr_rate()
     operator = person("operator")

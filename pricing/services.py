@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from core import metrics
 from core.dbtime import db_now_plus
 from core.retry import Backoff
 
@@ -137,6 +138,7 @@ def _failed(day: date, error: RatesError) -> RateFetch:
         )
         fetch.save(update_fields=["attempts", "status", "problem", "detail", "next_attempt_at"])
         RateFetch.objects.filter(pk=fetch.pk).update(updated_at=Now())
+    metrics.RATE_FETCH_FAILURES.labels(problem=error.code).inc()
     logger.error(
         "rates fetch failed date=%s problem=%s detail=%s attempts=%s",
         day.isoformat(),

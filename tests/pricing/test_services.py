@@ -12,6 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from core.metrics import EVENTS
 from pricing import services
 from pricing.models import Rate, RateFetch
 
@@ -87,6 +88,8 @@ def test_a_failure_is_recorded_and_retried_with_backoff(cbr, settings, answer, p
     settings.PRICEFEED_RATES_RETRY_BASE = 60
     settings.PRICEFEED_RATES_RETRY_MAX = 3600
     cbr.answer(FRI, answer)
+    counted = {"problem": str(problem)}
+    before = EVENTS.get_sample_value("pricefeed_rate_fetch_failures_total", counted) or 0
 
     _, stored = services.rates_fetch(FRI)
     second, _ = services.rates_fetch(FRI)
@@ -98,6 +101,7 @@ def test_a_failure_is_recorded_and_retried_with_backoff(cbr, settings, answer, p
     assert timedelta(seconds=50) < delay <= timedelta(seconds=120)
     assert Rate.objects.count() == 0
     assert any(r.levelname == "ERROR" and "rates fetch failed" in r.message for r in caplog.records)
+    assert EVENTS.get_sample_value("pricefeed_rate_fetch_failures_total", counted) == before + 2
 
 
 def test_a_success_after_failures_clears_the_error(cbr):

@@ -175,7 +175,11 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         self.fetcher = fetcher
 
     def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str):
-        self.fetcher._check_scheme(newurl)
+        try:
+            self.fetcher._check_scheme(newurl)
+        except PlainRefused:
+            fp.close()
+            raise
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 

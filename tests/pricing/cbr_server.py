@@ -51,6 +51,8 @@ class Answer:
     body: bytes = b""
     # Held until the test ends (a server that does not answer in time).
     hang: bool = False
+    # A redirect's target (with a 3xx status).
+    location: str = ""
 
 
 @dataclass
@@ -79,6 +81,8 @@ def start(server_state: CbrServer) -> ThreadingHTTPServer:
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/xml; charset=windows-1251")
             self.send_header("Content-Length", str(len(answer.body)))
+            if answer.location:
+                self.send_header("Location", answer.location)
             self.end_headers()
             self.wfile.write(answer.body)
 

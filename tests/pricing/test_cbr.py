@@ -16,6 +16,7 @@ from pricing.cbr import (
     PlainRefused,
     TimedOut,
     TooLarge,
+    Unreachable,
     parse_daily,
 )
 
@@ -154,3 +155,20 @@ def test_a_server_that_does_not_answer_times_out(cbr):
     cbr.answer(DEC2, Answer(hang=True))
     with pytest.raises(TimedOut):
         Fetcher(url=cbr.url, timeout=0.3, allow_plain=True).fetch(DEC2)
+
+
+def test_https_is_verified_and_never_falls_back_to_plain(cbr):
+    cbr.answer(DEC2, Answer(body=daily_xml(DEC2, {"USD": "78,2284"})))
+    # The loopback server speaks plain HTTP: the TLS handshake fails, and that is all.
+    https = cbr.url.replace("http://", "https://")
+
+    with pytest.raises(Unreachable):
+        Fetcher(url=https, timeout=1).fetch(DEC2)
+    assert cbr.asked == []
+
+
+def test_a_redirect_is_followed_only_where_the_fetcher_may_connect(cbr):
+    cbr.answer(DEC2, Answer(status=302, location="ftp://127.0.0.1/XML_daily.asp"))
+
+    with pytest.raises(PlainRefused):
+        Fetcher(url=cbr.url, timeout=1, allow_plain=True).fetch(DEC2)

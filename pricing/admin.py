@@ -27,7 +27,7 @@ class ManualRateForm(forms.ModelForm):
         fields = ["currency", "date", "rate"]
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         currency, day = cleaned.get("currency"), cleaned.get("date")
         if currency and day:
             taken = Rate.objects.filter(currency=currency, date=day, source=Rate.Source.MANUAL)

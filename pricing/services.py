@@ -128,16 +128,17 @@ def rates_fetch(day: date) -> tuple[RateFetch, Stored | None]:
 
 def _failed(day: date, error: RatesError) -> RateFetch:
     with transaction.atomic():
-        fetch = RateFetch.objects.select_for_update().get(date=day)
-        fetch.attempts += 1
-        fetch.status = RateFetch.Status.FAILED
-        fetch.problem = error.code
-        fetch.detail = error.detail
-        fetch.next_attempt_at = timezone.now() + timedelta(
-            seconds=retry_backoff().delay(fetch.attempts)
+        attempts = RateFetch.objects.select_for_update().get(date=day).attempts + 1
+        # Backoff on the database's clock, as the sweep compares it with the database's.
+        RateFetch.objects.filter(date=day).update(
+            attempts=attempts,
+            status=RateFetch.Status.FAILED,
+            problem=error.code,
+            detail=error.detail,
+            next_attempt_at=db_now_plus(retry_backoff().delay(attempts)),
+            updated_at=Now(),
         )
-        fetch.save(update_fields=["attempts", "status", "problem", "detail", "next_attempt_at"])
-        RateFetch.objects.filter(pk=fetch.pk).update(updated_at=Now())
+    fetch = RateFetch.objects.get(date=day)
     metrics.RATE_FETCH_FAILURES.labels(problem=error.code).inc()
     logger.error(
         "rates fetch failed date=%s problem=%s detail=%s attempts=%s",

@@ -6,14 +6,16 @@ Each role holds everything of the one before it:
 - **viewer** sees every page of mailboxes, leases, instances, inbound messages (and
   downloads their raw ``.eml``), configs, price types, imports and their items, our
   products (with every supplier's offer) and the supplier links, subscriptions,
-  notifications (and their delivery attempts), outbox events, and django-q2's task
-  results and queue. It changes nothing.
+  notifications (and their delivery attempts), rates, the bank's rate fetches and
+  suppliers' terms, outbox events, and django-q2's task results and queue. It changes
+  nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
   held import, retry, requeue or give up an outbox event), adds and changes our
   products, adds, changes and deletes price-list configs, price types and
-  subscriptions (and previews files against configs: reading an upload costs the
-  server CPU and memory), and makes and revokes API tokens of their own.
+  subscriptions, enters manual rates and keeps suppliers' terms (and previews files
+  against configs: reading an upload costs the server CPU and memory), and makes and
+  revokes API tokens of their own.
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
@@ -69,6 +71,10 @@ VIEW = frozenset(
         "notifications.view_notification",
         "notifications.view_deliveryattempt",
         "pricefeed.view_overduealert",
+        # Rates (the bank's and manual), the bank's fetches, suppliers' terms.
+        "pricing.view_rate",
+        "pricing.view_ratefetch",
+        "pricing.view_supplierterms",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -101,6 +107,13 @@ CONFIGURE = frozenset(
         "pricefeed.add_pricetype",
         "pricefeed.change_pricetype",
         "pricefeed.delete_pricetype",
+        # Manual rates (the bank's rows are read-only to all, pricing.admin) and the
+        # suppliers' terms (surcharge on the rate, switched on, priority).
+        "pricing.add_rate",
+        "pricing.change_rate",
+        "pricing.delete_rate",
+        "pricing.add_supplierterms",
+        "pricing.change_supplierterms",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

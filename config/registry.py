@@ -1171,6 +1171,67 @@ SETTINGS: tuple[Setting, ...] = (
         section="Matching supplier lines to our products",
         example="0.5",
     ),
+    # -- Rates (docs/pricing.md) -------------------------------------------------------------
+    Setting(
+        "PRICEFEED_RATES_URL",
+        str,
+        default="`https://www.cbr.ru/scripts/XML_daily.asp`",
+        doc=(
+            "the Bank of Russia's daily rates (its `XML_daily` document; `date_req` is "
+            "added); TLS verified; empty: not fetched (rates entered by hand only)"
+        ),
+        reads=("pricing.services", "pricing.management.commands.rates_fetch"),
+        section="Rates (docs/pricing.md)",
+        example="https://www.cbr.ru/scripts/XML_daily.asp",
+    ),
+    Setting(
+        "PRICEFEED_RATES_ALLOW_PLAIN",
+        bool,
+        default="`false`",
+        doc="allow a plain `http://` rates URL (the tests' loopback server); never in production",
+        reads=("pricing.services",),
+        section="Rates (docs/pricing.md)",
+        example="false",
+    ),
+    Setting(
+        "PRICEFEED_RATES_TIMEOUT",
+        float,
+        default="`10`",
+        doc="the rates server's connect and read timeout, seconds (twice it for the whole answer)",
+        reads=("pricing.services",),
+        section="Rates (docs/pricing.md)",
+        example="10",
+    ),
+    Setting(
+        "PRICEFEED_RATES_RETRY_BASE",
+        float,
+        default="`60`",
+        doc="first delay before a failed rates fetch is tried again, seconds (then doubled)",
+        reads=("pricing.services",),
+        section="Rates (docs/pricing.md)",
+        example="60",
+    ),
+    Setting(
+        "PRICEFEED_RATES_RETRY_MAX",
+        float,
+        default="`3600`",
+        doc="longest delay between tries of a failed rates fetch, seconds",
+        reads=("pricing.services",),
+        section="Rates (docs/pricing.md)",
+        example="3600",
+    ),
+    Setting(
+        "PRICEFEED_RATES_WINDOW_DAYS",
+        int,
+        default="`7`",
+        doc=(
+            "how old a rate may be for a list's date (the newest within this many days "
+            "counts; older: no rate)"
+        ),
+        reads=("pricing.selectors",),
+        section="Rates (docs/pricing.md)",
+        example="7",
+    ),
     # -- django-q2 ---------------------------------------------------------------------------
     Setting(
         "PRICEFEED_Q_WORKERS",

@@ -106,6 +106,8 @@ INSTALLED_APPS = [
     "pricefeed",
     # Our own catalogue and the supplier lines linked to it.
     "products",
+    # Rates, suppliers' terms and conversion to roubles (later offers and price rules).
+    "pricing",
     "notifications",
     # Who may do what in the admin: the role groups, django-q2's admin restricted.
     "access",
@@ -438,6 +440,15 @@ PRICEFEED_CRASH_MAX_ATTEMPTS = env.int("PRICEFEED_CRASH_MAX_ATTEMPTS", default=2
 # a link is made automatically, and from which one is proposed for review.
 PRICEFEED_MATCH_AUTO = env.float("PRICEFEED_MATCH_AUTO", default=0.8)
 PRICEFEED_MATCH_REVIEW = env.float("PRICEFEED_MATCH_REVIEW", default=0.5)
+# The Bank of Russia's daily rates and their use (pricing, docs/pricing.md).
+PRICEFEED_RATES_URL = env.str(
+    "PRICEFEED_RATES_URL", default="https://www.cbr.ru/scripts/XML_daily.asp"
+)
+PRICEFEED_RATES_ALLOW_PLAIN = env.bool("PRICEFEED_RATES_ALLOW_PLAIN", default=False)
+PRICEFEED_RATES_TIMEOUT = env.float("PRICEFEED_RATES_TIMEOUT", default=10.0)
+PRICEFEED_RATES_RETRY_BASE = env.float("PRICEFEED_RATES_RETRY_BASE", default=60.0)
+PRICEFEED_RATES_RETRY_MAX = env.float("PRICEFEED_RATES_RETRY_MAX", default=3600.0)
+PRICEFEED_RATES_WINDOW_DAYS = env.int("PRICEFEED_RATES_WINDOW_DAYS", default=7)
 
 # Outbox dispatcher.
 # Each batch crosses django-q2 once (enqueue, take, worker, acknowledgement: ~10 ms of

@@ -113,6 +113,21 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "product"),
         pgettext_lazy("accusative plural", "products"),
     ),
+    "pricing.rate": _noun(
+        ngettext_lazy("%(count)s rate", "%(count)s rates", "count"),
+        pgettext_lazy("accusative", "rate"),
+        pgettext_lazy("accusative plural", "rates"),
+    ),
+    "pricing.ratefetch": _noun(
+        ngettext_lazy("%(count)s rate fetch", "%(count)s rate fetches", "count"),
+        pgettext_lazy("accusative", "rate fetch"),
+        pgettext_lazy("accusative plural", "rate fetches"),
+    ),
+    "pricing.supplierterms": _noun(
+        ngettext_lazy("%(count)s supplier's terms", "%(count)s suppliers' terms", "count"),
+        pgettext_lazy("accusative", "supplier's terms"),
+        pgettext_lazy("accusative plural", "suppliers' terms"),
+    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),

@@ -118,6 +118,15 @@ MESSAGE_ARRIVAL_TO_RECORDED = Histogram(
     registry=EVENTS,
 )
 
+# -- rates (pricing) ---------------------------------------------------------------------
+
+RATE_FETCH_FAILURES = Counter(
+    "pricefeed_rate_fetch_failures",
+    "Fetches of the Bank of Russia's rates that failed, by problem (each is retried).",
+    ["problem"],
+    registry=EVENTS,
+)
+
 # -- notifications -----------------------------------------------------------------------
 
 NOTIFICATIONS_SENT = Counter(

@@ -29,7 +29,8 @@ from api.tokens import token_create
 from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
-from pricefeed.models import PriceType
+from pricefeed.models import PriceListConfig, PriceType
+from pricing.models import Rate, RateFetch, SupplierTerms
 from tests.factories import receive, run_all
 from tests.products.review_data import review_trouble
 from tests.requirements import require_chromium
@@ -161,8 +162,9 @@ VISIBLE_TEXT = """() => {
 def more_trouble() -> None:
     """What trouble_of_every_kind lacks for a page of every model: a broken workbook (a
     stored reason of ours around a library's error), an outbox event given up on, an API
-    token, a group, a schedule, django-q2's task records, a price type, and our products
-    with a supplier line's link to one and a line proposed for review."""
+    token, a group, a schedule, django-q2's task records, a price type, our products
+    with a supplier line's link to one and a line proposed for review, the bank's rate
+    and a manual one, a failed fetch of the bank's rates and a supplier's terms."""
     mailbox = Mailbox.objects.first()
     assert mailbox is not None
     message = receive(mailbox, [("книга.xlsx", b"PK\x03\x04 not a workbook")], subject="Прайс")
@@ -179,6 +181,21 @@ def more_trouble() -> None:
     review_trouble()
     # The usual price types (pricefeed 0016 makes them; the test database was flushed).
     PriceType.objects.get_or_create(code="rrp", defaults={"name": "РРЦ"})
+    Rate.objects.create(currency="USD", date="2026-12-02", rate="78.2284", source=Rate.Source.CBR)
+    Rate.objects.create(
+        currency="USD", date="2026-12-02", rate="80", source=Rate.Source.MANUAL, entered_by=user
+    )
+    RateFetch.objects.create(
+        date="2026-12-03",
+        status=RateFetch.Status.FAILED,
+        attempts=2,
+        problem=RateFetch.Problem.STATUS,
+        detail="500",
+        next_attempt_at="2026-12-04T03:05:00Z",
+    )
+    config = PriceListConfig.objects.order_by("pk").first()
+    assert config is not None
+    SupplierTerms.objects.create(config=config, rate_surcharge="2")
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",

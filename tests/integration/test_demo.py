@@ -98,12 +98,19 @@ def test_demo_records_and_matches_sample_mail_with_admin_reachable(var_dir):
                     "SELECT last_error FROM pricefeed_priceimport WHERE status = 'FAILED'"
                 )
             ]
+            # The bank's rates of today, from the demo's own XML_daily server.
+            rates = counts(
+                "SELECT currency, rate FROM pricing_rate r JOIN pricing_ratefetch f "
+                "ON f.date = r.date AND f.status = 'done' WHERE r.source = 'cbr'"
+            )
     finally:
         server.stop()
     assert messages == {"DONE": 4, "IGNORED": 1}, output
     # Trouble to show: a file that failed (with its reason), one with bad rows.
     assert imports == {"SUCCEEDED": 3, "PARTIAL": 1, "FAILED": 1}, output
     assert "no header row" in reasons[0], reasons
+    assert {"USD", "EUR", "JPY", "CNY"} <= set(rates), output
+    assert 0.4 < rates["JPY"] < 0.6, rates  # per one yen: the bank quotes a hundred
     # Every outcome reached the SMTP sink through the outbox, the first after the sink
     # refused it (451) and the outbox tried again.
     assert set(notifications) <= {"SENT", "SENT retried"}, (notifications, output)

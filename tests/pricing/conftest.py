@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from .cbr_server import CbrServer, start
+from devkit.servers.cbr import CbrServer, start
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 
+from devkit.servers.cbr import Answer, daily_xml
 from pricing.cbr import (
     MAX_CURRENCIES,
     BadDocument,
@@ -19,8 +20,6 @@ from pricing.cbr import (
     Unreachable,
     parse_daily,
 )
-
-from .cbr_server import Answer, daily_xml
 
 DEC2 = date(2026, 12, 2)
 

@@ -13,10 +13,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from core.metrics import EVENTS
+from devkit.servers.cbr import Answer, daily_xml
 from pricing import services
 from pricing.models import Rate, RateFetch
-
-from .cbr_server import Answer, daily_xml
 
 pytestmark = pytest.mark.django_db
 

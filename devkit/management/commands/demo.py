@@ -24,11 +24,15 @@ from django.db.models import Count
 
 from devkit.samples import DEMO_CONFIGS, DEMO_KINDS, demo_stream
 from devkit.servers import LOOPBACK_IMAP_ENV, ImapAppender, free_port
+from devkit.servers.cbr import CbrServer, demo_day
+from devkit.servers.cbr import start as start_bank
 from devkit.servers.pymap import PymapServer
 from mailboxes.models import IN_FLIGHT, InboundMessage, Mailbox
 from notifications.models import Notification, Subscription
 from outbox.models import EventStatus, OutboxEvent
 from pricefeed.models import PriceImport, PriceListConfig
+from pricing.models import Rate, RateFetch
+from pricing.services import bank_today
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -75,6 +79,7 @@ class Command(BaseCommand):
         imap.start()
         smtp_port = free_port()
         children: list[subprocess.Popen] = []
+        servers: list = []
         try:
             # The mail that went out, one file each; the first --smtp-refusals are refused.
             sent_mail = Path(settings.VAR_DIR) / "demo-mail"
@@ -97,6 +102,11 @@ class Command(BaseCommand):
                 )
             )
             self._demo_mailbox(imap.port, password)
+            # The bank's daily rates, made up and served on loopback (plain HTTP allowed
+            # for these processes only; production fetches cbr.ru over verified TLS).
+            bank = CbrServer(every_day=demo_day)
+            bank_server = start_bank(bank)
+            servers.append(bank_server)
             env = {
                 # pymap listens on 127.0.0.1 without TLS: allowed for these processes only.
                 **LOOPBACK_IMAP_ENV,
@@ -106,6 +116,8 @@ class Command(BaseCommand):
                 # A refused notification is tried again within seconds, not minutes.
                 "PRICEFEED_OUTBOX_RETRY_BASE": "2",
                 "PRICEFEED_OUTBOX_RETRY_MAX": "10",
+                "PRICEFEED_RATES_URL": bank.url,
+                "PRICEFEED_RATES_ALLOW_PLAIN": "true",
             }
             manage = [sys.executable, str(ROOT / "manage.py")]
             children.append(self._spawn([*manage, "listen_mail"], logs / "listen_mail.log", env))
@@ -134,6 +146,7 @@ class Command(BaseCommand):
                     f"           the SMTP sink refuses the first {max(0, smtp_refusals)} "
                     f"mails (451), the outbox retries them.\n"
                     f"  IMAP:    127.0.0.1:{imap.port} (pymap), SMTP sink 127.0.0.1:{smtp_port}\n"
+                    f"  Rates:   {bank.url} (the bank's XML_daily, made up)\n"
                     f"  Mail:    {sent_mail / 'new'} (what the sink accepted)\n"
                     f"  Logs:    {logs}\n"
                     f"  Ctrl-C stops everything.\n"
@@ -154,6 +167,9 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)  # django-q2#346: SIGTERM can hang
             imap.cleanup()
+            for server in servers:
+                server.shutdown()
+                server.server_close()
 
     def _wait_for_admin(self, port: int, children, logs: Path) -> None:
         import urllib.request
@@ -223,8 +239,8 @@ class Command(BaseCommand):
     def _settle(self, messages: int, stop: threading.Event) -> None:
         """Waits until ``messages`` messages are recorded and nothing is left to do: no
         message, import, notification or outbox event waiting or running (refused mail
-        included: it is retried within seconds here); at most SETTLE_SECONDS, or until
-        the demo is stopped."""
+        included: it is retried within seconds here), and today's rates received; at most
+        SETTLE_SECONDS, or until the demo is stopped."""
         deadline = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < deadline:
             busy = (
@@ -238,6 +254,9 @@ class Command(BaseCommand):
                 or Notification.objects.filter(status=Notification.Status.PENDING).exists()
                 or OutboxEvent.objects.filter(
                     status__in=[EventStatus.NEW, EventStatus.PROCESSING]
+                ).exists()
+                or not RateFetch.objects.filter(
+                    date=bank_today(), status=RateFetch.Status.DONE
                 ).exists()
             )
             if not busy or stop.wait(0.5):
@@ -256,5 +275,6 @@ class Command(BaseCommand):
             f"   messages: {counts(InboundMessage) or 'none yet'}; "
             f"price imports: {counts(PriceImport) or 'none yet'}; "
             f"notifications: {counts(Notification) or 'none yet'} "
-            f"({retried} sent after a refusal)"
+            f"({retried} sent after a refusal); "
+            f"rates of the bank: {Rate.objects.filter(source=Rate.Source.CBR).count()}"
         )

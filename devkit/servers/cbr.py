@@ -1,12 +1,14 @@
 """A throwaway HTTP server on loopback that answers as the Bank of Russia's XML_daily
 does: windows-1251, decimal comma, the date asked for in ``date_req``. Written from the
-format's description; the answers per date are the test's to set."""
+format's description. The answers per date are a test's to set; the demo answers every
+date (``every_day``) with made-up rates that move a little from day to day."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -55,11 +57,24 @@ class Answer:
     location: str = ""
 
 
+def demo_day(day: date) -> Answer:
+    """A made-up day of the bank's: the four currencies, values that move with the date."""
+    wobble = (day.toordinal() % 7) / 100
+    values = {"USD": 78.23, "EUR": 91.47, "JPY": 51.62, "CNY": 10.94}
+    return Answer(
+        body=daily_xml(
+            day, {code: f"{value + wobble:.4f}".replace(".", ",") for code, value in values.items()}
+        )
+    )
+
+
 @dataclass
 class CbrServer:
-    """Answers by the ``date_req`` asked ("DD/MM/YYYY"; "" for none); ``asked`` lists them."""
+    """Answers by the ``date_req`` asked ("DD/MM/YYYY"; "" for none); ``asked`` lists them.
+    A date with no answer set gets ``every_day``'s for it when there is one, else 404."""
 
     answers: dict[str, Answer] = field(default_factory=dict)
+    every_day: Callable[[date], Answer] | None = None
     asked: list[str] = field(default_factory=list)
     released: threading.Event = field(default_factory=threading.Event)
     url: str = ""
@@ -68,13 +83,23 @@ class CbrServer:
         self.answers["" if day is None else f"{day:%d/%m/%Y}"] = answer
 
 
+def _every_day(state: CbrServer, asked: str) -> Answer:
+    if state.every_day is None:
+        return Answer(status=404)
+    try:
+        day = datetime.strptime(asked, "%d/%m/%Y").date() if asked else date.today()
+    except ValueError:
+        return Answer(status=400)
+    return state.every_day(day)
+
+
 def start(server_state: CbrServer) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             query = parse_qs(urlsplit(self.path).query)
             asked = query.get("date_req", [""])[0]
             server_state.asked.append(asked)
-            answer = server_state.answers.get(asked, Answer(status=404))
+            answer = server_state.answers.get(asked) or _every_day(server_state, asked)
             if answer.hang:
                 server_state.released.wait(30)
                 return

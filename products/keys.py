@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 from django.db import connection, transaction
 
 from . import normalize
+from .indexes import indexes_dropped
 
 T = TypeVar("T")
 
@@ -153,10 +154,14 @@ def _stale_rows() -> Iterator[list[tuple]]:
 def catalogue_version() -> int | None:
     """The catalogue's version (MatchVersion): moved on by every statement that writes
     products; None when unknown (the table emptied)."""
+    return _versions().get("catalogue")
+
+
+def _versions() -> dict[str, int]:
+    """MatchVersion's values by name ("catalogue", "keys"), read at once."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM products_matchversion WHERE name = 'catalogue'")
-        row = cursor.fetchone()
-    return row[0] if row else None
+        cursor.execute("SELECT name, value FROM products_matchversion")
+        return dict(cursor.fetchall())
 
 
 # Values computed from the whole catalogue, each with the version it was computed at.
@@ -177,12 +182,6 @@ def per_catalogue(name: str, compute: Callable[[], T]) -> T:
     return value
 
 
-def _keys_version(cursor) -> int | None:
-    cursor.execute("SELECT value FROM products_matchversion WHERE name = 'keys'")
-    row = cursor.fetchone()
-    return row[0] if row else None
-
-
 def keys_refresh() -> int:
     """Brings every product's key up to date; returns how many were rewritten or
     dropped. In one transaction, one refresh at a time (a second waits and then finds
@@ -194,8 +193,9 @@ def keys_refresh() -> int:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext('products.keys'))")
             # Read before looking: a write committed from here on moves it on again,
             # and the next refresh looks.
-            version = catalogue_version()
-            if version is not None and version == _keys_version(cursor):
+            versions = _versions()
+            version = versions.get("catalogue")
+            if version is not None and version == versions.get("keys"):
                 return 0
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
@@ -216,7 +216,11 @@ def keys_refresh() -> int:
                     "DELETE FROM products_matchtoken WHERE product_id = ANY(%s)", [retired]
                 )
             changed += len(retired)
-            indexes = _tokens_indexes_dropped(cursor) if _mostly_stale(cursor) else []
+            indexes = (
+                indexes_dropped(cursor, "products_matchtoken", constraints="p")
+                if _mostly_stale(cursor)
+                else []
+            )
         for rows in _stale_rows():
             changed += len(rows)
             _copy_keys(rows)
@@ -247,37 +251,6 @@ def _mostly_stale(cursor) -> bool:
         return False
     cursor.execute(f"SELECT count(*) FROM ({_STALE} LIMIT %s) s", [int(estimate * REBUILD_SHARE)])
     return cursor.fetchone()[0] >= int(estimate * REBUILD_SHARE)
-
-
-def _tokens_indexes_dropped(cursor) -> list[str]:
-    """Drops MatchToken's indexes (its primary key and the index by product) and returns
-    the statements that make them again."""
-    cursor.execute(
-        """
-        SELECT c.conname, pg_get_constraintdef(c.oid)
-          FROM pg_constraint c
-         WHERE c.conrelid = 'products_matchtoken'::regclass AND c.contype = 'p'
-        """
-    )
-    constraints = cursor.fetchall()
-    cursor.execute(
-        """
-        SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
-          FROM pg_index i
-         WHERE i.indrelid = 'products_matchtoken'::regclass AND NOT i.indisprimary
-        """
-    )
-    indexes = cursor.fetchall()
-    remake = []
-    for name, definition in constraints:
-        cursor.execute(f'ALTER TABLE products_matchtoken DROP CONSTRAINT "{name}"')
-        remake.append(f'ALTER TABLE products_matchtoken ADD CONSTRAINT "{name}" {definition}')
-    for name, definition in indexes:
-        cursor.execute(f"DROP INDEX {name}")
-        remake.append(definition)
-    if remake:
-        remake.insert(0, "SET LOCAL maintenance_work_mem = '256MB'")
-    return remake
 
 
 def _copy_keys(rows: list[tuple]) -> None:

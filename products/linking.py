@@ -29,22 +29,22 @@ links, events and candidates written with a few statements.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
 
+from pricefeed.imports.storage import COPY_ESCAPES
 from pricefeed.models import PriceImport, item_key
+from pricefeed.parsing.table import gc_paused
 
 from . import keys, normalize
 from .models import SupplierLink
@@ -374,11 +374,8 @@ def _copy_text(rows: list[str]) -> str:
     escaped = []
     for row in rows:
         n, value = row[:-1].split("\t", 1)
-        escaped.append(f"{n}\t{value.translate(_COPY_ESCAPES)}\n")
+        escaped.append(f"{n}\t{value.translate(COPY_ESCAPES)}\n")
     return "".join(escaped)
-
-
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
@@ -833,21 +830,6 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     )
 
 
-@contextlib.contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector paused: the cascade makes millions of small objects
-    (keys, candidates, decisions) and none of them in a cycle, and each collection of the
-    oldest generation walked all of them again (a third of the cascade's time at 100k
-    lines). Reference counting still frees everything as usual."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def links_match(
     *, config_id: int, import_id: int | None = None, thresholds: Thresholds | None = None
 ) -> Outcome:
@@ -859,7 +841,10 @@ def links_match(
     # the matchings of other configs not kept waiting for this one.
     keys.keys_refresh()
     refreshed = time.perf_counter()
-    with transaction.atomic(), _without_cyclic_gc():
+    # The cyclic collector paused: the cascade makes millions of small objects, none in
+    # a cycle, and each collection walked them all again (a third of its time at 100k
+    # lines).
+    with transaction.atomic(), gc_paused():
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]

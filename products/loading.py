@@ -28,13 +28,15 @@ from dataclasses import dataclass, field
 from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
+from pricefeed.imports.storage import COPY_ESCAPES
+
+from .indexes import indexes_dropped
 from .loaders import CatalogueRefused, LoadLimits, Problem, Rows, read_catalogue
 from .models import Product
 
 TABLE = Product._meta.db_table
 LOAD_WORK_MEM = "256MB"
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 COLUMNS = "own_code, name, brand, article, barcodes, unit, category"
 
 
@@ -84,13 +86,13 @@ def _copy_text(products: list[tuple]) -> str:
         [
             "\t".join(
                 (
-                    code.translate(_COPY_ESCAPES),
-                    name.translate(_COPY_ESCAPES),
-                    brand.translate(_COPY_ESCAPES),
-                    article.translate(_COPY_ESCAPES),
+                    code.translate(COPY_ESCAPES),
+                    name.translate(COPY_ESCAPES),
+                    brand.translate(COPY_ESCAPES),
+                    article.translate(COPY_ESCAPES),
                     "{" + ",".join(barcodes) + "}",
-                    unit.translate(_COPY_ESCAPES),
-                    category.translate(_COPY_ESCAPES),
+                    unit.translate(COPY_ESCAPES),
+                    category.translate(COPY_ESCAPES),
                 )
             )
             + "\n"
@@ -113,20 +115,6 @@ COPY_FIRST = f"COPY {TABLE} ({COLUMNS}) FROM STDIN"
 # ~0.7 s of the server's time where keeping them up cost ~1.8 s (PostgreSQL 15, 2 cores).
 # The primary key stays (the links' foreign keys need it). A unique constraint that a
 # foreign key relies on would stay too.
-UNIQUE_CONSTRAINTS = f"""
-SELECT c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c
-WHERE c.conrelid = '{TABLE}'::regclass AND c.contype = 'u'
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = c.conindid)
-ORDER BY c.conname
-"""
-PLAIN_INDEXES = f"""
-SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i
-WHERE i.indrelid = '{TABLE}'::regclass
-  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-ORDER BY 1
-"""
-INDEX_WORK_MEM = "256MB"
-
 # One pass over the file and our products (a hash join, FULL on a reload that retires,
 # LEFT otherwise) keeps aside only what the load changes: the codes to add ('a'), the
 # products whose values differ or that are retired and listed again ('c'), and, FULL,
@@ -222,21 +210,8 @@ def _drop_indexes(cursor) -> list[str]:
     transaction; returns the statements that build them again. Dropping takes the table
     ACCESS EXCLUSIVE until the load commits: with no product yet, nobody has anything
     to read in it."""
-    quote = connection.ops.quote_name
     cursor.execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
-    cursor.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_WORK_MEM}'")
-    cursor.execute(UNIQUE_CONSTRAINTS)
-    constraints = cursor.fetchall()
-    cursor.execute(PLAIN_INDEXES)
-    indexes = cursor.fetchall()
-    rebuild = []
-    for name, definition in constraints:
-        cursor.execute(f"ALTER TABLE {TABLE} DROP CONSTRAINT {quote(name)}")
-        rebuild.append(f"ALTER TABLE {TABLE} ADD CONSTRAINT {quote(name)} {definition}")
-    for name, definition in indexes:
-        cursor.execute(f"DROP INDEX {name}")
-        rebuild.append(definition)
-    return rebuild
+    return indexes_dropped(cursor, TABLE, constraints="u")
 
 
 def _one(row: tuple | None) -> object:

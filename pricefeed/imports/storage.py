@@ -18,7 +18,8 @@ from django.db import connection
 from pricefeed import parsing, sql
 from pricefeed.models import item_key
 
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+# What PostgreSQL's COPY text format escapes in a value (products COPYs with it too).
+COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _COPY_CHUNK = 20_000
 
 
@@ -101,9 +102,9 @@ def _escaped_copy_text(import_id: int, rows: list[tuple], ends: Sequence[str] | 
     each = repeat(ends) if isinstance(ends, str) else ends
     return "".join(
         [
-            f"{key + row_number}{prefix}{row_number}\t{sku.translate(_COPY_ESCAPES)}\t"
-            f"{name.translate(_COPY_ESCAPES)}\t{null if price is None else price}\t"
-            f"{currency.translate(_COPY_ESCAPES)}\t{null if quantity is None else quantity}"
+            f"{key + row_number}{prefix}{row_number}\t{sku.translate(COPY_ESCAPES)}\t"
+            f"{name.translate(COPY_ESCAPES)}\t{null if price is None else price}\t"
+            f"{currency.translate(COPY_ESCAPES)}\t{null if quantity is None else quantity}"
             f"{end}"
             for (row_number, sku, name, price, currency, quantity), end in zip(
                 rows, each, strict=False
@@ -174,8 +175,8 @@ def _block_lines(
 ) -> str:
     def texts(value: Sequence[str] | str) -> Iterable[str]:
         if isinstance(value, str):
-            return repeat(value.translate(_COPY_ESCAPES) if escape else value)
-        return [v.translate(_COPY_ESCAPES) for v in value] if escape else value
+            return repeat(value.translate(COPY_ESCAPES) if escape else value)
+        return [v.translate(COPY_ESCAPES) for v in value] if escape else value
 
     quantities = block.quantities
     first = block.first_row
@@ -233,7 +234,7 @@ def _copy_texts(values: list) -> list[str]:
     found by one look at the joined column."""
     joined = "\0".join(values)
     if "\\" in joined or "\t" in joined or "\n" in joined or "\r" in joined:
-        return [v.translate(_COPY_ESCAPES) for v in values]
+        return [v.translate(COPY_ESCAPES) for v in values]
     return values
 
 
@@ -468,7 +469,7 @@ class ItemWriter:
         # SKUs, and the digest of one sequence is never that of another.
         sku_text = "\n".join(skus) + "\n"
         if "\\" in sku_text or "\r" in sku_text or sku_text.count("\n") != len(skus):
-            sku_text = "\n".join(sku.translate(_COPY_ESCAPES) for sku in skus) + "\n"
+            sku_text = "\n".join(sku.translate(COPY_ESCAPES) for sku in skus) + "\n"
         self._sku_hash.update(sku_text.encode())
         self._price_hash.update(("\n".join(prices) + "\n").encode())
         hashes = list(map(hash, skus))

@@ -261,7 +261,8 @@ def _refuse_with_unread_rows(exc: ParseError, marked: dict[int, str], scanned: i
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a million row tuples are made: the
     rows hold no cycles, and the collector's repeated scans of the growing list cost
-    a third of the CSV time. The previous state is restored."""
+    a third of the CSV time. The previous state is restored. (Also what our catalogue's
+    loaders and the matching cascade run under: products.loaders, products.linking.)"""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -10,16 +10,16 @@ Every reader streams (the XML formats through xmlstream, bounded), checks each p
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+
+from pricefeed.parsing.table import gc_paused
 
 from .commerceml import OWN_CODES, read_commerceml
 from .limits import CatalogueRefused, LoadLimits, load_limits
@@ -104,22 +104,6 @@ def detect(head: bytes) -> Format:
     raise CatalogueRefused(_("an XML file that is neither CommerceML (import.xml) nor Yandex YML"))
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pauses Python's cyclic garbage collector while a file is read. Reading makes
-    lists and tuples by the million and keeps tens of thousands of them until the next
-    batch is sent: the collector, triggered every few thousand of them, kept walking
-    those that stay, for nothing (what a read makes holds no reference cycle); that was
-    ~15% of a million-product read. Reference counting still frees all of it."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
-
-
 def read_catalogue(
     path: str | os.PathLike,
     *,
@@ -142,7 +126,10 @@ def read_catalogue(
             % {"size": size, "limit": limits.max_file_bytes}
         )
     rows = Rows(sink=sink)
-    with open(path, "rb") as source, _collector_paused():
+    # The cyclic collector paused while a file is read: reading makes tuples by the
+    # million, none in a cycle, and the collector kept walking those held until the next
+    # batch is sent (~15% of a million-product read).
+    with open(path, "rb") as source, gc_paused():
         fmt = detect(source.read(HEAD_BYTES))
         source.seek(0)
         rows.format = fmt.name

@@ -149,7 +149,7 @@ def test_the_copy_text_of_a_second_list_is_not_escaped_for_its_own_nulls(monkeyp
     # Ends.stored holds a \N of its own: its backslash is no reason to make the lines
     # again with every text escaped (that doubled the time of every import but a first
     # one). Escaping is made visible here: it would turn "A" into "X".
-    monkeypatch.setattr(storage, "_COPY_ESCAPES", str.maketrans({"A": "X"}))
+    monkeypatch.setattr(storage, "COPY_ESCAPES", str.maketrans({"A": "X"}))
     ends = storage.Ends(7)
     rows = [(2, "A", "Болт", Decimal("1.5"), "RUB", None), (3, "B", "Гайка", Decimal(2), "", 4)]
     text = storage._copy_text(1, rows, ends.stored)

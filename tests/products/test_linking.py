@@ -298,8 +298,8 @@ def test_a_refresh_with_no_product_written_since_looks_at_nothing(
     catalogue, django_assert_max_num_queries
 ):
     keys.keys_refresh()
-    # The savepoint and its release, the lock, the two versions: no product is read.
-    with django_assert_max_num_queries(5):
+    # The savepoint and its release, the lock, the versions: no product is read.
+    with django_assert_max_num_queries(4):
         assert keys.keys_refresh() == 0
 
     # A write that is rolled back still moves the version on (a sequence): the next

@@ -143,6 +143,15 @@ class SupplierTerms(models.Model):
         ],
         help_text=_("1 comes first."),
     )
+    stale_days = models.PositiveSmallIntegerField(
+        _("a list is stale after, days"),
+        default=14,
+        validators=[
+            MinValueValidator(1, _("A list stays current from 1 to 365 days.")),
+            MaxValueValidator(365, _("A list stays current from 1 to 365 days.")),
+        ],
+        help_text=_("Offers of an older list do not count."),
+    )
 
     class Meta:
         verbose_name = _("supplier's terms")
@@ -161,3 +170,303 @@ class SupplierTerms(models.Model):
 
     def __str__(self) -> str:
         return str(self.config)
+
+
+# -- offers: a product's current offer per supplier and price type, the best one marked --
+
+MAIN_PRICE = ""  # Offer.price_type of a config's main price (PriceItem.price)
+
+
+class OfferRule(models.Model):
+    """How the best offer of the products of a category is chosen, and by which price.
+    The rule of the longest category prefix applies; without one, the cheapest in stock
+    by the main price."""
+
+    class Strategy(models.TextChoices):
+        CHEAPEST = "cheapest", _("the cheapest in stock")
+        PRIORITY = "priority", _("the supplier of the highest priority in stock")
+        AVERAGE = "average", _("the average over suppliers in stock")
+
+    category = models.TextField(
+        _("category"),
+        blank=True,
+        unique=True,
+        help_text=_(
+            "The category path or its beginning (“Крепёж” covers “Крепёж / Болты”); "
+            "empty: every category without a rule of its own."
+        ),
+    )
+    strategy = models.CharField(
+        _("how the best offer is chosen"),
+        max_length=10,
+        choices=Strategy.choices,
+        default=Strategy.CHEAPEST,
+    )
+    price_type = models.CharField(
+        _("price compared"),
+        max_length=32,
+        blank=True,
+        help_text=_("A price type's code; empty: each supplier's main price."),
+    )
+
+    class Meta:
+        verbose_name = _("offer rule")
+        verbose_name_plural = _("offer rules")
+        ordering = ["category"]
+
+    def __str__(self) -> str:
+        return self.category or str(_("every category"))
+
+
+class PriceRule(models.Model):
+    """How our selling price is made from the best offer's cost in roubles. The first
+    enabled rule (by position) whose conditions all hold applies; an empty condition
+    holds for every product."""
+
+    class Rounding(models.TextChoices):
+        NONE = "none", _("no rounding (kopecks)")
+        TENTH = "0.1", _("up to 10 kopecks")
+        ONE = "1", _("up to a rouble")
+        TEN = "10", _("up to 10 roubles")
+        END_90 = ".90", _("up to …,90")
+        END_99 = ".99", _("up to …,99")
+
+    name = models.CharField(pgettext_lazy("price rule", "name"), max_length=200)
+    position = models.PositiveIntegerField(
+        _("order"), default=100, help_text=_("Rules are tried from the smallest number.")
+    )
+    enabled = models.BooleanField(_("switched on"), default=True)
+    config = models.ForeignKey(
+        PriceListConfig,
+        verbose_name=_("supplier"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text=_("Only offers of this supplier's list; empty: any supplier."),
+    )
+    category = models.TextField(
+        _("category"), blank=True, help_text=_("The category path or its beginning.")
+    )
+    brand = models.CharField(_("brand"), max_length=255, blank=True)
+    cost_from = models.DecimalField(
+        _("cost from, roubles"), max_digits=18, decimal_places=2, null=True, blank=True
+    )
+    cost_below = models.DecimalField(
+        _("cost below, roubles"), max_digits=18, decimal_places=2, null=True, blank=True
+    )
+    markup_percent = models.DecimalField(
+        _("markup, percent"),
+        max_digits=7,
+        decimal_places=2,
+        default=Decimal(0),
+        validators=[
+            MinValueValidator(Decimal(-99), _("A markup cannot take more than 99 percent off.")),
+            MaxValueValidator(Decimal(10000), _("A markup cannot be above 10000 percent.")),
+        ],
+    )
+    fixed_add = models.DecimalField(
+        _("add, roubles"), max_digits=18, decimal_places=2, default=Decimal(0)
+    )
+    rounding = models.CharField(
+        _("rounding"), max_length=4, choices=Rounding.choices, default=Rounding.NONE
+    )
+    min_margin_percent = models.DecimalField(
+        _("minimum margin, percent"),
+        max_digits=7,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0), _("The minimum margin cannot be negative."))],
+        help_text=_("The floor: the price is never below the cost plus this margin."),
+    )
+    respect_rrp = models.BooleanField(
+        _("not below the recommended price"),
+        default=True,
+        help_text=_("When the best offer's supplier sends a recommended retail price."),
+    )
+    rrp_type = models.CharField(
+        _("recommended price type"),
+        max_length=32,
+        default="rrp",
+        help_text=_("The code of the price type that holds the recommended retail price."),
+    )
+    hold_percent = models.DecimalField(
+        _("hold a change above, percent"),
+        max_digits=7,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        default=Decimal(25),
+        validators=[MinValueValidator(Decimal(0), _("The share cannot be negative."))],
+        help_text=_(
+            "A price that moves more than this since the last published one waits for "
+            "approval; empty: never held."
+        ),
+    )
+    updated_at = models.DateTimeField(_("changed at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("price rule")
+        verbose_name_plural = _("price rules")
+        ordering = ["position", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(markup_percent__gt=-100), name="pricing_rule_markup"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(cost_from__isnull=True)
+                | models.Q(cost_below__isnull=True)
+                | models.Q(cost_from__lt=models.F("cost_below")),
+                name="pricing_rule_band",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Offer(models.Model):
+    """A supplier's current offer of one of our products in one price type: the linked
+    line's price as sent, in roubles at the list's date, its stock, and whether it takes
+    part (``status``). The best offer of each product is marked, with why (``reason``).
+    Kept by pricing.offers; never edited by hand."""
+
+    class Status(models.TextChoices):
+        OK = "ok", pgettext_lazy("offer", "counts")
+        STALE = "stale", pgettext_lazy("offer", "the list is too old")
+        DISABLED = "disabled", pgettext_lazy("offer", "the supplier is switched off")
+        NO_RATE = "no_rate", pgettext_lazy("offer", "no rate for the currency")
+        NO_PRICE = "no_price", pgettext_lazy("offer", "no price in the list")
+
+    product = models.ForeignKey(
+        "products.Product",
+        verbose_name=_("product"),
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        db_index=False,  # the unique (product, config, price_type) serves
+        related_name="offers",
+    )
+    config = models.ForeignKey(
+        PriceListConfig,
+        verbose_name=_("supplier"),
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        related_name="+",
+    )
+    price_type = models.CharField(_("price type"), max_length=32, blank=True)
+    sku = models.CharField(_("supplier's code"), max_length=255)
+    price = models.DecimalField(_("price"), max_digits=18, decimal_places=4, null=True)
+    currency = models.CharField(_("currency"), max_length=10, blank=True)
+    price_rub = models.DecimalField(
+        _("price in roubles"), max_digits=18, decimal_places=4, null=True
+    )
+    rate = models.DecimalField(
+        _("rate with the surcharge"), max_digits=18, decimal_places=8, null=True
+    )
+    rate_date = models.DateField(_("rate of"), null=True)
+    quantity = models.DecimalField(_("quantity"), max_digits=18, decimal_places=4, null=True)
+    in_stock = models.BooleanField(_("in stock"))
+    list_date = models.DateTimeField(_("list of"), null=True)
+    entry_id = models.BigIntegerField(_("catalogue entry"), null=True)
+    status = models.CharField(_("status"), max_length=8, choices=Status.choices)
+    best = models.BooleanField(_("best"), default=False)
+    reason = models.JSONField(_("why it is the best"), default=dict)
+    updated_at = models.DateTimeField(_("computed at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("offer")
+        verbose_name_plural = _("offers")
+        ordering = ["product", "price_type", "price_rub"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["product", "config", "price_type"], name="pricing_offer_one"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.config_id}:{self.sku} {self.price} {self.currency}"
+
+
+class ProductPrice(models.Model):
+    """Our selling price of a product in roubles: the published one (what feeds and
+    events carry) and the last computed one with its audit. A computed price that moves
+    more than its rule's share from the published one is held until approved."""
+
+    class Status(models.TextChoices):
+        PUBLISHED = "published", pgettext_lazy("product price", "published")
+        HELD = "held", pgettext_lazy("product price", "held for approval")
+        NO_OFFER = "no_offer", pgettext_lazy("product price", "no offer counts")
+        NO_RULE = "no_rule", pgettext_lazy("product price", "no price rule applies")
+
+    product = models.OneToOneField(
+        "products.Product",
+        verbose_name=_("product"),
+        primary_key=True,
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        related_name="selling_price",
+    )
+    status = models.CharField(_("status"), max_length=9, choices=Status.choices)
+    price = models.DecimalField(_("published price"), max_digits=18, decimal_places=2, null=True)
+    published_at = models.DateTimeField(_("published at"), null=True)
+    computed = models.DecimalField(_("computed price"), max_digits=18, decimal_places=2, null=True)
+    cost = models.DecimalField(_("cost, roubles"), max_digits=18, decimal_places=4, null=True)
+    available = models.BooleanField(_("available"), default=False)
+    quantity = models.DecimalField(_("quantity"), max_digits=18, decimal_places=4, null=True)
+    config = models.ForeignKey(
+        PriceListConfig,
+        verbose_name=_("supplier of the best offer"),
+        null=True,
+        on_delete=models.SET_NULL,
+        db_constraint=False,
+        related_name="+",
+    )
+    rule = models.ForeignKey(
+        PriceRule,
+        verbose_name=_("price rule"),
+        null=True,
+        on_delete=models.SET_NULL,
+        db_constraint=False,
+        related_name="+",
+    )
+    audit = models.JSONField(_("how it was computed"), default=dict)
+    computed_at = models.DateTimeField(_("computed at"), db_default=Now())
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("approved by"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = _("selling price")
+        verbose_name_plural = _("selling prices")
+        indexes = [
+            models.Index(
+                fields=["status"],
+                name="pricing_price_held",
+                condition=models.Q(status="held"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}: {self.price}"
+
+
+class PublishedVersion(models.Model):
+    """One row: a number raised in the transaction of every change to published prices
+    (feeds' ETag, customer lists' version), and when it last changed."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    number = models.BigIntegerField(default=0)
+    changed_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        verbose_name = _("published prices' version")
+        verbose_name_plural = _("published prices' versions")
+        constraints = [models.CheckConstraint(condition=models.Q(id=1), name="pricing_version_one")]
+
+    def __str__(self) -> str:
+        return str(self.number)

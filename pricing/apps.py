@@ -12,7 +12,9 @@ class PricingConfig(AppConfig):
     def ready(self) -> None:
         from core import sweeps
 
-        from . import services
+        from . import handlers, services
+
+        del handlers  # imported for its outbox handlers
 
         # Every listen_mail supervisor checks whether today's or tomorrow's rates are due
         # and hands a due fetch to the queue (services.rates_sweep).

@@ -28,8 +28,9 @@ from core import metrics
 from core.dbtime import db_now_plus
 from core.retry import Backoff
 
+from . import offers
 from .cbr import DailyRates, Fetcher, RatesError
-from .models import Rate, RateFetch
+from .models import Offer, Rate, RateFetch
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,17 @@ def rates_store(daily: DailyRates) -> Stored:
             if code in stored and stored[code].rate != value:
                 Rate.objects.filter(pk=stored[code].pk).update(rate=value, created_at=Now())
                 changed += 1
+        if (new or changed) and offers_affected(daily.effective):
+            offers.refresh_requested("rates")
     return Stored(added=len(new), changed=changed, unchanged=len(daily.rates) - len(new) - changed)
+
+
+def offers_affected(effective: date) -> bool:
+    """Whether rates in effect from ``effective`` may change an offer: one waits for a
+    rate, or a list is dated that day or later (a list keeps the rate of its date)."""
+    return Offer.objects.filter(
+        Q(status=Offer.Status.NO_RATE) | Q(rate_date__isnull=False, list_date__date__gte=effective)
+    ).exists()
 
 
 def rates_fetch(day: date) -> tuple[RateFetch, Stored | None]:

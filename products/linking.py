@@ -46,7 +46,7 @@ from pricefeed.imports.storage import COPY_ESCAPES
 from pricefeed.models import PriceImport, item_key
 from pricefeed.parsing.table import gc_paused
 
-from . import keys, normalize
+from . import events, keys, normalize
 from .models import SupplierLink
 
 logger = logging.getLogger(__name__)
@@ -853,6 +853,8 @@ def links_match(
         read = time.perf_counter()
         outcome = lines_match(config_id, lines, thresholds)
         outcome.seconds.update(keys=refreshed - started, lines=read - refreshed)
+        # The list's prices reach the offers even when no link changed.
+        events.config_links_changed(config_id, import_id)
     logger.info(
         "links matched config=%s import=%s lines=%s linked=%s proposed=%s changed=%s seconds=%s",
         config_id,

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from pricefeed.models import PriceListConfig
 
+from .events import product_links_changed
 from .models import LinkEvent, Product, SupplierLink
 
 HEADER = ["config", "supplier_sku", "own_code", "state", "kind", "confidence"]
@@ -38,6 +39,8 @@ MAX_FILE_BYTES = 100 * 2**20
 MAX_ROWS = 2_000_000
 # Rows refused are reported up to this many (all are counted).
 MAX_REASONS = 200
+# Products named by one links.changed event of an import of links.
+PRODUCTS_PER_EVENT = 10_000
 
 _EXPORT = """
 SELECT l.config_id, l.supplier_sku, p.own_code, l.state, l.kind, l.confidence
@@ -261,6 +264,7 @@ def _apply(changes: list[_Change], user: Any) -> int:
     """Writes the changes in one transaction; returns how many links changed."""
     now = timezone.now()
     changed = 0
+    touched: set[int] = set()
     with transaction.atomic():
         for change in changes:
             wanted = (
@@ -298,4 +302,8 @@ def _apply(changes: list[_Change], user: Any) -> int:
                 confidence=Decimal(1),
             )
             changed += 1
+            touched.update(p for p in (before, change.product.pk) if p is not None)
+        ordered = sorted(touched)
+        for start in range(0, len(ordered), PRODUCTS_PER_EVENT):
+            product_links_changed(ordered[start : start + PRODUCTS_PER_EVENT])
     return changed

@@ -31,6 +31,7 @@ from django.db.models.functions import Now
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from .events import product_links_changed
 from .models import LinkEvent, Product, SupplierLink
 
 PERSON = Decimal(1)  # a person's confidence in a link they decided on
@@ -106,6 +107,7 @@ def _saved(link: SupplierLink, *, before: int | None, user: AbstractBaseUser | N
     link.save()
     link.refresh_from_db(fields=["confirmed_at", "updated_at", "created_at"])
     _event(link, before=before, user=user).save()
+    product_links_changed([before, link.product_id])
 
 
 @transaction.atomic

@@ -1,0 +1,42 @@
+"""Outbox handlers of the pricing app: offers and prices follow the links and the lists
+(``links.changed``, published by products when a list was matched or a person changed a
+link) and the rules, terms and rates (``pricing.refresh``). Run by a django-q2 worker
+after the change committed; running one twice changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.utils.translation import gettext_lazy as _
+
+from outbox.handlers import handler
+from outbox.models import OutboxEvent
+from products.events import LINKS_CHANGED
+
+from . import offers
+
+
+@handler(LINKS_CHANGED, label=_("links changed: recompute offers and prices"))
+def links_changed(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    results: dict[uuid.UUID, BaseException | None] = {}
+    configs = {e.payload["config_id"] for e in events if e.payload.get("config_id")}
+    products = {p for e in events for p in e.payload.get("product_ids") or ()}
+    try:
+        for config_id in sorted(configs):
+            offers.config_offers_refresh(config_id)
+        if products:
+            offers.offers_refresh(products)
+    except Exception as exc:
+        return {event.id: exc for event in events}
+    for event in events:
+        results[event.id] = None
+    return results
+
+
+@handler(offers.REFRESH, label=_("rules, terms or rates changed: recompute every price"))
+def refresh_all(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    try:
+        offers.all_offers_refresh()
+    except Exception as exc:
+        return {event.id: exc for event in events}
+    return {event.id: None for event in events}

@@ -1,0 +1,721 @@
+"""Offers and our prices, kept up to date for a set of products in one transaction.
+
+For the products in scope: every linked line of every supplier (links ``auto`` or
+``confirmed``, the config's current catalogue entry) becomes an offer per price type,
+converted to roubles at the list's date in PostgreSQL (one statement); the best offer
+and our price are chosen in Python by the rules (pricing.rules); what changed is written
+back with one statement per table, and announced in the same transaction as
+``offer.changed`` and ``price.changed`` outbox events (each carrying up to
+EVENT_ITEMS products). A price that moves more than its rule allows is held for
+approval (``price_approve``).
+
+One refresh runs at a time (an advisory lock): refreshes of the same products never
+interleave, and each sees the last one's result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from outbox.services import publish
+from pricefeed.parsing.table import gc_paused
+
+from . import rules
+from .models import OfferRule, PriceRule, ProductPrice, PublishedVersion, SupplierTerms
+
+logger = logging.getLogger(__name__)
+
+OFFER_CHANGED = "offer.changed"
+PRICE_CHANGED = "price.changed"
+REFRESH = "pricing.refresh"
+EVENT_ITEMS = 500  # products per event
+ALL_CHUNK = 50_000  # products per transaction in a refresh of everything
+OFFERING = ("auto", "confirmed")
+# A list's days of currency for a supplier without terms: the terms' default.
+STALE_DAYS = SupplierTerms._meta.get_field("stale_days").default
+# Plain strings: psycopg would write an enum member by its name.
+PUBLISHED = ProductPrice.Status.PUBLISHED.value
+HELD = ProductPrice.Status.HELD.value
+NO_OFFER = ProductPrice.Status.NO_OFFER.value
+NO_RULE = ProductPrice.Status.NO_RULE.value
+
+# The offers of the products in o_scope, one per (product, config, price type): a
+# config's main price (price type "") and each of its other prices, in roubles at the
+# rate in effect on the list's date (Moscow) plus the supplier's surcharge. Two SKUs of
+# one supplier linked to one product give one offer: the one that counts, in stock,
+# cheapest.
+FRESH_SQL = """
+CREATE TEMP TABLE o_fresh ON COMMIT DROP AS
+WITH entries AS (
+    SELECT l.product_id, l.config_id, l.supplier_sku AS sku, e.id AS entry_id,
+           e.price, upper(btrim(e.currency)) AS currency, e.quantity, e.stock_kind, e.prices,
+           COALESCE(m.sent_at, i.accepted_at) AS list_date,
+           COALESCE(t.enabled, true) AS enabled, COALESCE(t.priority, 100) AS priority,
+           COALESCE(t.stale_days, %(stale_days)s) AS stale_days,
+           COALESCE(t.rate_surcharge, 0) AS surcharge
+      FROM o_scope s
+      JOIN products_supplierlink l
+        ON l.product_id = s.product_id AND l.state IN ('auto', 'confirmed')
+      LEFT JOIN pricefeed_priceitem e
+             ON e.config_id = l.config_id AND e.sku = l.supplier_sku
+            AND e.valid_to IS NULL AND e.valid_from IS NOT NULL
+      LEFT JOIN pricefeed_priceimport i ON i.id = e.price_import_id
+      LEFT JOIN mailboxes_inboundmessage m ON m.id = i.message_id
+      LEFT JOIN pricing_supplierterms t ON t.config_id = l.config_id
+), typed AS (
+    SELECT product_id, config_id, sku, entry_id, ''::text AS price_type, price, currency,
+           quantity, stock_kind, list_date, enabled, priority, stale_days, surcharge
+      FROM entries
+    UNION ALL
+    SELECT e.product_id, e.config_id, e.sku, e.entry_id, p.key,
+           CASE WHEN p.value->>'price' ~ '^-?[0-9]{1,14}(\\.[0-9]+)?$'
+                THEN (p.value->>'price')::numeric END,
+           upper(btrim(COALESCE(NULLIF(p.value->>'currency', ''), e.currency))),
+           e.quantity, e.stock_kind, e.list_date, e.enabled, e.priority, e.stale_days,
+           e.surcharge
+      FROM entries e CROSS JOIN LATERAL jsonb_each(e.prices) p
+     WHERE jsonb_typeof(e.prices) = 'object' AND length(p.key) <= 32
+), dated AS (
+    SELECT typed.*, CASE WHEN currency IN ('', 'RUB', 'RUR') THEN 'RUB' ELSE currency END AS code,
+           (list_date AT TIME ZONE 'Europe/Moscow')::date AS day
+      FROM typed
+), needed AS (
+    SELECT DISTINCT code, day FROM dated WHERE code <> 'RUB' AND day IS NOT NULL
+), rates AS (
+    SELECT n.code, n.day, r.rate, r.date
+      FROM needed n
+      LEFT JOIN LATERAL (
+          SELECT rate, date FROM pricing_rate
+           WHERE currency = n.code AND date <= n.day AND date > n.day - %(window)s
+           ORDER BY date DESC, (source = 'manual') DESC LIMIT 1
+      ) r ON true
+), offers AS (
+    SELECT d.product_id, d.config_id, d.price_type, d.sku, d.price,
+           CASE WHEN d.currency = '' THEN 'RUB' ELSE d.currency END AS currency,
+           CASE WHEN d.code = 'RUB' THEN d.price
+                ELSE round(d.price * r.rate * (1 + d.surcharge / 100), 4) END AS price_rub,
+           round(r.rate * (1 + d.surcharge / 100), 8) AS rate, r.date AS rate_date,
+           d.quantity,
+           CASE d.stock_kind WHEN 'no' THEN false WHEN 'yes' THEN true
+                WHEN 'at_least' THEN true ELSE (d.quantity IS NULL OR d.quantity > 0) END
+               AS in_stock,
+           d.list_date, d.entry_id,
+           CASE WHEN d.price IS NULL THEN 'no_price'
+                WHEN NOT d.enabled THEN 'disabled'
+                WHEN d.list_date < now() - d.stale_days * interval '1 day' THEN 'stale'
+                WHEN d.code <> 'RUB' AND r.rate IS NULL THEN 'no_rate'
+                ELSE 'ok' END AS status,
+           d.priority
+      FROM dated d LEFT JOIN rates r ON r.code = d.code AND r.day = d.day
+)
+SELECT DISTINCT ON (product_id, config_id, price_type) *
+  FROM offers
+ ORDER BY product_id, config_id, price_type, status <> 'ok', in_stock DESC,
+          price_rub NULLS LAST, sku
+"""
+
+OFFER_COLUMNS = (
+    "sku, price, currency, price_rub, rate, rate_date, quantity, in_stock, list_date, "
+    "entry_id, status, best, reason"
+)
+
+WRITE_OFFERS_SQL = f"""
+INSERT INTO pricing_offer (product_id, config_id, price_type, {OFFER_COLUMNS}, updated_at)
+SELECT f.product_id, f.config_id, f.price_type, f.sku, f.price, f.currency, f.price_rub,
+       f.rate, f.rate_date, f.quantity, f.in_stock, f.list_date, f.entry_id, f.status,
+       p.product_id IS NOT NULL, COALESCE(p.reason, '{{}}'::jsonb), now()
+  FROM o_fresh f
+  LEFT JOIN o_picked p
+         ON p.product_id = f.product_id AND p.config_id = f.config_id
+        AND p.price_type = f.price_type
+ON CONFLICT (product_id, config_id, price_type) DO UPDATE
+   SET ({OFFER_COLUMNS}, updated_at) = (
+       EXCLUDED.sku, EXCLUDED.price, EXCLUDED.currency, EXCLUDED.price_rub, EXCLUDED.rate,
+       EXCLUDED.rate_date, EXCLUDED.quantity, EXCLUDED.in_stock, EXCLUDED.list_date,
+       EXCLUDED.entry_id, EXCLUDED.status, EXCLUDED.best, EXCLUDED.reason, now())
+ WHERE ({", ".join("pricing_offer." + c.strip() for c in OFFER_COLUMNS.split(","))})
+       IS DISTINCT FROM
+       ({", ".join("EXCLUDED." + c.strip() for c in OFFER_COLUMNS.split(","))})
+"""
+
+GONE_OFFERS_SQL = """
+DELETE FROM pricing_offer o USING o_scope s
+ WHERE o.product_id = s.product_id
+   AND NOT EXISTS (SELECT 1 FROM o_fresh f
+                    WHERE f.product_id = o.product_id AND f.config_id = o.config_id
+                      AND f.price_type = o.price_type)
+"""
+
+PRICE_COLUMNS = "status, price, computed, cost, available, quantity, config_id, rule_id, audit"
+
+WRITE_PRICES_SQL = f"""
+INSERT INTO pricing_productprice (product_id, {PRICE_COLUMNS}, published_at, computed_at)
+SELECT product_id, {PRICE_COLUMNS},
+       CASE WHEN published THEN now() END, now()
+  FROM o_prices
+ON CONFLICT (product_id) DO UPDATE
+   SET ({PRICE_COLUMNS}, published_at, computed_at) = (
+       EXCLUDED.status, EXCLUDED.price, EXCLUDED.computed, EXCLUDED.cost,
+       EXCLUDED.available, EXCLUDED.quantity, EXCLUDED.config_id, EXCLUDED.rule_id,
+       EXCLUDED.audit,
+       CASE WHEN (EXCLUDED.price, EXCLUDED.available)
+                 IS DISTINCT FROM (pricing_productprice.price, pricing_productprice.available)
+            THEN now() ELSE pricing_productprice.published_at END,
+       now())
+ WHERE ({", ".join("pricing_productprice." + c.strip() for c in PRICE_COLUMNS.split(","))})
+       IS DISTINCT FROM
+       ({", ".join("EXCLUDED." + c.strip() for c in PRICE_COLUMNS.split(","))})
+"""
+
+
+@dataclass
+class Refreshed:
+    """What a refresh did: products seen, offers written, best offers and published
+    prices that changed, prices held, and seconds per stage."""
+
+    products: int = 0
+    offers: int = 0
+    best_changed: int = 0
+    published_changed: int = 0
+    held: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: Refreshed) -> None:
+        self.products += other.products
+        self.offers += other.offers
+        self.best_changed += other.best_changed
+        self.published_changed += other.published_changed
+        self.held += other.held
+        for stage, took in other.seconds.items():
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + took
+
+
+def _dec(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _offer_rules() -> list[rules.OfferRuleSpec]:
+    return [
+        rules.OfferRuleSpec(r.category.strip(), r.strategy, r.price_type)
+        for r in OfferRule.objects.all()
+    ]
+
+
+def _price_rules() -> list[rules.PriceRuleSpec]:
+    return [
+        rules.PriceRuleSpec(
+            id=r.pk,
+            name=r.name,
+            config_id=r.config_id,
+            category=r.category.strip(),
+            brand=r.brand.casefold().strip(),
+            cost_from=r.cost_from,
+            cost_below=r.cost_below,
+            markup_percent=r.markup_percent,
+            fixed_add=r.fixed_add,
+            rounding=r.rounding,
+            min_margin_percent=r.min_margin_percent,
+            respect_rrp=r.respect_rrp,
+            rrp_type=r.rrp_type,
+            hold_percent=r.hold_percent,
+        )
+        for r in PriceRule.objects.filter(enabled=True).order_by("position", "id")
+    ]
+
+
+def _temp(cursor: Any, name: str, columns: str) -> None:
+    """A temporary table for this transaction (dropped first: a second refresh within
+    one outer transaction, as in tests, finds the first one's)."""
+    cursor.execute(f"DROP TABLE IF EXISTS {name}")
+    cursor.execute(f"CREATE TEMP TABLE {name} {columns} ON COMMIT DROP")
+
+
+def _scope(cursor: Any, product_ids: Iterable[int]) -> None:
+    _temp(cursor, "o_scope", "(product_id bigint PRIMARY KEY)")
+    with cursor.cursor.copy("COPY o_scope (product_id) FROM STDIN") as copy:
+        for product_id in product_ids:
+            copy.write_row((product_id,))
+    cursor.execute("ANALYZE o_scope")
+
+
+def _rows(cursor: Any, sql: str) -> list[tuple]:
+    cursor.execute(sql)
+    return cursor.fetchall()
+
+
+def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
+    """Offers and prices of ``product_ids``, in the caller's transaction."""
+    done = Refreshed()
+    clock = time.perf_counter()
+    seconds = done.seconds
+    offer_rules = _offer_rules()
+    price_rules = _price_rules()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('pricing.offers'))")
+        cursor.execute("SET LOCAL jit = off")
+        _scope(cursor, product_ids)
+        cursor.execute("DROP TABLE IF EXISTS o_fresh")
+        cursor.execute(
+            FRESH_SQL,
+            {
+                "stale_days": STALE_DAYS,
+                "window": settings.PRICEFEED_RATES_WINDOW_DAYS,
+            },
+        )
+        done.offers = cursor.rowcount
+        seconds["offers"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        fresh = _rows(
+            cursor,
+            "SELECT product_id, config_id, price_type, price_rub, in_stock, status, priority,"
+            " quantity, sku, price, currency, rate, rate_date FROM o_fresh"
+            " ORDER BY product_id",
+        )
+        products = {
+            row[0]: row[1:]
+            for row in _rows(
+                cursor,
+                "SELECT p.id, p.own_code, p.category, p.brand FROM products_product p"
+                " JOIN o_scope s ON s.product_id = p.id",
+            )
+        }
+        old_best = {
+            row[0]: row[1:]
+            for row in _rows(
+                cursor,
+                "SELECT o.product_id, o.config_id, o.price_type, o.price_rub, o.in_stock"
+                " FROM pricing_offer o JOIN o_scope s ON s.product_id = o.product_id"
+                " WHERE o.best",
+            )
+        }
+        old_prices = {
+            row[0]: row[1:]
+            for row in _rows(
+                cursor,
+                "SELECT pp.product_id, pp.status, pp.price, pp.available"
+                " FROM pricing_productprice pp JOIN o_scope s ON s.product_id = pp.product_id",
+            )
+        }
+        names = dict(_rows(cursor, "SELECT id, name FROM pricefeed_pricelistconfig"))
+        seconds["read"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        picked: list[tuple] = []
+        priced: list[tuple] = []
+        offer_items: list[dict[str, Any]] = []
+        price_items: list[dict[str, Any]] = []
+        for product_id, offers in _by_product(fresh, products):
+            own_code, category, brand = products[product_id]
+            rule = rules.offer_rule_for(category, offer_rules)
+            candidates = [rules.Candidate(*row[1:8]) for row in offers]
+            choice = rules.choose(candidates, rule)
+            best_row = None
+            if choice.best is not None:
+                best_row = next(
+                    row
+                    for row in offers
+                    if row[1] == choice.best.config_id and row[2] == choice.best.price_type
+                )
+                picked.append((product_id, best_row[1], best_row[2], json.dumps(choice.reason)))
+            before = old_best.get(product_id)
+            now_best = (
+                None if best_row is None else (best_row[1], best_row[2], best_row[3], best_row[4])
+            )
+            if before != now_best:
+                offer_items.append(_offer_item(product_id, own_code, best_row, before, names))
+            row = _price_row(
+                product_id,
+                category,
+                brand,
+                choice,
+                best_row,
+                offers,
+                price_rules,
+                old_prices.get(product_id),
+            )
+            priced.append(row.values)
+            done.held += row.values[1] == HELD
+            old = old_prices.get(product_id)
+            was = (None, False) if old is None else (old[1], old[2])
+            if (row.values[2], row.values[5]) != was:
+                price_items.append(
+                    {
+                        "product_id": product_id,
+                        "own_code": own_code,
+                        "price": _dec(row.values[2]),
+                        "before": _dec(was[0]),
+                        "currency": "RUB",
+                        "available": row.values[5],
+                    }
+                )
+        done.products = len(products)
+        seconds["decide"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        _temp(
+            cursor,
+            "o_picked",
+            "(product_id bigint, config_id bigint, price_type text, reason jsonb)",
+        )
+        with cursor.cursor.copy(
+            "COPY o_picked (product_id, config_id, price_type, reason) FROM STDIN"
+        ) as copy:
+            for values in picked:
+                copy.write_row(values)
+        cursor.execute("CREATE UNIQUE INDEX ON o_picked (product_id, config_id, price_type)")
+        cursor.execute(WRITE_OFFERS_SQL)
+        cursor.execute(GONE_OFFERS_SQL)
+        _temp(
+            cursor,
+            "o_prices",
+            "(product_id bigint, status text, price numeric, computed numeric, cost numeric,"
+            " available boolean, quantity numeric, config_id bigint, rule_id bigint,"
+            " audit jsonb, published boolean)",
+        )
+        with cursor.cursor.copy(
+            f"COPY o_prices (product_id, {PRICE_COLUMNS}, published) FROM STDIN"
+        ) as copy:
+            for values in priced:
+                copy.write_row(values)
+        cursor.execute(WRITE_PRICES_SQL)
+        seconds["write"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        done.best_changed = len(offer_items)
+        done.published_changed = len(price_items)
+        _announce(offer_items, price_items)
+        seconds["events"] = time.perf_counter() - clock
+    return done
+
+
+def _by_product(
+    fresh: list[tuple], products: dict[int, tuple]
+) -> Iterator[tuple[int, list[tuple]]]:
+    """Each product in scope with its offers (none for a product without any)."""
+    offers: dict[int, list[tuple]] = {}
+    for row in fresh:
+        offers.setdefault(row[0], []).append(row)
+    for product_id in products:
+        yield product_id, offers.get(product_id, [])
+
+
+def _offer_item(
+    product_id: int,
+    own_code: str,
+    best_row: tuple | None,
+    before: tuple | None,
+    names: dict[int, str],
+) -> dict[str, Any]:
+    best = None
+    if best_row is not None:
+        (
+            _,
+            config_id,
+            price_type,
+            price_rub,
+            in_stock,
+            _status,
+            _priority,
+            quantity,
+            sku,
+            price,
+            currency,
+            _rate,
+            _rate_date,
+        ) = best_row
+        best = {
+            "config_id": config_id,
+            "supplier": names.get(config_id, ""),
+            "sku": sku,
+            "price_type": price_type,
+            "price": _dec(price),
+            "currency": currency,
+            "price_rub": _dec(price_rub),
+            "in_stock": in_stock,
+            "quantity": _dec(quantity),
+        }
+    previous = None
+    if before is not None:
+        previous = {
+            "config_id": before[0],
+            "supplier": names.get(before[0], ""),
+            "price_type": before[1],
+            "price_rub": _dec(before[2]),
+            "in_stock": before[3],
+        }
+    return {"product_id": product_id, "own_code": own_code, "best": best, "before": previous}
+
+
+@dataclass(frozen=True, slots=True)
+class _PriceRow:
+    # product_id, status, price, computed, cost, available, quantity, config_id,
+    # rule_id, audit (json text), published (a new published price)
+    values: tuple
+
+
+def _price_row(
+    product_id: int,
+    category: str,
+    brand: str,
+    choice: rules.Choice,
+    best_row: tuple | None,
+    offers: list[tuple],
+    price_rules: list[rules.PriceRuleSpec],
+    old: tuple | None,
+) -> _PriceRow:
+    old_price = None if old is None else old[1]
+    audit: dict[str, Any] = {"choice": choice.reason}
+    if choice.best is None or choice.cost is None or best_row is None:
+        return _PriceRow(
+            (
+                product_id,
+                NO_OFFER,
+                old_price,
+                None,
+                None,
+                False,
+                None,
+                None,
+                None,
+                json.dumps(audit),
+                False,
+            )
+        )
+    config_id = best_row[1]
+    audit["offer"] = {
+        "config_id": config_id,
+        "sku": best_row[8],
+        "price_type": best_row[2],
+        "price": _dec(best_row[9]),
+        "currency": best_row[10],
+        "rate": _dec(best_row[11]),
+        "rate_date": None if best_row[12] is None else best_row[12].isoformat(),
+        "price_rub": _dec(best_row[3]),
+    }
+    audit["cost"] = str(choice.cost)
+    rule = rules.price_rule_for(
+        price_rules, config_id=config_id, category=category, brand=brand, cost=choice.cost
+    )
+    if rule is None:
+        return _PriceRow(
+            (
+                product_id,
+                NO_RULE,
+                old_price,
+                None,
+                choice.cost,
+                False,
+                best_row[7],
+                config_id,
+                None,
+                json.dumps(audit),
+                False,
+            )
+        )
+    rrp = next(
+        (
+            row[3]
+            for row in offers
+            if row[1] == config_id and row[2] == rule.rrp_type and row[5] == "ok"
+        ),
+        None,
+    )
+    result = rules.price_of(choice.cost, rule, rrp)
+    audit["rule"] = {"id": rule.id, "name": rule.name}
+    audit["steps"] = result.steps
+    audit["price"] = str(result.price)
+    if rules.held(old_price, result.price, rule.hold_percent) and old_price != result.price:
+        audit["held"] = {"published": str(old_price), "hold_percent": str(rule.hold_percent)}
+        return _PriceRow(
+            (
+                product_id,
+                HELD,
+                old_price,
+                result.price,
+                choice.cost,
+                choice.available,
+                best_row[7],
+                config_id,
+                rule.id,
+                json.dumps(audit),
+                False,
+            )
+        )
+    return _PriceRow(
+        (
+            product_id,
+            PUBLISHED,
+            result.price,
+            result.price,
+            choice.cost,
+            choice.available,
+            best_row[7],
+            config_id,
+            rule.id,
+            json.dumps(audit),
+            True,
+        )
+    )
+
+
+def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    for start in range(0, len(items), EVENT_ITEMS):
+        yield items[start : start + EVENT_ITEMS]
+
+
+def _announce(offer_items: list[dict[str, Any]], price_items: list[dict[str, Any]]) -> None:
+    """The events of the changes, and a new published version when a price changed."""
+    if not offer_items and not price_items:
+        return
+    version = version_raise() if price_items else PublishedVersion.objects.get(pk=1)
+    for items in _chunks(offer_items):
+        publish(OFFER_CHANGED, version, {"items": items})
+    for items in _chunks(price_items):
+        publish(PRICE_CHANGED, version, {"version": version.number, "items": items})
+
+
+def version_raise() -> PublishedVersion:
+    """The published prices' version, raised (in the caller's transaction)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE pricing_publishedversion SET number = number + 1, changed_at = now()"
+            " WHERE id = 1 RETURNING number, changed_at"
+        )
+        number, changed_at = cursor.fetchone()
+    return PublishedVersion(pk=1, number=number, changed_at=changed_at)
+
+
+# -- scopes ---------------------------------------------------------------------------
+
+
+def offers_refresh(product_ids: Iterable[int]) -> Refreshed:
+    """Offers and prices of these products, in one transaction."""
+    wanted = sorted(set(product_ids))
+    if not wanted:
+        return Refreshed()
+    with transaction.atomic(), gc_paused():
+        done = _refresh_scope(wanted)
+    _logged("products", done)
+    return done
+
+
+def config_products(config_id: int) -> list[int]:
+    """The products a config's offers are or were for: its offering links' products and
+    those it has offers for (a link that went)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT product_id FROM products_supplierlink"
+            " WHERE config_id = %s AND state IN ('auto', 'confirmed')"
+            " UNION SELECT product_id FROM pricing_offer WHERE config_id = %s",
+            [config_id, config_id],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def config_offers_refresh(config_id: int) -> Refreshed:
+    """After a config's list was accepted and matched: its products' offers and prices."""
+    with transaction.atomic(), gc_paused():
+        done = _refresh_scope(sorted(config_products(config_id)))
+    _logged(f"config {config_id}", done)
+    return done
+
+
+def all_offers_refresh(chunk: int = ALL_CHUNK) -> Refreshed:
+    """Every product with a link, an offer or a price, ``chunk`` products per
+    transaction (after a change of rules, terms or rates)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT product_id FROM products_supplierlink WHERE state IN ('auto', 'confirmed')"
+            " UNION SELECT product_id FROM pricing_offer"
+            " UNION SELECT product_id FROM pricing_productprice"
+        )
+        everything = sorted(row[0] for row in cursor.fetchall())
+    total = Refreshed()
+    for start in range(0, len(everything), chunk):
+        with transaction.atomic(), gc_paused():
+            total.add(_refresh_scope(everything[start : start + chunk]))
+    _logged("all", total)
+    return total
+
+
+def _logged(scope: str, done: Refreshed) -> None:
+    logger.info(
+        "offers refreshed scope=%s products=%s offers=%s best_changed=%s"
+        " published_changed=%s held=%s seconds=%s",
+        scope,
+        done.products,
+        done.offers,
+        done.best_changed,
+        done.published_changed,
+        done.held,
+        " ".join(f"{stage}:{took:.2f}" for stage, took in done.seconds.items()),
+        extra={"action": "offers_refresh"},
+    )
+
+
+# -- requests and approvals -----------------------------------------------------------
+
+
+def refresh_requested(reason: str) -> None:
+    """Every offer and price is to be computed again (rules, terms or rates changed):
+    an event in the caller's transaction, handled by pricing.handlers.refresh_all."""
+    publish(REFRESH, PublishedVersion(pk=1), {"reason": reason})
+
+
+class NotHeld(Exception):
+    """The price is no longer held (approved meanwhile, or computed again)."""
+
+
+def price_approve(product_id: int, *, computed: Decimal, user: Any) -> ProductPrice:
+    """Publishes a held price: the one the person saw (``computed``), if it is still
+    the one held; announces it and raises the published version."""
+    with transaction.atomic():
+        price = (
+            ProductPrice.objects.select_for_update()
+            .select_related("product")
+            .filter(product_id=product_id)
+            .first()
+        )
+        if price is None or price.status != HELD or price.computed != computed:
+            raise NotHeld(product_id)
+        before = price.price
+        price.status = PUBLISHED
+        price.price = price.computed
+        price.approved_by = user
+        price.published_at = timezone.now()
+        price.audit = {**price.audit, "approved_by": user.get_username()}
+        price.save()
+        version = version_raise()
+        publish(
+            PRICE_CHANGED,
+            version,
+            {
+                "version": version.number,
+                "items": [
+                    {
+                        "product_id": product_id,
+                        "own_code": price.product.own_code,
+                        "price": _dec(price.price),
+                        "before": _dec(before),
+                        "currency": "RUB",
+                        "available": price.available,
+                    }
+                ],
+            },
+        )
+    logger.info(
+        "price approved product=%s price=%s before=%s user=%s",
+        product_id,
+        price.price,
+        before,
+        user.pk,
+        extra={"action": "price_approved", "product_id": product_id},
+    )
+    return price

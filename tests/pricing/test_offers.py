@@ -1,0 +1,246 @@
+"""Offers and our prices computed from real accepted lists: conversion at the list's
+date, what counts, the best offer and why, the price and its audit, holds and
+approvals, and the events that announce each change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal as D
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from outbox.models import OutboxEvent
+from pricefeed.models import PriceImport
+from pricing import offers
+from pricing.models import (
+    Offer,
+    OfferRule,
+    PriceRule,
+    ProductPrice,
+    PublishedVersion,
+    Rate,
+    SupplierTerms,
+)
+from products import review
+from products.linking import links_match
+from products.models import Product, SupplierLink
+from tests.factories import create_config, create_mailbox, deliver_everything, receive, run_all
+
+State = SupplierLink.State
+
+
+def price_list(rows, *, rrp=False) -> bytes:
+    """A list with the main price, optionally a recommended one, and stock."""
+    head = "Артикул;Наименование;Цена" + (";РРЦ" if rrp else "") + ";Остаток"
+    lines = ["Прайс-лист", head]
+    for row in rows:
+        lines.append(";".join(str(v).replace(".", ",") for v in row))
+    return ("\r\n".join(lines) + "\r\n").encode("utf-8")
+
+
+def send(config, rows, *, rrp=False) -> PriceImport:
+    message = receive(config.mailbox, [("прайс.csv", price_list(rows, rrp=rrp))])
+    (price_import,) = run_all(message)
+    assert price_import.accepted_at is not None, price_import.last_error
+    return price_import
+
+
+def link(config, sku, product, state=State.AUTO) -> SupplierLink:
+    found, _ = SupplierLink.objects.update_or_create(
+        config=config, supplier_sku=sku,
+        defaults=dict(product=product, kind="barcode", state=state, confidence=D("0.99")),
+    )  # fmt: skip
+    return found
+
+
+@pytest.fixture
+def world(db, no_queue):
+    bolt = Product.objects.create(
+        own_code="P-1", name="Болт М8х40", brand="Bosch", category="Крепёж / Болты"
+    )
+    nut = Product.objects.create(own_code="P-2", name="Гайка М8", brand="Kreps", category="Крепёж")
+    roubles = create_config(
+        create_mailbox(name="first"), name="Ромашка", columns={"prices": {"rrp": "РРЦ"}}
+    )
+    dollars = create_config(create_mailbox(name="second"), name="Василёк", default_currency="USD")
+    SupplierTerms.objects.create(config=dollars, rate_surcharge=D(2), priority=10)
+    Rate.objects.create(currency="USD", date=timezone.localdate() - timedelta(days=1), rate=D("90"))
+    send(
+        roubles, [("R-1", "Болт", "1000.00", "1500.00", 5), ("R-2", "Гайка", "50", "", 0)], rrp=True
+    )
+    send(dollars, [("V-1", "Bolt", "10.50", 3), ("V-2", "Nut", "0.40", 100)])
+    deliver_everything()  # the lists matched (nothing found): then the links by hand
+    OutboxEvent.objects.all().delete()
+    link(roubles, "R-1", bolt)
+    link(dollars, "V-1", bolt, state=State.CONFIRMED)
+    link(roubles, "R-2", nut)
+    link(dollars, "V-2", nut)
+    PriceRule.objects.create(name="Всё", markup_percent=D(20), rounding="1", respect_rrp=False)
+    return type("World", (), dict(bolt=bolt, nut=nut, roubles=roubles, dollars=dollars))
+
+
+def events(kind):
+    return list(OutboxEvent.objects.filter(kind=kind).order_by("created_at", "id"))
+
+
+def test_offers_are_converted_at_the_lists_date_with_the_surcharge(world):
+    done = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert done.products == 2
+    usd = Offer.objects.get(product=world.bolt, config=world.dollars, price_type="")
+    assert usd.currency == "USD"
+    assert usd.rate == D("91.80000000")  # 90 + 2 %
+    assert usd.price_rub == D("963.9000")  # 10.50 × 91.80
+    assert usd.status == "ok"
+    rub = Offer.objects.get(product=world.bolt, config=world.roubles, price_type="")
+    assert rub.price_rub == D("1000.0000")
+    assert rub.rate is None
+    rrp = Offer.objects.get(product=world.bolt, config=world.roubles, price_type="rrp")
+    assert rrp.price_rub == D("1500.0000")
+
+
+def test_the_best_offer_is_marked_with_why_and_priced_with_an_audit(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    best = Offer.objects.get(product=world.bolt, best=True)
+    assert best.config == world.dollars
+    assert best.reason["why"] == "cheapest"
+    assert best.reason["counted"] == 2
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert price.status == "published"
+    assert price.price == D("1157.00")  # 963.90 × 1.2 = 1156.68, up to a rouble
+    assert price.available
+    assert price.audit["offer"]["currency"] == "USD"
+    assert price.audit["offer"]["rate"] == "91.80000000"
+    assert price.audit["rule"]["name"] == "Всё"
+    assert [s[0] for s in price.audit["steps"]] == ["cost", "markup", "round"]
+    # The nut: the rouble supplier has none in stock, the dollar one has.
+    nut_best = Offer.objects.get(product=world.nut, best=True)
+    assert nut_best.config == world.dollars
+    assert (
+        Offer.objects.get(product=world.nut, config=world.roubles, price_type="").in_stock is False
+    )
+
+
+def test_changes_are_announced_once_and_a_second_refresh_changes_nothing(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    (offer_event,) = events(offers.OFFER_CHANGED)
+    (price_event,) = events(offers.PRICE_CHANGED)
+    assert {item["own_code"] for item in offer_event.payload["items"]} == {"P-1", "P-2"}
+    bolt_item = next(i for i in price_event.payload["items"] if i["own_code"] == "P-1")
+    assert bolt_item == {
+        "product_id": world.bolt.pk, "own_code": "P-1", "price": "1157.00", "before": None,
+        "currency": "RUB", "available": True,
+    }  # fmt: skip
+    version = PublishedVersion.objects.get().number
+    assert price_event.payload["version"] == version
+    again = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert (again.best_changed, again.published_changed) == (0, 0)
+    assert len(events(offers.OFFER_CHANGED)) == 1
+    assert len(events(offers.PRICE_CHANGED)) == 1
+    assert PublishedVersion.objects.get().number == version
+
+
+def test_a_missing_rate_a_switched_off_supplier_and_a_stale_list_do_not_count(world):
+    Rate.objects.all().delete()
+    offers.offers_refresh([world.bolt.pk])
+    usd = Offer.objects.get(product=world.bolt, config=world.dollars, price_type="")
+    assert usd.status == "no_rate"
+    assert usd.price_rub is None
+    assert Offer.objects.get(product=world.bolt, best=True).config == world.roubles
+    SupplierTerms.objects.create(config=world.roubles, enabled=False)
+    offers.offers_refresh([world.bolt.pk])
+    assert (
+        Offer.objects.get(product=world.bolt, config=world.roubles, price_type="").status
+        == "disabled"
+    )
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert price.status == "no_offer"
+    assert price.price == D("1200.00")  # the last published price stays, not available
+    assert not price.available
+    SupplierTerms.objects.filter(config=world.roubles).update(enabled=True, stale_days=1)
+    PriceImport.objects.filter(config=world.roubles).update(
+        accepted_at=timezone.now() - timedelta(days=3)
+    )
+    from mailboxes.models import InboundMessage
+
+    InboundMessage.objects.filter(imports__config=world.roubles).update(
+        sent_at=timezone.now() - timedelta(days=3)
+    )
+    offers.offers_refresh([world.bolt.pk])
+    assert (
+        Offer.objects.get(product=world.bolt, config=world.roubles, price_type="").status == "stale"
+    )
+
+
+def test_the_recommended_price_is_respected(world):
+    PriceRule.objects.update(respect_rrp=True)
+    SupplierTerms.objects.filter(config=world.dollars).update(enabled=False)
+    offers.offers_refresh([world.bolt.pk])
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert price.price == D("1500.00")  # 1000 × 1.2 = 1200, below the supplier's РРЦ
+    assert price.audit["steps"][-1] == ["rrp", "1500.00", "1500.00"]
+
+
+def test_an_offer_rule_by_priority_for_a_category(world):
+    SupplierTerms.objects.create(config=world.roubles, priority=1)
+    OfferRule.objects.create(category="Крепёж / Болты", strategy="priority")
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert Offer.objects.get(product=world.bolt, best=True).config == world.roubles
+    # The nut's category has no rule of its own: the cheapest in stock.
+    assert Offer.objects.get(product=world.nut, best=True).config == world.dollars
+
+
+def test_a_big_move_is_held_until_approved(world):
+    offers.offers_refresh([world.bolt.pk])
+    PriceRule.objects.update(markup_percent=D(60))  # 963.90 × 1.6 = 1542.24: +33 %
+    done = offers.offers_refresh([world.bolt.pk])
+    assert done.held == 1
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert (price.status, price.price, price.computed) == ("held", D("1157.00"), D("1543.00"))
+    assert price.audit["held"]["published"] == "1157.00"
+    assert len(events(offers.PRICE_CHANGED)) == 1  # the first price only
+    user = get_user_model().objects.create_user("operator")
+    with pytest.raises(offers.NotHeld):
+        offers.price_approve(world.bolt.pk, computed=D("1500.00"), user=user)
+    version = PublishedVersion.objects.get().number
+    offers.price_approve(world.bolt.pk, computed=D("1543.00"), user=user)
+    price.refresh_from_db()
+    assert (price.status, price.price, price.approved_by) == ("published", D("1543.00"), user)
+    assert PublishedVersion.objects.get().number == version + 1
+    approved = events(offers.PRICE_CHANGED)[-1]
+    assert approved.payload["items"][0]["price"] == "1543.00"
+    assert approved.payload["items"][0]["before"] == "1157.00"
+    # Computed again, it stays published.
+    offers.offers_refresh([world.bolt.pk])
+    price.refresh_from_db()
+    assert price.status == "published"
+
+
+def test_a_product_whose_links_went_loses_its_offers(world):
+    offers.offers_refresh([world.bolt.pk])
+    SupplierLink.objects.filter(product=world.bolt).delete()
+    offers.offers_refresh([world.bolt.pk])
+    assert not Offer.objects.filter(product=world.bolt).exists()
+    assert ProductPrice.objects.get(product=world.bolt).status == "no_offer"
+
+
+def test_a_matched_list_reaches_the_offers_through_the_outbox(world):
+    links_match(config_id=world.roubles.pk)
+    deliver_everything()
+    assert Offer.objects.filter(product=world.bolt, config=world.roubles).exists()
+    assert ProductPrice.objects.get(product=world.nut).status == "published"
+    assert OutboxEvent.objects.filter(kind="links.changed", status="SENT").exists()
+
+
+def test_a_persons_decision_reaches_the_offers(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    user = get_user_model().objects.create_user("operator")
+    line = review.Line(config_id=world.dollars.pk, sku="V-1")
+    review.link_reject(line=line, product_id=world.bolt.pk, user=user)
+    (event,) = OutboxEvent.objects.filter(kind="links.changed")
+    assert event.payload == {"product_ids": [world.bolt.pk]}
+    deliver_everything()
+    best = Offer.objects.get(product=world.bolt, best=True)
+    assert best.config == world.roubles
+    assert not Offer.objects.filter(product=world.bolt, config=world.dollars).exists()

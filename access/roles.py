@@ -75,6 +75,11 @@ VIEW = frozenset(
         "pricing.view_rate",
         "pricing.view_ratefetch",
         "pricing.view_supplierterms",
+        # Offers, the rules that choose the best one and make our price, our prices.
+        "pricing.view_offer",
+        "pricing.view_offerrule",
+        "pricing.view_pricerule",
+        "pricing.view_productprice",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -114,6 +119,14 @@ CONFIGURE = frozenset(
         "pricing.delete_rate",
         "pricing.add_supplierterms",
         "pricing.change_supplierterms",
+        # The rules of the best offer and of our prices, and a held price's approval.
+        "pricing.add_offerrule",
+        "pricing.change_offerrule",
+        "pricing.delete_offerrule",
+        "pricing.add_pricerule",
+        "pricing.change_pricerule",
+        "pricing.delete_pricerule",
+        "pricing.approve_productprice",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

@@ -128,6 +128,26 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "supplier's terms"),
         pgettext_lazy("accusative plural", "suppliers' terms"),
     ),
+    "pricing.offerrule": _noun(
+        ngettext_lazy("%(count)s offer rule", "%(count)s offer rules", "count"),
+        pgettext_lazy("accusative", "offer rule"),
+        pgettext_lazy("accusative plural", "offer rules"),
+    ),
+    "pricing.pricerule": _noun(
+        ngettext_lazy("%(count)s price rule", "%(count)s price rules", "count"),
+        pgettext_lazy("accusative", "price rule"),
+        pgettext_lazy("accusative plural", "price rules"),
+    ),
+    "pricing.offer": _noun(
+        ngettext_lazy("%(count)s offer", "%(count)s offers", "count"),
+        pgettext_lazy("accusative", "offer"),
+        pgettext_lazy("accusative plural", "offers"),
+    ),
+    "pricing.productprice": _noun(
+        ngettext_lazy("%(count)s selling price", "%(count)s selling prices", "count"),
+        pgettext_lazy("accusative", "selling price"),
+        pgettext_lazy("accusative plural", "selling prices"),
+    ),
     "notifications.subscription": _noun(
         ngettext_lazy("%(count)s subscription", "%(count)s subscriptions", "count"),
         pgettext_lazy("accusative", "subscription"),

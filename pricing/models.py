@@ -383,6 +383,11 @@ class Offer(models.Model):
                 fields=["product", "config", "price_type"], name="pricing_offer_one"
             )
         ]
+        indexes = [
+            models.Index(
+                fields=["product"], name="pricing_offer_best", condition=models.Q(best=True)
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.config_id}:{self.sku} {self.price} {self.currency}"
@@ -443,6 +448,7 @@ class ProductPrice(models.Model):
     class Meta:
         verbose_name = _("selling price")
         verbose_name_plural = _("selling prices")
+        permissions = [("approve_productprice", _("Can approve a held selling price"))]
         indexes = [
             models.Index(
                 fields=["status"],

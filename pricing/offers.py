@@ -66,6 +66,7 @@ WITH entries AS (
       FROM o_scope s
       JOIN products_supplierlink l
         ON l.product_id = s.product_id AND l.state IN ('auto', 'confirmed')
+       AND (%(config)s::bigint IS NULL OR l.config_id = %(config)s::bigint)
       LEFT JOIN pricefeed_priceitem e
              ON e.config_id = l.config_id AND e.sku = l.supplier_sku
             AND e.valid_to IS NULL AND e.valid_from IS NOT NULL
@@ -125,56 +126,96 @@ SELECT DISTINCT ON (product_id, config_id, price_type) *
 """
 
 OFFER_COLUMNS = (
-    "sku, price, currency, price_rub, rate, rate_date, quantity, in_stock, list_date, "
-    "entry_id, status, best, reason"
-)
+    "sku", "price", "currency", "price_rub", "rate", "rate_date", "quantity", "in_stock",
+    "list_date", "entry_id", "status",
+)  # fmt: skip
 
+
+def _columns(prefix: str, columns: tuple[str, ...]) -> str:
+    return ", ".join(f"{prefix}{column}" for column in columns)
+
+
+# The fresh offers that are new or differ; the best flags are set afterwards.
 WRITE_OFFERS_SQL = f"""
-INSERT INTO pricing_offer (product_id, config_id, price_type, {OFFER_COLUMNS}, updated_at)
-SELECT f.product_id, f.config_id, f.price_type, f.sku, f.price, f.currency, f.price_rub,
-       f.rate, f.rate_date, f.quantity, f.in_stock, f.list_date, f.entry_id, f.status,
-       p.product_id IS NOT NULL, COALESCE(p.reason, '{{}}'::jsonb), now()
+INSERT INTO pricing_offer (product_id, config_id, price_type, {_columns("", OFFER_COLUMNS)},
+                           best, reason, updated_at)
+SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
+       false, '{{}}'::jsonb, now()
   FROM o_fresh f
-  LEFT JOIN o_picked p
-         ON p.product_id = f.product_id AND p.config_id = f.config_id
-        AND p.price_type = f.price_type
+  LEFT JOIN LATERAL (
+      SELECT * FROM pricing_offer x
+       WHERE x.product_id = f.product_id AND x.config_id = f.config_id
+         AND x.price_type = f.price_type
+      OFFSET 0
+  ) o ON true
+ WHERE o.id IS NULL
+    OR ({_columns("o.", OFFER_COLUMNS)}) IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)})
 ON CONFLICT (product_id, config_id, price_type) DO UPDATE
-   SET ({OFFER_COLUMNS}, updated_at) = (
-       EXCLUDED.sku, EXCLUDED.price, EXCLUDED.currency, EXCLUDED.price_rub, EXCLUDED.rate,
-       EXCLUDED.rate_date, EXCLUDED.quantity, EXCLUDED.in_stock, EXCLUDED.list_date,
-       EXCLUDED.entry_id, EXCLUDED.status, EXCLUDED.best, EXCLUDED.reason, now())
- WHERE ({", ".join("pricing_offer." + c.strip() for c in OFFER_COLUMNS.split(","))})
-       IS DISTINCT FROM
-       ({", ".join("EXCLUDED." + c.strip() for c in OFFER_COLUMNS.split(","))})
+   SET ({_columns("", OFFER_COLUMNS)}, updated_at)
+     = ({_columns("EXCLUDED.", OFFER_COLUMNS)}, now())
 """
 
+# Offers of products in scope (of the config refreshed, if one) that are no more.
 GONE_OFFERS_SQL = """
-DELETE FROM pricing_offer o USING o_scope s
- WHERE o.product_id = s.product_id
-   AND NOT EXISTS (SELECT 1 FROM o_fresh f
-                    WHERE f.product_id = o.product_id AND f.config_id = o.config_id
-                      AND f.price_type = o.price_type)
+DELETE FROM pricing_offer WHERE id IN (
+    SELECT o.id
+      FROM o_scope s
+     CROSS JOIN LATERAL (
+         SELECT id, product_id, config_id, price_type FROM pricing_offer x
+          WHERE x.product_id = s.product_id
+            AND (%(config)s::bigint IS NULL OR x.config_id = %(config)s::bigint)
+         OFFSET 0
+     ) o
+     WHERE NOT EXISTS (SELECT 1 FROM o_fresh f
+                        WHERE f.product_id = o.product_id AND f.config_id = o.config_id
+                          AND f.price_type = o.price_type))
 """
 
-PRICE_COLUMNS = "status, price, computed, cost, available, quantity, config_id, rule_id, audit"
+# Every offer of the products in scope, as the choice reads it.
+READ_OFFERS_SQL = """
+SELECT o.product_id, o.config_id, o.price_type, o.price_rub, o.in_stock, o.status,
+       COALESCE(t.priority, 100), o.quantity, o.sku, o.price, o.currency, o.rate,
+       o.rate_date, o.id, o.best, CASE WHEN o.best THEN o.reason END
+  FROM o_scope s
+ CROSS JOIN LATERAL (
+     SELECT * FROM pricing_offer x WHERE x.product_id = s.product_id OFFSET 0
+ ) o
+  LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
+"""
 
+# The offers whose mark changes (o_best: the new best ones with why, the old ones
+# unmarked), by primary key.
+BEST_SQL = """
+UPDATE pricing_offer o SET best = b.best, reason = b.reason
+  FROM o_best b
+ WHERE o.id = b.id
+"""
+
+PRICE_COLUMNS = (
+    "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
+    "audit",
+)  # fmt: skip
+
+# The prices that are new or differ; published_at moves when the published price or
+# availability does.
 WRITE_PRICES_SQL = f"""
-INSERT INTO pricing_productprice (product_id, {PRICE_COLUMNS}, published_at, computed_at)
-SELECT product_id, {PRICE_COLUMNS},
-       CASE WHEN published THEN now() END, now()
-  FROM o_prices
+INSERT INTO pricing_productprice (product_id, {_columns("", PRICE_COLUMNS)}, published_at,
+                                  computed_at)
+SELECT n.product_id, {_columns("n.", PRICE_COLUMNS)}, CASE WHEN n.published THEN now() END,
+       now()
+  FROM o_prices n
+  LEFT JOIN LATERAL (
+      SELECT * FROM pricing_productprice x WHERE x.product_id = n.product_id OFFSET 0
+  ) o ON true
+ WHERE o.product_id IS NULL
+    OR ({_columns("o.", PRICE_COLUMNS)}) IS DISTINCT FROM ({_columns("n.", PRICE_COLUMNS)})
 ON CONFLICT (product_id) DO UPDATE
-   SET ({PRICE_COLUMNS}, published_at, computed_at) = (
-       EXCLUDED.status, EXCLUDED.price, EXCLUDED.computed, EXCLUDED.cost,
-       EXCLUDED.available, EXCLUDED.quantity, EXCLUDED.config_id, EXCLUDED.rule_id,
-       EXCLUDED.audit,
+   SET ({_columns("", PRICE_COLUMNS)}, published_at, computed_at) = (
+       {_columns("EXCLUDED.", PRICE_COLUMNS)},
        CASE WHEN (EXCLUDED.price, EXCLUDED.available)
                  IS DISTINCT FROM (pricing_productprice.price, pricing_productprice.available)
             THEN now() ELSE pricing_productprice.published_at END,
        now())
- WHERE ({", ".join("pricing_productprice." + c.strip() for c in PRICE_COLUMNS.split(","))})
-       IS DISTINCT FROM
-       ({", ".join("EXCLUDED." + c.strip() for c in PRICE_COLUMNS.split(","))})
 """
 
 
@@ -253,8 +294,10 @@ def _rows(cursor: Any, sql: str) -> list[tuple]:
     return cursor.fetchall()
 
 
-def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
-    """Offers and prices of ``product_ids``, in the caller's transaction."""
+def _refresh_scope(product_ids: Iterable[int], config_id: int | None = None) -> Refreshed:
+    """Offers and prices of ``product_ids``, in the caller's transaction: the offers of
+    every supplier made again from the lists (or, with ``config_id``, that supplier's
+    only: the others' stand as they were last made), then the best and our price."""
     done = Refreshed()
     clock = time.perf_counter()
     seconds = done.seconds
@@ -270,23 +313,21 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
             {
                 "stale_days": STALE_DAYS,
                 "window": settings.PRICEFEED_RATES_WINDOW_DAYS,
+                "config": config_id,
             },
         )
         done.offers = cursor.rowcount
+        cursor.execute("CREATE INDEX ON o_fresh (product_id, config_id, price_type)")
+        cursor.execute("ANALYZE o_fresh")
         seconds["offers"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        fresh = _rows(
-            cursor,
-            "SELECT product_id, config_id, price_type, price_rub, in_stock, status, priority,"
-            " quantity, sku, price, currency, rate, rate_date FROM o_fresh"
-            " ORDER BY product_id",
-        )
         products = {
             row[0]: row[1:]
             for row in _rows(
                 cursor,
-                "SELECT p.id, p.own_code, p.category, p.brand FROM products_product p"
-                " JOIN o_scope s ON s.product_id = p.id",
+                "SELECT p.id, p.own_code, p.category, p.brand FROM o_scope s"
+                " CROSS JOIN LATERAL (SELECT * FROM products_product x"
+                " WHERE x.id = s.product_id OFFSET 0) p",
             )
         }
         old_best = {
@@ -294,8 +335,8 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
             for row in _rows(
                 cursor,
                 "SELECT o.product_id, o.config_id, o.price_type, o.price_rub, o.in_stock"
-                " FROM pricing_offer o JOIN o_scope s ON s.product_id = o.product_id"
-                " WHERE o.best",
+                " FROM o_scope s CROSS JOIN LATERAL (SELECT * FROM pricing_offer x"
+                " WHERE x.product_id = s.product_id AND x.best OFFSET 0) o",
             )
         }
         old_prices = {
@@ -303,13 +344,21 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
             for row in _rows(
                 cursor,
                 "SELECT pp.product_id, pp.status, pp.price, pp.available"
-                " FROM pricing_productprice pp JOIN o_scope s ON s.product_id = pp.product_id",
+                " FROM o_scope s CROSS JOIN LATERAL (SELECT * FROM pricing_productprice x"
+                " WHERE x.product_id = s.product_id OFFSET 0) pp",
             )
         }
         names = dict(_rows(cursor, "SELECT id, name FROM pricefeed_pricelistconfig"))
         seconds["read"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        picked: list[tuple] = []
+        cursor.execute(WRITE_OFFERS_SQL)
+        cursor.execute(GONE_OFFERS_SQL, {"config": config_id})
+        seconds["write"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        fresh = _rows(cursor, READ_OFFERS_SQL)
+        seconds["read"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        marks: list[tuple] = []  # (offer id, best, why) where that changes
         priced: list[tuple] = []
         offer_items: list[dict[str, Any]] = []
         price_items: list[dict[str, Any]] = []
@@ -325,7 +374,12 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
                     for row in offers
                     if row[1] == choice.best.config_id and row[2] == choice.best.price_type
                 )
-                picked.append((product_id, best_row[1], best_row[2], json.dumps(choice.reason)))
+                # (the connection hands jsonb over as text, as Django wants it)
+                if not best_row[14] or json.loads(best_row[15]) != choice.reason:
+                    marks.append((best_row[13], True, json.dumps(choice.reason)))
+            marks.extend(
+                (row[13], False, "{}") for row in offers if row[14] and row is not best_row
+            )
             before = old_best.get(product_id)
             now_best = (
                 None if best_row is None else (best_row[1], best_row[2], best_row[3], best_row[4])
@@ -360,19 +414,16 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
         done.products = len(products)
         seconds["decide"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        _temp(
-            cursor,
-            "o_picked",
-            "(product_id bigint, config_id bigint, price_type text, reason jsonb)",
-        )
-        with cursor.cursor.copy(
-            "COPY o_picked (product_id, config_id, price_type, reason) FROM STDIN"
-        ) as copy:
-            for values in picked:
+        _temp(cursor, "o_best", "(id bigint PRIMARY KEY, best boolean, reason jsonb)")
+        with cursor.cursor.copy("COPY o_best (id, best, reason) FROM STDIN") as copy:
+            for values in marks:
                 copy.write_row(values)
-        cursor.execute("CREATE UNIQUE INDEX ON o_picked (product_id, config_id, price_type)")
-        cursor.execute(WRITE_OFFERS_SQL)
-        cursor.execute(GONE_OFFERS_SQL)
+        # By primary key, row by row: a hash join would read every offer there is.
+        cursor.execute("SET LOCAL enable_hashjoin = off")
+        cursor.execute("SET LOCAL enable_mergejoin = off")
+        cursor.execute(BEST_SQL)
+        cursor.execute("SET LOCAL enable_hashjoin = on")
+        cursor.execute("SET LOCAL enable_mergejoin = on")
         _temp(
             cursor,
             "o_prices",
@@ -381,12 +432,12 @@ def _refresh_scope(product_ids: Iterable[int]) -> Refreshed:
             " audit jsonb, published boolean)",
         )
         with cursor.cursor.copy(
-            f"COPY o_prices (product_id, {PRICE_COLUMNS}, published) FROM STDIN"
+            f"COPY o_prices (product_id, {_columns('', PRICE_COLUMNS)}, published) FROM STDIN"
         ) as copy:
             for values in priced:
                 copy.write_row(values)
         cursor.execute(WRITE_PRICES_SQL)
-        seconds["write"] = time.perf_counter() - clock
+        seconds["write"] += time.perf_counter() - clock
         clock = time.perf_counter()
         done.best_changed = len(offer_items)
         done.published_changed = len(price_items)
@@ -429,6 +480,7 @@ def _offer_item(
             currency,
             _rate,
             _rate_date,
+            *_,
         ) = best_row
         best = {
             "config_id": config_id,
@@ -622,7 +674,7 @@ def config_products(config_id: int) -> list[int]:
 def config_offers_refresh(config_id: int) -> Refreshed:
     """After a config's list was accepted and matched: its products' offers and prices."""
     with transaction.atomic(), gc_paused():
-        done = _refresh_scope(sorted(config_products(config_id)))
+        done = _refresh_scope(sorted(config_products(config_id)), config_id)
     _logged(f"config {config_id}", done)
     return done
 

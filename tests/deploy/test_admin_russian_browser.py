@@ -30,7 +30,16 @@ from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceListConfig, PriceType
-from pricing.models import Rate, RateFetch, SupplierTerms
+from pricing import offers
+from pricing.models import (
+    OfferRule,
+    PriceRule,
+    ProductPrice,
+    Rate,
+    RateFetch,
+    SupplierTerms,
+)
+from products.models import Product, SupplierLink
 from tests.factories import receive, run_all
 from tests.products.review_data import review_trouble
 from tests.requirements import require_chromium
@@ -196,6 +205,21 @@ def more_trouble() -> None:
     config = PriceListConfig.objects.order_by("pk").first()
     assert config is not None
     SupplierTerms.objects.create(config=config, rate_surcharge="2")
+    # An offer, its rules and a held price with its audit (pricing.offers).
+    OfferRule.objects.create(category="Крепёж", strategy=OfferRule.Strategy.PRIORITY)
+    rule = PriceRule.objects.create(name="Наценка 20 %", markup_percent="20", rounding=".99")
+    product = Product.objects.create(own_code="P-900", name="Болт М8х40", category="Крепёж")
+    entry = config.catalogue.filter(valid_to__isnull=True).order_by("pk").first()
+    assert entry is not None
+    SupplierLink.objects.update_or_create(
+        config=config,
+        supplier_sku=entry.sku,
+        defaults={"product": product, "kind": "manual", "state": "confirmed", "confidence": 1},
+    )
+    offers.offers_refresh([product.pk])
+    PriceRule.objects.filter(pk=rule.pk).update(markup_percent="90")
+    offers.offers_refresh([product.pk])
+    assert ProductPrice.objects.get(product=product).status == ProductPrice.Status.HELD
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",

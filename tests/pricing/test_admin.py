@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from outbox.models import OutboxEvent
 from pricing.models import Rate, RateFetch, SupplierTerms
 from tests.factories import create_config, create_mailbox
 
@@ -132,7 +133,13 @@ def test_suppliers_terms_are_kept_by_operators_with_russian_validation():
     ).content.decode()
     saved = operator.post(
         TERMS + "add/",
-        {"config": config.pk, "rate_surcharge": "2", "enabled": "on", "priority": "10"},
+        {
+            "config": config.pk,
+            "rate_surcharge": "2",
+            "enabled": "on",
+            "priority": "10",
+            "stale_days": "14",
+        },
     )
 
     assert "Надбавка не может быть больше 100 процентов" in refused
@@ -140,4 +147,6 @@ def test_suppliers_terms_are_kept_by_operators_with_russian_validation():
     assert saved.status_code == 302
     terms = SupplierTerms.objects.get()
     assert (terms.rate_surcharge, terms.enabled, terms.priority) == (Decimal("2"), True, 10)
+    # Every price is computed again with the new terms, after the save commits.
+    assert OutboxEvent.objects.filter(kind="pricing.refresh").count() == 1
     assert person("viewer").get(TERMS + "add/").status_code == 403

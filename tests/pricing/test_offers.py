@@ -179,7 +179,7 @@ def test_the_recommended_price_is_respected(world):
     offers.offers_refresh([world.bolt.pk])
     price = ProductPrice.objects.get(product=world.bolt)
     assert price.price == D("1500.00")  # 1000 × 1.2 = 1200, below the supplier's РРЦ
-    assert price.audit["steps"][-1] == ["rrp", "1500.00", "1500.00"]
+    assert price.audit["steps"][-1] == ["rrp", "1500.0000", "1500.00"]
 
 
 def test_an_offer_rule_by_priority_for_a_category(world):

@@ -30,6 +30,8 @@ from outbox.models import OutboxEvent
 from pricefeed.filters import IN_PROGRESS
 from pricefeed.models import PriceImport, PriceListConfig
 from pricefeed.selectors import overdue_configs
+from pricing import selectors as pricing_selectors
+from pricing.models import Offer, ProductPrice
 
 from . import charts, selectors
 from .charts import Chart, Series, Slot
@@ -43,6 +45,7 @@ VIEW_INSTANCES = "mailboxes.view_instanceheartbeat"
 VIEW_LEASES = "mailboxes.view_mailboxlease"
 VIEW_MAILBOXES = "mailboxes.view_mailbox"
 VIEW_CONFIGS = "pricefeed.view_pricelistconfig"
+VIEW_PRICES = "pricing.view_productprice"
 
 # Unheld mailboxes named on the tile itself; the link shows them all.
 NAMES_SHOWN = 5
@@ -116,6 +119,8 @@ def dashboard_build(user: Any, *, now: datetime | None = None) -> Dashboard:
         tiles.append(_outbox_tile())
     if user.has_perm(VIEW_CONFIGS):
         tiles.append(_overdue_tile(now))
+    if user.has_perm(VIEW_PRICES):
+        tiles.append(_prices_tile())
     listeners = _listeners_tile(user)
     if listeners is not None:
         tiles.append(listeners)
@@ -321,6 +326,45 @@ def _outbox_tile() -> Tile:
                     Cell(
                         summary.failed,
                         _changelist(OutboxEvent, {"status__exact": OutboxEvent.Status.FAILED}),
+                        alarm=True,
+                    )
+                ],
+            ),
+        ],
+    )
+
+
+def _prices_tile() -> Tile:
+    """Our prices: those waiting for approval and the offers waiting for a rate."""
+    summary = pricing_selectors.prices_summary()
+    return Tile(
+        key="prices",
+        title=gettext("Our prices"),
+        url=_changelist(ProductPrice),
+        rows=[
+            Row(
+                "held",
+                gettext("Held for approval"),
+                [
+                    Cell(
+                        summary.held,
+                        _changelist(ProductPrice, {"status__exact": ProductPrice.Status.HELD}),
+                        alarm=True,
+                    )
+                ],
+            ),
+            Row(
+                "no_rate",
+                ngettext(
+                    "Offers without a rate (%(count)s currency)",
+                    "Offers without a rate (%(count)s currencies)",
+                    summary.no_rate_currencies,
+                )
+                % {"count": summary.no_rate_currencies},
+                [
+                    Cell(
+                        summary.no_rate_offers,
+                        _changelist(Offer, {"status__exact": Offer.Status.NO_RATE}),
                         alarm=True,
                     )
                 ],

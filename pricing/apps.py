@@ -12,10 +12,12 @@ class PricingConfig(AppConfig):
     def ready(self) -> None:
         from core import sweeps
 
-        from . import handlers, services
+        from . import handlers, offers, services
 
         del handlers  # imported for its outbox handlers
 
         # Every listen_mail supervisor checks whether today's or tomorrow's rates are due
         # and hands a due fetch to the queue (services.rates_sweep).
         sweeps.register("rates", services.rates_sweep)
+        # ... and whether a supplier's list went stale (its offers then stop counting).
+        sweeps.register("offers_stale", offers.stale_sweep)

@@ -386,7 +386,17 @@ class Offer(models.Model):
         indexes = [
             models.Index(
                 fields=["product"], name="pricing_offer_best", condition=models.Q(best=True)
-            )
+            ),
+            # The stale sweep's question: does a config have offers that count?
+            models.Index(
+                fields=["config"], name="pricing_offer_counting", condition=models.Q(status="ok")
+            ),
+            # The front page's count of offers waiting for a rate.
+            models.Index(
+                fields=["currency"],
+                name="pricing_offer_no_rate",
+                condition=models.Q(status="no_rate"),
+            ),
         ]
 
     def __str__(self) -> str:

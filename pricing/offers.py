@@ -2,7 +2,8 @@
 
 For the products in scope: every linked line of every supplier (links ``auto`` or
 ``confirmed``, the config's current catalogue entry) becomes an offer per price type,
-converted to roubles at the list's date in PostgreSQL (one statement); the best offer
+converted to roubles at the list's date (the config's newest accepted list's: its
+catalogue is as of it) in PostgreSQL (one statement); the best offer
 and our price are chosen in Python by the rules (pricing.rules); what changed is written
 back with one statement per table, and announced in the same transaction as
 ``offer.changed`` and ``price.changed`` outbox events (each carrying up to
@@ -29,6 +30,7 @@ from django.utils import timezone
 
 from outbox.services import publish
 from pricefeed.parsing.table import gc_paused
+from products.events import LINKS_CHANGED, config_links_changed
 
 from . import rules
 from .models import OfferRule, PriceRule, ProductPrice, PublishedVersion, SupplierTerms
@@ -56,22 +58,35 @@ NO_RULE = ProductPrice.Status.NO_RULE.value
 # cheapest.
 FRESH_SQL = """
 CREATE TEMP TABLE o_fresh ON COMMIT DROP AS
-WITH entries AS (
-    SELECT l.product_id, l.config_id, l.supplier_sku AS sku, e.id AS entry_id,
-           e.price, upper(btrim(e.currency)) AS currency, e.quantity, e.stock_kind, e.prices,
-           COALESCE(m.sent_at, i.accepted_at) AS list_date,
-           COALESCE(t.enabled, true) AS enabled, COALESCE(t.priority, 100) AS priority,
-           COALESCE(t.stale_days, %(stale_days)s) AS stale_days,
-           COALESCE(t.rate_surcharge, 0) AS surcharge
+WITH links AS (
+    SELECT l.product_id, l.config_id, l.supplier_sku
       FROM o_scope s
       JOIN products_supplierlink l
         ON l.product_id = s.product_id AND l.state IN ('auto', 'confirmed')
        AND (%(config)s::bigint IS NULL OR l.config_id = %(config)s::bigint)
+), lists AS (
+    -- Each config's list date: its newest accepted list's (the catalogue is as of it).
+    SELECT c.config_id, x.list_date
+      FROM (SELECT DISTINCT config_id FROM links) c
+     CROSS JOIN LATERAL (
+         SELECT COALESCE(m.sent_at, i.accepted_at) AS list_date
+           FROM pricefeed_priceimport i
+           JOIN mailboxes_inboundmessage m ON m.id = i.message_id
+          WHERE i.config_id = c.config_id AND i.accepted_at IS NOT NULL
+          ORDER BY i.accepted_at DESC, i.id DESC LIMIT 1
+     ) x
+), entries AS (
+    SELECT l.product_id, l.config_id, l.supplier_sku AS sku, e.id AS entry_id,
+           e.price, upper(btrim(e.currency)) AS currency, e.quantity, e.stock_kind, e.prices,
+           CASE WHEN e.id IS NOT NULL THEN d.list_date END AS list_date,
+           COALESCE(t.enabled, true) AS enabled, COALESCE(t.priority, 100) AS priority,
+           COALESCE(t.stale_days, %(stale_days)s) AS stale_days,
+           COALESCE(t.rate_surcharge, 0) AS surcharge
+      FROM links l
       LEFT JOIN pricefeed_priceitem e
              ON e.config_id = l.config_id AND e.sku = l.supplier_sku
             AND e.valid_to IS NULL AND e.valid_from IS NOT NULL
-      LEFT JOIN pricefeed_priceimport i ON i.id = e.price_import_id
-      LEFT JOIN mailboxes_inboundmessage m ON m.id = i.message_id
+      LEFT JOIN lists d ON d.config_id = l.config_id
       LEFT JOIN pricing_supplierterms t ON t.config_id = l.config_id
 ), typed AS (
     SELECT product_id, config_id, sku, entry_id, ''::text AS price_type, price, currency,
@@ -710,6 +725,51 @@ def _logged(scope: str, done: Refreshed) -> None:
         " ".join(f"{stage}:{took:.2f}" for stage, took in done.seconds.items()),
         extra={"action": "offers_refresh"},
     )
+
+
+# -- lists that went stale -----------------------------------------------------------
+
+# Configs whose newest list is older than their terms allow while some of their offers
+# still count, and no refresh of them is waiting already.
+STALE_SQL = """
+SELECT c.id
+  FROM pricefeed_pricelistconfig c
+  LEFT JOIN pricing_supplierterms t ON t.config_id = c.id
+ CROSS JOIN LATERAL (
+     SELECT COALESCE(m.sent_at, i.accepted_at) AS list_date
+       FROM pricefeed_priceimport i
+       JOIN mailboxes_inboundmessage m ON m.id = i.message_id
+      WHERE i.config_id = c.id AND i.accepted_at IS NOT NULL
+      ORDER BY i.accepted_at DESC, i.id DESC LIMIT 1
+ ) x
+ WHERE x.list_date < now() - COALESCE(t.stale_days, %(stale_days)s) * interval '1 day'
+   AND EXISTS (SELECT 1 FROM pricing_offer o WHERE o.config_id = c.id AND o.status = 'ok')
+   AND NOT EXISTS (
+       SELECT 1 FROM outbox_outboxevent e
+        WHERE e.status IN ('NEW', 'PROCESSING') AND e.kind = %(kind)s
+          AND e.aggregate_type = 'pricefeed.pricelistconfig'
+          AND e.aggregate_id = c.id::text)
+"""
+
+
+def stale_sweep() -> list[int]:
+    """The sweep: a config whose list went stale has its offers made again (they stop
+    counting); returns the configs asked for. One instance at a time asks."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(hashtext('pricing.stale'))")
+        if not cursor.fetchone()[0]:
+            return []
+        cursor.execute(STALE_SQL, {"stale_days": STALE_DAYS, "kind": LINKS_CHANGED})
+        stale = [row[0] for row in cursor.fetchall()]
+        for config_id in stale:
+            config_links_changed(config_id, None)
+    if stale:
+        logger.info(
+            "stale lists: offers to be made again configs=%s",
+            stale,
+            extra={"action": "offers_stale"},
+        )
+    return stale
 
 
 # -- requests and approvals -----------------------------------------------------------

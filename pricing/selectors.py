@@ -13,6 +13,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Case, IntegerField, Value, When
 from django.utils.formats import date_format
 from django.utils.translation import gettext
@@ -109,3 +110,23 @@ def to_roubles(
         surcharge=surcharge,
         effective_rate=effective,
     )
+
+
+@dataclass(frozen=True)
+class PricesSummary:
+    """What the front page counts: prices waiting for approval, offers waiting for a
+    rate and of how many currencies (each through a partial index)."""
+
+    held: int
+    no_rate_offers: int
+    no_rate_currencies: int
+
+
+def prices_summary() -> PricesSummary:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM pricing_productprice WHERE status = 'held'),"
+            " count(*), count(DISTINCT currency) FROM pricing_offer WHERE status = 'no_rate'"
+        )
+        held, no_rate, currencies = cursor.fetchone()
+    return PricesSummary(held, no_rate, currencies)

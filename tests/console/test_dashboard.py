@@ -232,6 +232,7 @@ def test_counts_of_every_state_in_both_windows_and_each_link_lists_exactly_them(
         "notifications",
         "outbox",
         "overdue",
+        "prices",
         "listeners",
     ]
     found = {
@@ -280,6 +281,23 @@ def test_the_outbox_tile_shows_how_long_the_oldest_due_event_has_waited(client):
     # Due 2500 s ago: 41.7 min; stuck, so marked.
     assert re.fullmatch(r"4[12] min", str(oldest.value)), oldest.value
     assert oldest.alarm
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("no_queue")
+def test_the_prices_tile_counts_held_prices_and_offers_without_a_rate(client):
+    from tests.pricing.test_offers import held_world
+
+    held_world()
+
+    dashboard, html = front_page(client, with_permissions("pricing.view_productprice"))
+
+    tile = dashboard.tile("prices")
+    assert tile.cell("held").value == 2
+    assert tile.cell("held").url == "/admin/pricing/productprice/?status__exact=held"
+    assert tile.cell("no_rate").value == 2  # the dollar supplier's two offers
+    assert "Offers without a rate (1 currency)" in html
+    assert dashboard.tile("outbox") is None
 
 
 @pytest.mark.django_db
@@ -380,8 +398,9 @@ def more_rows(installation: Installation, n: int) -> None:
 # The dashboard's own queries for a user who sees every tile: messages, imports and
 # notifications counted (3), the latency percentiles (1), the outbox summary (2),
 # instances, leases and unheld mailboxes (3), the unheld ones' ids (1) and the configs
-# that expect a list, with their last arrival (1).
-DASHBOARD_QUERIES = 11
+# that expect a list, with their last arrival (1), held prices and offers without a
+# rate (1).
+DASHBOARD_QUERIES = 12
 
 
 @pytest.mark.django_db

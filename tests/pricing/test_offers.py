@@ -57,6 +57,12 @@ def link(config, sku, product, state=State.AUTO) -> SupplierLink:
 
 @pytest.fixture
 def world(db, no_queue):
+    return make_world()
+
+
+def make_world():
+    """Two products; a rouble supplier (with a recommended price) and a dollar one
+    (rate 90, +2 %, priority 10); each product linked to both; one catch-all rule."""
     bolt = Product.objects.create(
         own_code="P-1", name="Болт М8х40", brand="Bosch", category="Крепёж / Болты"
     )
@@ -79,6 +85,17 @@ def world(db, no_queue):
     link(dollars, "V-2", nut)
     PriceRule.objects.create(name="Всё", markup_percent=D(20), rounding="1", respect_rrp=False)
     return type("World", (), dict(bolt=bolt, nut=nut, roubles=roubles, dollars=dollars))
+
+
+def held_world():
+    """The world without a dollar rate (two offers wait for one) and both prices held
+    after the markup went from 20 to 60 %."""
+    found = make_world()
+    Rate.objects.all().delete()
+    offers.offers_refresh([found.bolt.pk, found.nut.pk])
+    PriceRule.objects.update(markup_percent=D(60))
+    offers.offers_refresh([found.bolt.pk, found.nut.pk])
+    return found
 
 
 def events(kind):
@@ -244,3 +261,21 @@ def test_a_persons_decision_reaches_the_offers(world):
     best = Offer.objects.get(product=world.bolt, best=True)
     assert best.config == world.roubles
     assert not Offer.objects.filter(product=world.bolt, config=world.dollars).exists()
+
+
+def test_a_list_that_goes_stale_is_swept_out_of_the_offers(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert offers.stale_sweep() == []
+    SupplierTerms.objects.create(config=world.roubles, stale_days=2)
+    from mailboxes.models import InboundMessage
+
+    InboundMessage.objects.filter(imports__config=world.roubles).update(
+        sent_at=timezone.now() - timedelta(days=3)
+    )
+    assert offers.stale_sweep() == [world.roubles.pk]
+    assert offers.stale_sweep() == []  # asked once: the refresh is waiting
+    deliver_everything()
+    statuses = set(Offer.objects.filter(config=world.roubles).values_list("status", flat=True))
+    assert statuses == {"stale"}
+    assert Offer.objects.get(product=world.bolt, best=True).config == world.dollars
+    assert offers.stale_sweep() == []  # nothing counts there any more

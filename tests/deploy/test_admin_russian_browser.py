@@ -208,7 +208,7 @@ def more_trouble() -> None:
     # An offer, its rules and a held price with its audit (pricing.offers).
     OfferRule.objects.create(category="Крепёж", strategy=OfferRule.Strategy.PRIORITY)
     rule = PriceRule.objects.create(name="Наценка 20 %", markup_percent="20", rounding=".99")
-    product = Product.objects.create(own_code="P-900", name="Болт М8х40", category="Крепёж")
+    product = Product.objects.create(own_code="П-900", name="Болт М8х40", category="Крепёж")
     entry = config.catalogue.filter(valid_to__isnull=True).order_by("pk").first()
     assert entry is not None
     SupplierLink.objects.update_or_create(

@@ -279,3 +279,19 @@ def test_a_list_that_goes_stale_is_swept_out_of_the_offers(world):
     assert statuses == {"stale"}
     assert Offer.objects.get(product=world.bolt, best=True).config == world.dollars
     assert offers.stale_sweep() == []  # nothing counts there any more
+
+
+def test_the_command_computes_everything_or_named_products(world):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    call_command("offers_refresh", "--product", "P-1", stdout=out)
+    assert out.getvalue().startswith("1 products, ")
+    assert ProductPrice.objects.filter(product=world.bolt).exists()
+    assert not ProductPrice.objects.filter(product=world.nut).exists()
+    call_command("offers_refresh", stdout=out)
+    assert ProductPrice.objects.filter(product=world.nut, status="published").exists()
+    with pytest.raises(CommandError, match="P-404"):
+        call_command("offers_refresh", "--product", "P-404")

@@ -10,13 +10,14 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.utils.formats import date_format
-from django.utils.html import format_html_join
+from django.utils.formats import date_format, number_format
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from core.adminutils import ListAdminMixin, truncated, when
+from pricefeed.models import PriceType
 
 from . import audit, offers
 from .models import Offer, OfferRule, PriceRule, ProductPrice, Rate, RateFetch, SupplierTerms
@@ -236,7 +237,8 @@ class ProductPriceAdmin(ListAdminMixin, admin.ModelAdmin):
     actions = ["approve"]
     fields = [
         "product", "status", "price", "published_at", "computed", "cost", "available",
-        "quantity", "config", "rule", "explanation", "computed_at", "approved_by",
+        "quantity", "config", "rule", "explanation", "offers_table", "computed_at",
+        "approved_by",
     ]  # fmt: skip
     readonly_fields = fields
 
@@ -255,6 +257,41 @@ class ProductPriceAdmin(ListAdminMixin, admin.ModelAdmin):
         supplier = obj.config.name if obj.config_id and obj.config else ""
         lines = audit.explain(obj.audit, supplier=supplier)
         return format_html_join(mark_safe("<br>"), "{}", ((line,) for line in lines))
+
+    @admin.display(description=_("offers"))
+    def offers_table(self, obj: ProductPrice):
+        """Every supplier's offer of the product: price as sent, in roubles, stock, whether
+        it counts, the best one marked."""
+        rows = Offer.objects.filter(product_id=obj.product_id).select_related("config")
+        head = format_html(
+            "<tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>",
+            _("supplier"), _("price type"), _("price"), _("price in roubles"), _("in stock"),
+            _("status"), _("best"),
+        )  # fmt: skip
+        types = dict(PriceType.objects.values_list("code", "name"))
+        body = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td>"
+            "<td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    offer.config.name,
+                    types.get(offer.price_type, offer.price_type) or _("main"),
+                    "—"
+                    if offer.price is None
+                    else number_format(offer.price, 2, force_grouping=True),
+                    offer.currency,
+                    "—"
+                    if offer.price_rub is None
+                    else number_format(offer.price_rub, 2, force_grouping=True),
+                    _("yes") if offer.in_stock else _("no"),
+                    offer.get_status_display(),
+                    "★" if offer.best else "",
+                )
+                for offer in rows.order_by("price_type", "price_rub", "config__name")
+            ),
+        )
+        return format_html('<table class="pf-offers">{}{}</table>', head, body)
 
     @admin.action(description=_("Approve the held prices"), permissions=["approve"])
     def approve(self, request, queryset):

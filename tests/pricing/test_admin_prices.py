@@ -74,6 +74,10 @@ def test_a_prices_page_explains_it_in_russian(world):  # noqa: F811
     assert "Округление «вверх до рубля»: 1 543,00 ₽." in html
     assert "Отличается от опубликованной 1 157,00 ₽ больше чем на 25 %: ждёт утверждения." in html
     assert "ждёт утверждения" in viewer.get(PRICES).content.decode()
+    # The product's offers beside it: the best marked, the recommended price apart.
+    assert "<td>Василёк</td><td>основная</td><td>10,50 USD</td><td>963,90</td>" in html
+    assert "<td>Ромашка</td><td>РРЦ</td><td>1 500,00 RUB</td><td>1 500,00</td>" in html
+    assert html.count("★") == 1
 
 
 def test_a_held_price_is_approved_by_an_operator_only(world):  # noqa: F811

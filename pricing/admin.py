@@ -235,12 +235,12 @@ class ProductPriceAdmin(ListAdminMixin, admin.ModelAdmin):
     list_select_related = ["product", "config", "rule"]
     show_full_result_count = False
     actions = ["approve"]
-    fields = [
+    readonly_fields = [
         "product", "status", "price", "published_at", "computed", "cost", "available",
         "quantity", "config", "rule", "explanation", "offers_table", "computed_at",
         "approved_by",
     ]  # fmt: skip
-    readonly_fields = fields
+    fields = tuple(readonly_fields)
 
     @admin.display(description=_("change"))
     def change(self, obj: ProductPrice):

@@ -109,7 +109,9 @@ def choose(candidates: Sequence[Candidate], rule: OfferRuleSpec) -> Choice:
         best = min(pool, key=lambda c: (c.price_rub, c.priority, c.config_id))
     cost = best.price_rub
     if rule.strategy == AVERAGE:
-        total = sum((c.price_rub for c in pool), Decimal(0))  # type: ignore[misc]
+        total = Decimal(0)
+        for counted_offer in pool:
+            total += counted_offer.price_rub or 0
         cost = (total / len(pool)).quantize(FOURTH, ROUND_HALF_UP)
         reason["average_of"] = len(pool)
     reason["why"] = rule.strategy if stocked else "out_of_stock"

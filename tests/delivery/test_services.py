@@ -18,7 +18,7 @@ from outbox import services as outbox
 from outbox.models import OutboxEvent
 from outbox.services import publish
 
-from .conftest import SECRET
+from .support import SECRET
 
 Status = Delivery.Status
 

@@ -4,7 +4,7 @@ from django.contrib import admin, messages
 from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from core.adminutils import (
@@ -148,11 +148,11 @@ class DeliveryAdmin(AuditAdminMixin, admin.ModelAdmin):
     def has_retry_permission(self, request) -> bool:
         return request.user.has_perm("delivery.retry_delivery")
 
-    @admin.display(description=_("created at"), ordering="created_at")
+    @admin.display(description=pgettext_lazy("delivery", "created at"), ordering="created_at")
     def created(self, obj: Delivery) -> str:
         return when(obj.created_at)
 
-    @admin.display(description=_("sent at"), ordering="sent_at")
+    @admin.display(description=pgettext_lazy("delivery", "sent at"), ordering="sent_at")
     def sent(self, obj: Delivery) -> str:
         return when(obj.sent_at) if obj.sent_at else EMPTY
 

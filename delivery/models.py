@@ -71,7 +71,7 @@ class AmqpTarget(models.Model):
         _("routing key"),
         max_length=255,
         blank=True,
-        help_text=_("Empty: the event's kind (offer.changed, price.changed, import.finished)."),
+        help_text=_("Empty: the event's kind."),
     )
     kinds = _kinds_field()
     enabled = models.BooleanField(pgettext_lazy("AMQP target", "enabled"), default=True)

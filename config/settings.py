@@ -620,6 +620,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "imapclient": {"level": "WARNING"},
+        # pika logs every connection's opening and closing at INFO: one per batch.
+        "pika": {"level": "WARNING"},
         # django-q2 logs as "django-q" (its Q_CLUSTER log_level applies only when no
         # handler is configured, and the root's is).
         "django-q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},

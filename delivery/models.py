@@ -132,8 +132,11 @@ class Delivery(models.Model):
     last_error_text = models.JSONField(default=dict, db_default={}, blank=True, editable=False)
     created_at = models.DateTimeField(pgettext_lazy("delivery", "created at"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("delivery", "sent at"), null=True, blank=True)
-    # The outbox event that sends it, set in the transaction that publishes it.
-    send_event = models.UUIDField(_("send event"), null=True, blank=True, editable=False)
+    # The outbox event that sends it (its id), published in the transaction that makes
+    # the delivery; the send path finds its deliveries by it.
+    send_event = models.UUIDField(
+        _("send event"), null=True, blank=True, editable=False, unique=True
+    )
 
     class Meta:
         verbose_name = _("delivery")

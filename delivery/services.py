@@ -32,8 +32,8 @@ from core.faults import crash_point
 from core.retry import outbox_retry_policy
 from core.texts import Text, error_text, stored
 from outbox import services as outbox
-from outbox.models import OutboxEvent
-from outbox.services import publish
+from outbox.models import OutboxEvent, time_ordered_uuid
+from outbox.services import publish_many
 
 from . import amqp, signing, webhooks
 from .endpoints import amqp_address, webhook_address
@@ -53,7 +53,14 @@ Results = dict[uuid.UUID, BaseException | None]
 def fan_out(events: Sequence[OutboxEvent]) -> int:
     """The deliveries of ``events`` to every enabled endpoint subscribed to their kind,
     and a send event for each one made now, in one transaction. Returns how many send
-    events were published."""
+    events were published.
+
+    Each delivery is made with the id of its send event (``send_event``, chosen here), in
+    one INSERT that skips those already made (unique per event and endpoint); the send
+    events of the rows that statement made — found by those ids — are published in one
+    more. Run again (its event retried after this committed), it makes nothing: no
+    delivery, no send event. Two runs at once: the second waits on the first's rows in
+    the unique index, then skips them."""
     if not events:
         return 0
     kinds = sorted({event.kind for event in events})
@@ -62,7 +69,12 @@ def fan_out(events: Sequence[OutboxEvent]) -> int:
         AmqpTarget.objects.filter(enabled=True, kinds__overlap=kinds).only("pk", "kinds")
     )
     wanted = [
-        Delivery(event_id=event.id, event_kind=event.kind, **{field: endpoint})
+        Delivery(
+            event_id=event.id,
+            event_kind=event.kind,
+            send_event=time_ordered_uuid(),
+            **{field: endpoint},
+        )
         for event in events
         for field, endpoints in (("webhook", hooks), ("amqp_target", targets))
         for endpoint in endpoints
@@ -72,22 +84,22 @@ def fan_out(events: Sequence[OutboxEvent]) -> int:
         return 0
     with transaction.atomic():
         Delivery.objects.bulk_create(wanted, ignore_conflicts=True)
-        # Those without a send event: made now, or (never, as both are made in this one
-        # transaction) left without one. Locked: a second run of the same fan-out at
-        # the same time (its claim expired) waits here and then finds them sent for.
-        unsent = list(
-            Delivery.objects.select_for_update()
-            .filter(event_id__in=[event.id for event in events], send_event__isnull=True)
-            .only("pk", "event_id", "webhook_id")
-            .order_by("pk")
+        # The rows this INSERT made (PostgreSQL returns no ids for a skipping INSERT).
+        made = dict(
+            Delivery.objects.filter(send_event__in=[d.send_event for d in wanted]).values_list(
+                "send_event", "pk"
+            )
         )
-        for delivery in unsent:
-            send = SEND_WEBHOOK if delivery.webhook_id else SEND_AMQP
-            delivery.send_event = publish(
-                send, delivery, {"delivery_id": delivery.pk, "event_id": str(delivery.event_id)}
-            ).pk
-        Delivery.objects.bulk_update(unsent, ["send_event"])
-    return len(unsent)
+        for delivery in wanted:
+            delivery.pk = made.get(delivery.send_event)
+        published = 0
+        for send, endpoint in ((SEND_WEBHOOK, "webhook_id"), (SEND_AMQP, "amqp_target_id")):
+            mine = [d for d in wanted if d.pk is not None and getattr(d, endpoint)]
+            published += publish_many(
+                send,
+                [(d, {"event_id": str(d.event_id)}, d.send_event) for d in mine],
+            )
+    return published
 
 
 # -- what is sent ------------------------------------------------------------------------
@@ -124,10 +136,11 @@ def _load(events: Sequence[OutboxEvent], related: str) -> tuple[dict, dict, Resu
     """The pending deliveries of a batch of send events (by send event id) and the
     envelope of each original event (by its id); results already known (a delivery gone
     or SENT: nothing to do; its event gone from the outbox: an error)."""
-    wanted = {event.id: int(event.payload["delivery_id"]) for event in events}
     rows = {
-        d.pk: d
-        for d in Delivery.objects.select_related(related).filter(pk__in=set(wanted.values()))
+        d.send_event: d
+        for d in Delivery.objects.select_related(related).filter(
+            send_event__in=[event.id for event in events]
+        )
     }
     originals = {
         pk: envelope(pk, kind, created_at, payload)
@@ -137,8 +150,9 @@ def _load(events: Sequence[OutboxEvent], related: str) -> tuple[dict, dict, Resu
     }
     pending: dict[uuid.UUID, Delivery] = {}
     results: Results = {}
-    for event_id, pk in wanted.items():
-        delivery = rows.get(pk)
+    for event in events:
+        event_id = event.id
+        delivery = rows.get(event_id)
         if delivery is None or delivery.status == Status.SENT:
             results[event_id] = None  # gone, or took effect already
         elif delivery.event_id not in originals:

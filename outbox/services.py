@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -87,6 +87,44 @@ def publish(
         extra={"action": "event_published", "event_id": str(event.id)},
     )
     return event
+
+
+def publish_many(
+    kind: str,
+    events: Sequence[tuple[models.Model, dict, uuid.UUID]],
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """``publish`` for many events of one kind, each (aggregate, payload, id), in one
+    INSERT: for a fan-out that publishes one event per row it made (the ids chosen by
+    the caller, ``time_ordered_uuid()``, so that it can record them on its rows in the
+    same statement that makes them). Raises NotInTransaction as ``publish`` does."""
+    if not connections[using].in_atomic_block:
+        raise NotInTransaction(
+            f"publish_many({kind!r}) must be called inside the transaction that makes the change"
+        )
+    if not events:
+        return 0
+    OutboxEvent.objects.using(using).bulk_create(
+        [
+            OutboxEvent(
+                id=event_id,
+                kind=kind,
+                aggregate_type=aggregate._meta.label_lower,
+                aggregate_id=str(aggregate.pk),
+                payload=payload,
+            )
+            for aggregate, payload, event_id in events
+        ]
+    )
+    transaction.on_commit(_wake_dispatchers, using=using)
+    logger.debug(
+        "events published kind=%s count=%s",
+        kind,
+        len(events),
+        extra={"action": "events_published"},
+    )
+    return len(events)
 
 
 def _wake_dispatchers() -> None:

@@ -23,9 +23,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import F
-from django.db.models.functions import Now
+from django.db import connection, transaction
+from django.db.models import F, TextField
+from django.db.models.functions import Cast, Now
 
 from core import metrics
 from core.faults import crash_point
@@ -46,6 +46,21 @@ logger = logging.getLogger(__name__)
 
 Status = Delivery.Status
 Results = dict[uuid.UUID, BaseException | None]
+
+# The deliveries of a fan-out in one statement, its rows as arrays (event ids, kinds,
+# webhook ids, RabbitMQ target ids, send event ids); a row that exists already (unique
+# per event and endpoint) is skipped. Returns (id, send_event) of each row it made.
+MAKE_DELIVERIES = f"""
+INSERT INTO {Delivery._meta.db_table}
+    (event_id, event_kind, webhook_id, amqp_target_id, send_event, status, attempts,
+     last_error, last_error_text, created_at)
+SELECT d.event_id, d.kind, d.webhook_id, d.amqp_target_id, d.send_event,
+       '{Delivery.Status.PENDING.value}', 0, '', '{{}}'::jsonb, now()
+FROM unnest(%s::uuid[], %s::text[], %s::int[], %s::int[], %s::uuid[])
+     AS d (event_id, kind, webhook_id, amqp_target_id, send_event)
+ON CONFLICT DO NOTHING
+RETURNING id, send_event
+"""
 
 # -- the fan-out --------------------------------------------------------------------------
 
@@ -69,12 +84,7 @@ def fan_out(events: Sequence[OutboxEvent]) -> int:
         AmqpTarget.objects.filter(enabled=True, kinds__overlap=kinds).only("pk", "kinds")
     )
     wanted = [
-        Delivery(
-            event_id=event.id,
-            event_kind=event.kind,
-            send_event=time_ordered_uuid(),
-            **{field: endpoint},
-        )
+        (event.id, event.kind, field, endpoint.pk, time_ordered_uuid())
         for event in events
         for field, endpoints in (("webhook", hooks), ("amqp_target", targets))
         for endpoint in endpoints
@@ -83,21 +93,28 @@ def fan_out(events: Sequence[OutboxEvent]) -> int:
     if not wanted:
         return 0
     with transaction.atomic():
-        Delivery.objects.bulk_create(wanted, ignore_conflicts=True)
-        # The rows this INSERT made (PostgreSQL returns no ids for a skipping INSERT).
-        made = dict(
-            Delivery.objects.filter(send_event__in=[d.send_event for d in wanted]).values_list(
-                "send_event", "pk"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                MAKE_DELIVERIES,
+                [
+                    [w[0] for w in wanted],
+                    [w[1] for w in wanted],
+                    [w[3] if w[2] == "webhook" else None for w in wanted],
+                    [w[3] if w[2] == "amqp_target" else None for w in wanted],
+                    [w[4] for w in wanted],
+                ],
             )
-        )
-        for delivery in wanted:
-            delivery.pk = made.get(delivery.send_event)
+            # The rows this INSERT made, by their send event's id (the others existed).
+            made = dict((send_event, pk) for pk, send_event in cursor.fetchall())
         published = 0
-        for send, endpoint in ((SEND_WEBHOOK, "webhook_id"), (SEND_AMQP, "amqp_target_id")):
-            mine = [d for d in wanted if d.pk is not None and getattr(d, endpoint)]
+        for send, field in ((SEND_WEBHOOK, "webhook"), (SEND_AMQP, "amqp_target")):
             published += publish_many(
                 send,
-                [(d, {"event_id": str(d.event_id)}, d.send_event) for d in mine],
+                [
+                    (Delivery(pk=made[send_event]), {"event_id": str(event_id)}, send_event)
+                    for event_id, _kind, of, _endpoint, send_event in wanted
+                    if of == field and send_event in made
+                ],
             )
     return published
 
@@ -107,17 +124,22 @@ def fan_out(events: Sequence[OutboxEvent]) -> int:
 
 def envelope(event_id: uuid.UUID, kind: str, created_at: Any, payload: Any) -> bytes:
     """The body of a webhook request and of an AMQP message: the event's id, kind, the
-    time it was published (ISO 8601, UTC) and its payload, as compact UTF-8 JSON."""
-    return json.dumps(
-        {
-            "id": str(event_id),
-            "kind": kind,
-            "created_at": created_at.isoformat(),
-            "payload": payload,
-        },
+    time it was published (ISO 8601, UTC) and its payload, as UTF-8 JSON."""
+    return envelope_of_json(
+        event_id, kind, created_at, json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    )
+
+
+def envelope_of_json(event_id: uuid.UUID, kind: str, created_at: Any, payload: str) -> bytes:
+    """``envelope`` with the payload as JSON text already (as PostgreSQL gives a jsonb
+    column as text): the send path passes it on as it is, never decoding it only to
+    encode it again."""
+    head = json.dumps(
+        {"id": str(event_id), "kind": kind, "created_at": created_at.isoformat()},
         ensure_ascii=False,
         separators=(",", ":"),
-    ).encode()
+    )
+    return f'{head[:-1]},"payload":{payload}}}'.encode()
 
 
 def webhook_headers(*, event_id: str, secret: str, body: bytes, timestamp: int) -> dict[str, str]:
@@ -138,15 +160,20 @@ def _load(events: Sequence[OutboxEvent], related: str) -> tuple[dict, dict, Resu
     or SENT: nothing to do; its event gone from the outbox: an error)."""
     rows = {
         d.send_event: d
-        for d in Delivery.objects.select_related(related).filter(
-            send_event__in=[event.id for event in events]
-        )
+        for d in Delivery.objects.only(
+            "event_id", "event_kind", "status", "send_event", f"{related}_id"
+        ).filter(send_event__in=[event.id for event in events])
     }
+    # Each endpoint once (its secret decrypted once), not once per delivery.
+    model: type[Webhook | AmqpTarget] = Webhook if related == "webhook" else AmqpTarget
+    endpoints = model._default_manager.in_bulk({getattr(d, f"{related}_id") for d in rows.values()})
+    for row in rows.values():
+        setattr(row, related, endpoints[getattr(row, f"{related}_id")])
     originals = {
-        pk: envelope(pk, kind, created_at, payload)
+        pk: envelope_of_json(pk, kind, created_at, payload)
         for pk, kind, created_at, payload in OutboxEvent.objects.filter(
             pk__in={d.event_id for d in rows.values()}
-        ).values_list("id", "kind", "created_at", "payload")
+        ).values_list("id", "kind", "created_at", Cast("payload", TextField()))
     }
     pending: dict[uuid.UUID, Delivery] = {}
     results: Results = {}
@@ -172,13 +199,18 @@ def send_webhooks(events: list[OutboxEvent]) -> Results:
     pending, originals, results = _load(events, "webhook")
     timestamp = int(time.time())
     requests = []
+    addresses: dict[int, Any] = {}
     for event_id, delivery in pending.items():
         hook = delivery.webhook
         assert hook is not None
-        try:
-            address = webhook_address(hook.url)
-        except ValidationError as exc:
-            results[event_id] = _not_allowed(exc)
+        if hook.pk not in addresses:
+            try:
+                addresses[hook.pk] = webhook_address(hook.url)
+            except ValidationError as exc:
+                addresses[hook.pk] = _not_allowed(exc)
+        address = addresses[hook.pk]
+        if isinstance(address, EndpointNotAllowed):
+            results[event_id] = address
             continue
         body = originals[delivery.event_id]
         headers = webhook_headers(
@@ -197,13 +229,18 @@ def send_amqp(events: list[OutboxEvent]) -> Results:
     pending, originals, results = _load(events, "amqp_target")
     timestamp = int(time.time())
     messages = []
+    addresses: dict[int, Any] = {}
     for event_id, delivery in pending.items():
         target = delivery.amqp_target
         assert target is not None
-        try:
-            address = amqp_address(target.url)
-        except ValidationError as exc:
-            results[event_id] = _not_allowed(exc)
+        if target.pk not in addresses:
+            try:
+                addresses[target.pk] = amqp_address(target.url)
+            except ValidationError as exc:
+                addresses[target.pk] = _not_allowed(exc)
+        address = addresses[target.pk]
+        if isinstance(address, EndpointNotAllowed):
+            results[event_id] = address
             continue
         messages.append(
             amqp.Message(

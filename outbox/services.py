@@ -27,6 +27,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import signals
 from django.db.models.base import ModelState
 from django.db.models.functions import Now
+from psycopg.types.json import Jsonb
 
 from core.claims import ClaimedWork
 from core.retry import outbox_retry_policy
@@ -105,18 +106,19 @@ def publish_many(
         )
     if not events:
         return 0
-    OutboxEvent.objects.using(using).bulk_create(
-        [
-            OutboxEvent(
-                id=event_id,
-                kind=kind,
-                aggregate_type=aggregate._meta.label_lower,
-                aggregate_id=str(aggregate.pk),
-                payload=payload,
-            )
-            for aggregate, payload, event_id in events
-        ]
-    )
+    # One statement, its rows as arrays bound on the server: Django's bulk_create
+    # compiled each of 500 rows' 13 fields in Python (~0.1 s a batch of a fan-out).
+    with _pg_cursor() as cursor:
+        cursor.execute(
+            sql.PUBLISH_MANY,
+            [
+                kind,
+                _uuid_array(event_id for _a, _p, event_id in events),
+                [aggregate._meta.label_lower for aggregate, _p, _i in events],
+                [str(aggregate.pk) for aggregate, _p, _i in events],
+                [Jsonb(payload) for _a, payload, _i in events],
+            ],
+        )
     transaction.on_commit(_wake_dispatchers, using=using)
     logger.debug(
         "events published kind=%s count=%s",

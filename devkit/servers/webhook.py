@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -81,6 +82,8 @@ class _Server(ThreadingHTTPServer):
 class WebhookReceiver:
     statuses: list[int] = field(default_factory=list)
     keep: bool = True  # keep each request (False: count only, for benchmarks)
+    # HTTPS with this certificate chain and key (PEM files); None: plain HTTP.
+    tls: tuple[str, str] | None = None
     host: str = "127.0.0.1"
     port: int = 0
     received: list[Received] = field(default_factory=list)
@@ -96,6 +99,10 @@ class WebhookReceiver:
     def start(self) -> WebhookReceiver:
         self._server = _Server((self.host, self.port), _Handler)
         self._server.receiver = self
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -109,7 +116,8 @@ class WebhookReceiver:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/hook"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}/hook"
 
     def record(self, request: Received) -> int:
         """Keeps the request; the status to answer it with."""

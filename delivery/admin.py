@@ -115,8 +115,7 @@ class DeliveryAdmin(AuditAdminMixin, admin.ModelAdmin):
     ]
     search_fields = ["=event_id", "webhook__name", "amqp_target__name"]
     actions = ["retry_now"]
-    exclude = ["last_error"]
-    readonly_fields = [
+    fields = readonly_fields = [
         "event_id",
         "event_kind",
         "endpoint_shown",

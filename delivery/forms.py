@@ -16,7 +16,7 @@ def _kinds_field() -> forms.MultipleChoiceField:
         choices=EventKind.choices,
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        label=_("events"),
+        label=_("Events"),
         help_text=_("The kinds of event sent to it."),
     )
 

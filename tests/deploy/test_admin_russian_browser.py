@@ -54,7 +54,8 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # PID, ISO, IANA, UTC, the ISO 4217 codes RUB and USD, the barcode standards EAN-8,
 # EAN-13, UPC-A and GTIN-14), the percentiles' notation (p50, p95), JSON's null, true
 # and false, what Django's own Russian help names (the keys Control, Command, Mac;
-# LDAP), HTTP, HMAC-SHA256, AMQP and RabbitMQ (event delivery), the product's name,
+# LDAP), HTTP, HMAC-SHA256, AMQP and RabbitMQ (event delivery; capitalised on the add
+# button), the product's name,
 # "e-mail" as Russian writes it, the language switcher's
 # "English", the command names of the processes (fleet.ProcessKind).
 TECHNICAL = {
@@ -64,7 +65,7 @@ TECHNICAL = {
     "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "USD", "EAN-8",
     "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
     "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
-    "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ",
+    "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ", "RABBITMQ",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time

@@ -167,8 +167,12 @@ def _load(events: Sequence[OutboxEvent], related: str) -> tuple[dict, dict, Resu
     # Each endpoint once (its secret decrypted once), not once per delivery.
     model: type[Webhook | AmqpTarget] = Webhook if related == "webhook" else AmqpTarget
     endpoints = model._default_manager.in_bulk({getattr(d, f"{related}_id") for d in rows.values()})
-    for row in rows.values():
-        setattr(row, related, endpoints[getattr(row, f"{related}_id")])
+    for send_event, row in list(rows.items()):
+        endpoint = endpoints.get(getattr(row, f"{related}_id"))
+        if endpoint is None:  # deleted since, and its deliveries with it
+            del rows[send_event]
+        else:
+            setattr(row, related, endpoint)
     originals = {
         pk: envelope_of_json(pk, kind, created_at, payload)
         for pk, kind, created_at, payload in OutboxEvent.objects.filter(

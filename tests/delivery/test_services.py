@@ -276,3 +276,14 @@ def test_retry_now_requeues_a_failed_delivery(hook, receiver, settings):
     assert delivery.status == Status.SENT
     assert len(receiver.received) == 2
     assert services.deliveries_retry_now(delivery_ids=[delivery.pk]) == 0
+
+
+def test_a_webhook_deleted_before_its_send_sends_nothing_and_ends_the_send(hook, receiver):
+    events = _publish(EventKind.PRICE_CHANGED, hook, count=2)
+    services.fan_out(events)
+    OutboxEvent.objects.filter(kind=EventKind.PRICE_CHANGED).update(status=OutboxEvent.Status.SENT)
+    hook.delete()  # its deliveries go with it
+    _drain()
+    assert not receiver.received
+    sends = OutboxEvent.objects.filter(kind=SEND_WEBHOOK)
+    assert set(sends.values_list("status", flat=True)) == {OutboxEvent.Status.SENT}

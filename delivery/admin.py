@@ -115,7 +115,7 @@ class DeliveryAdmin(AuditAdminMixin, admin.ModelAdmin):
     ]
     search_fields = ["=event_id", "webhook__name", "amqp_target__name"]
     actions = ["retry_now"]
-    fields = readonly_fields = [
+    FIELDS = (
         "event_id",
         "event_kind",
         "endpoint_shown",
@@ -126,7 +126,8 @@ class DeliveryAdmin(AuditAdminMixin, admin.ModelAdmin):
         "created_at",
         "sent_at",
         "send_event_link",
-    ]
+    )
+    fields = readonly_fields = FIELDS
 
     def get_queryset(self, request):
         # The send event's status and next attempt, in the same query (by primary key).

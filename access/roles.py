@@ -7,11 +7,12 @@ Each role holds everything of the one before it:
   downloads their raw ``.eml``), configs, price types, imports and their items, our
   products (with every supplier's offer) and the supplier links, subscriptions,
   notifications (and their delivery attempts), rates, the bank's rate fetches and
-  suppliers' terms, outbox events, and django-q2's task results and queue. It changes
-  nothing.
+  suppliers' terms, outbox events, webhooks, RabbitMQ targets and deliveries of events
+  (never a webhook's secret or a broker's password), and django-q2's task results and
+  queue. It changes nothing.
 - **operator** also runs every action (test a connection, force a lease's release,
   reprocess or mark failed a message, run failed imports again, approve or reject a
-  held import, retry, requeue or give up an outbox event), adds and changes our
+  held import, retry, requeue or give up an outbox event, retry a delivery), adds and changes our
   products, adds, changes and deletes price-list configs, price types and
   subscriptions, enters manual rates and keeps suppliers' terms (and previews files
   against configs: reading an upload costs the server CPU and memory), and makes and
@@ -19,7 +20,8 @@ Each role holds everything of the one before it:
 - **administrator** also adds, changes and deletes mailboxes (their servers and
   passwords; *Disable mailbox* on the lease page is a change of the mailbox) and their
   leases (deleting a mailbox deletes its lease, and the admin asks for that permission
-  too; a lease deleted alone is made again, free, and its owner stops listening).
+  too; a lease deleted alone is made again, free, and its owner stops listening), and
+  webhooks and RabbitMQ targets (their secrets and passwords).
 
 The review queue of supplier links (``products.review``): every role above sees it, our
 products, the links with their history and what the matching found (``LINKS_VIEW``);
@@ -39,7 +41,8 @@ Migration ``0001_roles`` makes the groups (``0002_process_heartbeats`` again, wi
 fleet's model; ``0003_audit_records_kept`` without the delete permissions of the audit
 records). A change here reaches existing databases
 through a new migration that runs ``roles_apply`` again (``0008_product_links`` for the
-review queue's).
+review queue's, ``0012_offers_prices`` for offers and prices, ``0013_event_delivery`` for
+the delivery app's).
 """
 
 from __future__ import annotations
@@ -80,6 +83,11 @@ VIEW = frozenset(
         "pricing.view_offerrule",
         "pricing.view_pricerule",
         "pricing.view_productprice",
+        # Event delivery: the webhooks and RabbitMQ targets (never their secrets) and
+        # each delivery with its attempts and last error.
+        "delivery.view_webhook",
+        "delivery.view_amqptarget",
+        "delivery.view_delivery",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -97,6 +105,7 @@ ACT = frozenset(
         "pricefeed.review_priceimport",
         "outbox.retry_outboxevent",
         "outbox.fail_outboxevent",
+        "delivery.retry_delivery",
     }
 )
 # Which supplier mail becomes which import, and who hears of it.
@@ -145,6 +154,13 @@ MANAGE = frozenset(
         "mailboxes.change_mailbox",
         "mailboxes.delete_mailbox",
         "mailboxes.delete_mailboxlease",
+        # Where events go, with the secret that signs them or the broker's password.
+        "delivery.add_webhook",
+        "delivery.change_webhook",
+        "delivery.delete_webhook",
+        "delivery.add_amqptarget",
+        "delivery.change_amqptarget",
+        "delivery.delete_amqptarget",
     }
 )
 

@@ -1130,6 +1130,27 @@ SETTINGS: tuple[Setting, ...] = (
         example="4",
     ),
     Setting(
+        "PRICEFEED_DELIVERY_ALLOW_PLAIN",
+        bool,
+        default="`false`",
+        doc=(
+            "allow plain `http://` webhooks and `amqp://` RabbitMQ targets (the tests' "
+            "loopback servers, the demo); never in production"
+        ),
+        reads=("delivery.endpoints",),
+        section="Outbox dispatcher (manage.py dispatch_outbox)",
+        example="false",
+    ),
+    Setting(
+        "PRICEFEED_DELIVERY_TIMEOUT",
+        float,
+        default="`10`",
+        doc="seconds a webhook's or RabbitMQ's connection and each of its answers may take",
+        reads=("delivery.webhooks", "delivery.amqp"),
+        section="Outbox dispatcher (manage.py dispatch_outbox)",
+        example="10",
+    ),
+    Setting(
         "PRICEFEED_PUBLIC_URL",
         str,
         default="empty",

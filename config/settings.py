@@ -109,6 +109,8 @@ INSTALLED_APPS = [
     # Rates, suppliers' terms and conversion to roubles (later offers and price rules).
     "pricing",
     "notifications",
+    # Outbox events delivered to signed webhooks and RabbitMQ.
+    "delivery",
     # Who may do what in the admin: the role groups, django-q2's admin restricted.
     "access",
     # The probes /healthz and /readyz, and manage.py pricefeed_status.
@@ -464,6 +466,11 @@ PRICEFEED_OUTBOX_RETRY_MAX = env.float("PRICEFEED_OUTBOX_RETRY_MAX", default=360
 PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS = env.int(
     "PRICEFEED_NOTIFICATION_SMTP_CONNECTIONS", default=4
 )
+# Outbox events delivered to webhooks and RabbitMQ (delivery, docs/delivery.md): plain
+# http:// and amqp:// endpoints only when allowed (tests, the demo); the seconds a
+# webhook's connection and each answer may take.
+PRICEFEED_DELIVERY_ALLOW_PLAIN = env.bool("PRICEFEED_DELIVERY_ALLOW_PLAIN", default=False)
+PRICEFEED_DELIVERY_TIMEOUT = env.float("PRICEFEED_DELIVERY_TIMEOUT", default=10.0)
 # Where people reach this site (scheme and host, e.g. https://pricefeed.example.com):
 # notification mails link to the import in the admin under it. Empty: no link.
 PRICEFEED_PUBLIC_URL = env.str("PRICEFEED_PUBLIC_URL", default="")
@@ -613,6 +620,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "imapclient": {"level": "WARNING"},
+        # pika logs every connection's opening and closing at INFO: one per batch.
+        "pika": {"level": "WARNING"},
         # django-q2 logs as "django-q" (its Q_CLUSTER log_level applies only when no
         # handler is configured, and the root's is).
         "django-q": {"level": env.str("PRICEFEED_Q_LOG_LEVEL", default="WARNING")},

@@ -158,6 +158,21 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "notification"),
         pgettext_lazy("accusative plural", "notifications"),
     ),
+    "delivery.webhook": _noun(
+        ngettext_lazy("%(count)s webhook", "%(count)s webhooks", "count"),
+        pgettext_lazy("accusative", "webhook"),
+        pgettext_lazy("accusative plural", "webhooks"),
+    ),
+    "delivery.amqptarget": _noun(
+        ngettext_lazy("%(count)s RabbitMQ target", "%(count)s RabbitMQ targets", "count"),
+        pgettext_lazy("accusative", "RabbitMQ target"),
+        pgettext_lazy("accusative plural", "RabbitMQ targets"),
+    ),
+    "delivery.delivery": _noun(
+        ngettext_lazy("%(count)s delivery", "%(count)s deliveries", "count"),
+        pgettext_lazy("accusative", "delivery"),
+        pgettext_lazy("accusative plural", "deliveries"),
+    ),
     "api.apitoken": _noun(
         ngettext_lazy("%(count)s API token", "%(count)s API tokens", "count"),
         pgettext_lazy("accusative", "API token"),

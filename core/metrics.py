@@ -147,6 +147,29 @@ NOTIFICATIONS_FAILED = Counter(
 )
 
 
+# -- event delivery (webhooks, RabbitMQ) -----------------------------------------------
+
+DELIVERIES_SENT = Counter(
+    "pricefeed_deliveries_sent",
+    "Deliveries of an event to a webhook or RabbitMQ that took effect, by channel.",
+    ["channel"],
+    registry=EVENTS,
+)
+DELIVERY_ERRORS = Counter(
+    "pricefeed_delivery_errors",
+    "Attempts to deliver an event to a webhook or RabbitMQ that failed (retried or "
+    "failed), by channel.",
+    ["channel"],
+    registry=EVENTS,
+)
+DELIVERIES_FAILED = Counter(
+    "pricefeed_deliveries_failed",
+    "Deliveries marked FAILED: their last attempt failed, by channel.",
+    ["channel"],
+    registry=EVENTS,
+)
+
+
 def observe_arrival(internal_date: datetime | None, *, now: float | None = None) -> None:
     """Observes one recorded message's wait from the server's INTERNALDATE (when the
     server got it) to ``now`` (default: this moment, just after the commit). Nothing for

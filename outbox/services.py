@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +27,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import signals
 from django.db.models.base import ModelState
 from django.db.models.functions import Now
+from psycopg.types.json import Jsonb
 
 from core.claims import ClaimedWork
 from core.retry import outbox_retry_policy
@@ -87,6 +88,45 @@ def publish(
         extra={"action": "event_published", "event_id": str(event.id)},
     )
     return event
+
+
+def publish_many(
+    kind: str,
+    events: Sequence[tuple[models.Model, dict, uuid.UUID]],
+    *,
+    using: str = DEFAULT_DB_ALIAS,
+) -> int:
+    """``publish`` for many events of one kind, each (aggregate, payload, id), in one
+    INSERT: for a fan-out that publishes one event per row it made (the ids chosen by
+    the caller, ``time_ordered_uuid()``, so that it can record them on its rows in the
+    same statement that makes them). Raises NotInTransaction as ``publish`` does."""
+    if not connections[using].in_atomic_block:
+        raise NotInTransaction(
+            f"publish_many({kind!r}) must be called inside the transaction that makes the change"
+        )
+    if not events:
+        return 0
+    # One statement, its rows as arrays bound on the server: Django's bulk_create
+    # compiled each of 500 rows' 13 fields in Python (~0.1 s a batch of a fan-out).
+    with _pg_cursor() as cursor:
+        cursor.execute(
+            sql.PUBLISH_MANY,
+            [
+                kind,
+                _uuid_array(event_id for _a, _p, event_id in events),
+                [aggregate._meta.label_lower for aggregate, _p, _i in events],
+                [str(aggregate.pk) for aggregate, _p, _i in events],
+                [Jsonb(payload) for _a, payload, _i in events],
+            ],
+        )
+    transaction.on_commit(_wake_dispatchers, using=using)
+    logger.debug(
+        "events published kind=%s count=%s",
+        kind,
+        len(events),
+        extra={"action": "events_published"},
+    )
+    return len(events)
 
 
 def _wake_dispatchers() -> None:

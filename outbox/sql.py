@@ -120,3 +120,16 @@ COMMIT_WITHOUT_FLUSH = "SET synchronous_commit = off"
 
 # Wakes idle dispatchers (they LISTEN on the channel). Parameter: channel.
 WAKE = "SELECT pg_notify(%s, '')"
+
+
+# Many events of one kind in one INSERT (services.publish_many): the rows come as
+# arrays, one parameter a column, unnested on the server; the other columns take their
+# defaults (NEW, due now). Parameters: ids (uuid[]), kind, aggregate types (text[]),
+# aggregate ids (text[]), payloads (jsonb[]).
+PUBLISH_MANY = f"""
+INSERT INTO {_TABLE} (id, kind, aggregate_type, aggregate_id, payload, status, attempts,
+                      claimed_by, last_error)
+SELECT e.id, %s, e.aggregate_type, e.aggregate_id, e.payload, {_NEW}, 0, '', ''
+FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::jsonb[])
+     AS e (id, aggregate_type, aggregate_id, payload)
+"""

@@ -166,6 +166,39 @@ ensure_redis() {
     fi
 }
 
+rabbitmq_listening() {
+    (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null
+}
+
+ensure_rabbitmq() {
+    # RabbitMQ on 127.0.0.1:5672 (guest/guest) for the tests of event delivery
+    # (tests/delivery, tests/integration/test_delivery.py): the machine's own broker,
+    # started here if it is down (installed first when it is missing and we may).
+    rabbitmq_listening && return 0
+    if ! command -v rabbitmq-server >/dev/null; then
+        if can_apt; then
+            say "installing rabbitmq-server for the event delivery tests ..."
+            apt_install rabbitmq-server
+        else
+            say "note: RabbitMQ is not running and cannot be installed without root;"
+            say "      the RabbitMQ tests will be skipped (apt-get install rabbitmq-server)."
+            return 0
+        fi
+    fi
+    rabbitmq_listening && return 0
+    say "starting RabbitMQ (127.0.0.1:5672) ..."
+    if [ "$(id -u)" = 0 ] && command -v service >/dev/null; then
+        service rabbitmq-server start >/dev/null 2>&1 || rabbitmq-server -detached >/dev/null 2>&1 || true
+    else
+        rabbitmq-server -detached >/dev/null 2>&1 || true
+    fi
+    for _ in $(seq 1 120); do
+        rabbitmq_listening && return 0
+        sleep 0.5
+    done
+    say "note: RabbitMQ did not start listening on 127.0.0.1:5672 within 60 s."
+}
+
 ensure_chromium() {
     # Debian's Chromium for the browser test of the admin (tests/deploy); Playwright
     # drives it and downloads no browser of its own.

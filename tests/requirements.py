@@ -39,6 +39,26 @@ def require_redis() -> None:
     )
 
 
+def rabbitmq_available(host: str = "127.0.0.1", port: int = 5672) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def require_rabbitmq() -> None:
+    """RabbitMQ listening on 127.0.0.1:5672 (guest/guest)."""
+    require(
+        "RabbitMQ on 127.0.0.1:5672",
+        rabbitmq_available(),
+        "PRICEFEED_REQUIRE_RABBITMQ",
+        "apt-get install rabbitmq-server and start it (.ci/run does)",
+    )
+
+
 def require_gettext() -> None:
     """GNU gettext's xgettext and msgmerge, which makemessages runs."""
     require(

@@ -18,6 +18,9 @@ logger = logging.getLogger(__name__)
 
 OUTCOME_EVENT = "price_import.finished"
 MESSAGE_OUTCOME_EVENT = "message.imports_finished"
+# The same outcome for other systems (webhooks, RabbitMQ: the delivery app), one per
+# import, whatever its message brought: a payload of our ids and the file's facts only.
+FINISHED_EVENT = "import.finished"
 
 FINAL = (PriceImport.Status.SUCCEEDED, PriceImport.Status.PARTIAL, PriceImport.Status.FAILED)
 
@@ -34,8 +37,11 @@ def publish_outcome(import_id: int) -> None:
     level on PostgreSQL: each statement sees what was committed before it) sees its
     outcome, so exactly one of them finds every import finished."""
     price_import = (
-        PriceImport.objects.select_related("message").defer("message__raw").get(pk=import_id)
+        PriceImport.objects.select_related("message", "config")
+        .defer("message__raw")
+        .get(pk=import_id)
     )
+    _publish_finished(price_import)
     siblings = PriceImport.objects.filter(message_id=price_import.message_id)
     if not siblings.exclude(pk=import_id).exists():
         _publish_import(price_import)
@@ -53,6 +59,31 @@ def publish_outcome(import_id: int) -> None:
         )
         return
     _publish_message(price_import.message, finished_by=import_id)
+
+
+def _publish_finished(price_import: PriceImport) -> None:
+    """``import.finished``: what an outside system needs of the outcome, by value."""
+    finished = price_import.finished_at
+    publish(
+        FINISHED_EVENT,
+        price_import,
+        {
+            "import_id": price_import.pk,
+            "config_id": price_import.config_id,
+            "config_name": price_import.config.name,
+            "status": price_import.status,
+            # "" (taken at once or failed), HELD, APPROVED or REJECTED; whether its rows
+            # are the config's current catalogue now.
+            "review": price_import.review,
+            "accepted": price_import.accepted_at is not None,
+            "filename": price_import.filename,
+            "rows_total": price_import.rows_total,
+            "rows_ok": price_import.rows_ok,
+            "rows_failed": price_import.rows_failed,
+            "rows_skipped": price_import.rows_skipped,
+            "finished_at": finished.isoformat() if finished is not None else None,
+        },
+    )
 
 
 def _publish_import(price_import: PriceImport) -> None:

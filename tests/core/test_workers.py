@@ -18,6 +18,7 @@ from mailboxes.models import InboundMessage
 from mailboxes.processing import MESSAGE_WORK
 from outbox.models import OutboxEvent
 from pricefeed.imports.lifecycle import IMPORT_WORK
+from pricefeed.imports.outcome import OUTCOME_EVENT
 from pricefeed.models import PriceImport
 from tests.factories import receive
 
@@ -73,7 +74,7 @@ def test_a_dead_workers_import_fails_at_the_first_crash(
     )
     assert f"the worker process {first} died while running it" in pending_import.last_error
     # A FAILED import like any other: its outcome announced, an alert sent.
-    (event,) = OutboxEvent.objects.filter(aggregate_id=str(pending_import.pk))
+    (event,) = OutboxEvent.objects.filter(aggregate_id=str(pending_import.pk), kind=OUTCOME_EVENT)
     assert event.payload["status"] == Status.FAILED
     (alert_mail,) = mailoutbox
     assert "price import failed" in alert_mail.subject

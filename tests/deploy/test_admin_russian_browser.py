@@ -26,6 +26,10 @@ from django_q.models import Failure, Success
 from django_q.tasks import async_task, schedule
 
 from api.tokens import token_create
+from core.texts import Text, stored
+from delivery.kinds import EventKind
+from delivery.models import AmqpTarget, Delivery, Webhook
+from delivery.texts import HTTP_STATUS
 from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
@@ -59,7 +63,9 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # PID, ISO, IANA, UTC, the ISO 4217 codes RUB and USD, the barcode standards EAN-8,
 # EAN-13, UPC-A and GTIN-14), the percentiles' notation (p50, p95), JSON's null, true
 # and false, what Django's own Russian help names (the keys Control, Command, Mac;
-# LDAP), the product's name, "e-mail" as Russian writes it, the language switcher's
+# LDAP), HTTP, HMAC-SHA256, AMQP and RabbitMQ (event delivery; capitalised on the add
+# button), the product's name,
+# "e-mail" as Russian writes it, the language switcher's
 # "English", the command names of the processes (fleet.ProcessKind).
 TECHNICAL = {
     "IMAP", "SMTP", "TLS", "SSL", "STARTTLS", "MIME", "CSV", "csv", "xlsx", "xls", "PDF",
@@ -68,6 +74,7 @@ TECHNICAL = {
     "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "USD", "EAN-8",
     "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
     "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
+    "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ", "RABBITMQ",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time
@@ -173,7 +180,8 @@ def more_trouble() -> None:
     stored reason of ours around a library's error), an outbox event given up on, an API
     token, a group, a schedule, django-q2's task records, a price type, our products
     with a supplier line's link to one and a line proposed for review, the bank's rate
-    and a manual one, a failed fetch of the bank's rates and a supplier's terms."""
+    and a manual one, a failed fetch of the bank's rates, a supplier's terms, a webhook,
+    a RabbitMQ target and a delivery being retried."""
     mailbox = Mailbox.objects.first()
     assert mailbox is not None
     message = receive(mailbox, [("книга.xlsx", b"PK\x03\x04 not a workbook")], subject="Прайс")
@@ -220,6 +228,27 @@ def more_trouble() -> None:
     PriceRule.objects.filter(pk=rule.pk).update(markup_percent="90")
     offers.offers_refresh([product.pk])
     assert ProductPrice.objects.get(product=product).status == ProductPrice.Status.HELD
+    # Event delivery: a webhook, a RabbitMQ target, a delivery retried with its reason.
+    hook = Webhook.objects.create(
+        name="Магазин",
+        url="https://shop.example.ru/hooks/pricefeed",
+        secret="секрет-секрет-секрет",
+        kinds=list(EventKind),
+    )
+    AmqpTarget.objects.create(
+        name="Шина 1С",
+        url="amqps://pricefeed@mq.example.ru:5671/prices",
+        password="пароль",
+        exchange="pricefeed",
+        kinds=[EventKind.PRICE_CHANGED],
+    )
+    Delivery.objects.create(
+        event_id="01a24152-0000-7000-8000-000000000001",
+        event_kind=EventKind.PRICE_CHANGED,
+        webhook=hook,
+        attempts=2,
+        **stored("last_error", Text(HTTP_STATUS, status=503, detail="Сервис недоступен")),
+    )
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",

@@ -19,6 +19,8 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tests.requirements import require_rabbitmq
+
 from .support import ROOT, database_url
 
 pytestmark = pytest.mark.integration
@@ -37,6 +39,7 @@ BARS = {
         "claim_p99_1m_sent",
         "claim_p99_flat",
     ],
+    "delivery": ["delivery_webhook_vs_raw", "delivery_amqp_vs_raw"],
 }
 BAR_LINE = re.compile(r"^BAR (\w+) (met|missed) (.+)$", re.MULTILINE)
 
@@ -54,6 +57,8 @@ def _databases() -> set[str]:
 @pytest.mark.parametrize("bench", sorted(BARS))
 @pytest.mark.timeout(660)  # beyond the bench's own bound below
 def test_a_quick_pass_reports_every_target_and_leaves_no_database(bench, transactional_db):
+    if bench == "delivery":
+        require_rabbitmq()
     if bench == "outbox":
         for peer in ("procrastinate", "post_office"):
             assert importlib.util.find_spec(peer), (

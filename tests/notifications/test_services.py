@@ -15,6 +15,7 @@ from notifications.models import Notification, Subscription
 from outbox import services as outbox_services
 from outbox.models import OutboxEvent
 from pricefeed.catalogue import ACCEPTED_EVENT
+from pricefeed.imports.outcome import FINISHED_EVENT
 from pricefeed.models import PriceImport
 from tests.factories import receive, run_all
 
@@ -226,8 +227,9 @@ def test_a_digest_takes_effect_once_whatever_the_retries(mailbox, config, mailou
     Subscription.objects.create(email="ops@buyer.test")
     message = receive(mailbox, [("a.csv", b"sku;price\nA-1;1\n"), ("b.csv", b"sku;price\nB;2\n")])
     run_all(message)
-    # (Each import made current is also announced to the matching: import.accepted.)
-    (outcome,) = OutboxEvent.objects.exclude(kind=ACCEPTED_EVENT)
+    # (Each import made current is also announced to the matching, import.accepted, and
+    # each finished one to other systems, import.finished.)
+    (outcome,) = OutboxEvent.objects.exclude(kind__in=[ACCEPTED_EVENT, FINISHED_EVENT])
     assert services.notifications_fan_out_message(message_id=message.pk) == 1
     # The outcome event retried after its fan-out committed: no second send event.
     assert services.notifications_fan_out_message(message_id=message.pk) == 0

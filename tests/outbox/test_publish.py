@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import connection, transaction
 
 from devkit.samples import price_list_csv
 from outbox.exceptions import NotInTransaction
-from outbox.models import OutboxEvent
-from outbox.services import publish
+from outbox.models import OutboxEvent, time_ordered_uuid
+from outbox.services import publish, publish_many
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport
 from tests.factories import ROWS, create_mailbox, receive, run_all
@@ -60,3 +62,21 @@ def test_each_import_outcome_is_published_once_in_its_transaction(mailbox, confi
     # Running a finished import again publishes nothing more.
     lifecycle.price_import_run(import_id=done.pk, worker="again")
     assert OutboxEvent.objects.filter(kind="price_import.finished").count() == 2
+
+
+def test_publish_many_records_every_event_with_its_id_in_the_transaction(mailbox):
+    ids = [time_ordered_uuid() for _ in range(3)]
+    with transaction.atomic():
+        assert publish_many("mailbox.touched", [(mailbox, {"n": i}, ids[i]) for i in range(3)]) == 3
+    events = {e.id: e for e in OutboxEvent.objects.all()}
+    assert set(events) == set(ids)
+    assert [events[i].payload for i in ids] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    assert {(e.kind, e.aggregate_type, e.aggregate_id, e.status) for e in events.values()} == {
+        ("mailbox.touched", "mailboxes.mailbox", str(mailbox.pk), OutboxEvent.Status.NEW)
+    }
+
+
+def test_publish_many_outside_a_transaction_is_refused(transactional_db):
+    mailbox = create_mailbox()
+    with pytest.raises(NotInTransaction):
+        publish_many("mailbox.touched", [(mailbox, {}, uuid.uuid4())])

@@ -8,6 +8,7 @@ import pytest
 from devkit.samples import price_list_csv
 from outbox.models import OutboxEvent
 from pricefeed.imports import lifecycle, storage
+from pricefeed.imports.outcome import OUTCOME_EVENT
 from pricefeed.models import PriceImport, PriceItem
 from tests.factories import ROWS, receive, run_all
 
@@ -44,7 +45,7 @@ def test_a_value_the_database_refuses_fails_the_import_at_once_and_the_next_one_
     assert refused.last_error.startswith("DataError: value too long")
     assert "not retried" in refused.last_error
     assert not PriceItem.objects.exists()
-    (event,) = OutboxEvent.objects.filter(aggregate_id=str(refused.pk))
+    (event,) = OutboxEvent.objects.filter(aggregate_id=str(refused.pk), kind=OUTCOME_EVENT)
     assert event.payload["status"] == Status.FAILED
     # The failed COPY was rolled back with its transaction: the same connection imports on.
     refuse[0] = False

@@ -13,7 +13,12 @@ from devkit.servers.processes import wait_until
 from outbox.models import OutboxEvent
 from pricefeed.catalogue import ACCEPTED_EVENT
 from pricefeed.imports import lifecycle
-from pricefeed.imports.outcome import MESSAGE_OUTCOME_EVENT, OUTCOME_EVENT, publish_outcome
+from pricefeed.imports.outcome import (
+    FINISHED_EVENT,
+    MESSAGE_OUTCOME_EVENT,
+    OUTCOME_EVENT,
+    publish_outcome,
+)
 from pricefeed.models import PriceImport
 from tests.factories import ROWS, receive, run_all
 
@@ -26,8 +31,9 @@ GOOD = price_list_csv(ROWS)
 
 def outcomes():
     """The outcome events (each import made current is also announced to the matching,
-    ACCEPTED_EVENT: not an outcome)."""
-    return OutboxEvent.objects.exclude(kind=ACCEPTED_EVENT)
+    ACCEPTED_EVENT, and each finished one to other systems, FINISHED_EVENT: neither is
+    an outcome for the notifications)."""
+    return OutboxEvent.objects.exclude(kind__in=[ACCEPTED_EVENT, FINISHED_EVENT])
 
 
 BAD = b"%PDF-1.7 not a price list"

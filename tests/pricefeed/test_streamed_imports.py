@@ -18,6 +18,7 @@ from mailboxes.mime import attachment_payload
 from outbox.models import OutboxEvent
 from pricefeed import parsing
 from pricefeed.imports import diff, lifecycle, storage
+from pricefeed.imports.outcome import OUTCOME_EVENT
 from pricefeed.models import PriceImport, PriceItem, PriceListConfig
 from pricefeed.parsing import rows
 from tests.factories import ROWS, english, receive, run_all
@@ -52,7 +53,10 @@ def test_a_refusal_after_rows_were_streamed_leaves_no_rows_and_the_reason(
     assert price_import.status == Status.FAILED
     assert "more than 5 data rows" in price_import.last_error
     assert not PriceItem.objects.exists()
-    assert OutboxEvent.objects.filter(aggregate_id=str(price_import.pk)).count() == 1
+    assert (
+        OutboxEvent.objects.filter(aggregate_id=str(price_import.pk), kind=OUTCOME_EVENT).count()
+        == 1
+    )
 
 
 def test_too_many_bad_rows_fail_the_import_after_streaming_and_keep_the_counts(
@@ -287,5 +291,5 @@ def test_a_copy_the_server_refuses_mid_file_stores_nothing_and_fails_the_import_
     assert "not retried" in price_import.last_error
     assert not PriceItem.objects.exists()
     # The failure is announced like any other outcome.
-    (event,) = OutboxEvent.objects.filter(aggregate_id=str(price_import.pk))
+    (event,) = OutboxEvent.objects.filter(aggregate_id=str(price_import.pk), kind=OUTCOME_EVENT)
     assert event.payload["status"] == Status.FAILED

@@ -118,6 +118,8 @@ class Command(BaseCommand):
                 "PRICEFEED_OUTBOX_RETRY_MAX": "10",
                 "PRICEFEED_RATES_URL": bank.url,
                 "PRICEFEED_RATES_ALLOW_PLAIN": "true",
+                # Webhooks and RabbitMQ targets an operator adds on loopback.
+                "PRICEFEED_DELIVERY_ALLOW_PLAIN": "true",
             }
             manage = [sys.executable, str(ROOT / "manage.py")]
             children.append(self._spawn([*manage, "listen_mail"], logs / "listen_mail.log", env))

@@ -23,8 +23,10 @@ ended, the new ones current); timed:
   current line by the main price, in whatever currency, no rates, no rules, nothing
   written.
 
-The feeds' and deliveries' bars are measured by bench/feeds.py and bench/delivery.py.
-``--quick``: 50k products, 5k lines, one round.
+Then the issue's other two bars, each by its own script run from here (``--recompute-only``
+skips them): bench/feeds.py (a 1M-offer YML feed streamed) and bench/delivery.py (webhook
+and AMQP delivery beside a raw publisher); their lines are printed as they come.
+``--quick``: 50k products, 5k lines, one round (and the others' quick forms).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -217,6 +220,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (medians)")
     parser.add_argument("--quick", action="store_true", help="50k products, 5k lines, 1 round")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
+    parser.add_argument(
+        "--recompute-only", action="store_true", help="skip the feed and delivery benches"
+    )
     args = parser.parse_args()
     if args.quick:
         args.products, args.lines, args.rounds = 50_000, 5_000, 1
@@ -277,6 +283,22 @@ def main() -> None:
             args.quick,
         )
     )
+    if not args.recompute_only:
+        sys.exit(_others(args.quick))
+
+
+def _others(quick: bool) -> int:
+    """Runs bench/feeds.py and bench/delivery.py (their quick forms with ``quick``);
+    the first non-zero exit status, else 0."""
+    status = 0
+    for script in ("feeds.py", "delivery.py"):
+        path = ROOT / "bench" / script
+        print(f"--- bench/{script}", flush=True)
+        done = subprocess.run(
+            [sys.executable, str(path), *(["--quick"] if quick else [])], cwd=ROOT
+        )
+        status = status or done.returncode
+    return status
 
 
 def _stages(done) -> str:

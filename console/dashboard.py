@@ -22,6 +22,8 @@ from django.utils.dateformat import format as date_format
 from django.utils.formats import get_format, localize
 from django.utils.translation import gettext, ngettext, pgettext
 
+from delivery import selectors as delivery_selectors
+from delivery.models import Delivery
 from mailboxes import selectors as mailboxes_selectors
 from mailboxes.models import InboundMessage, InstanceHeartbeat, Mailbox, MailboxLease
 from notifications.models import Notification
@@ -46,6 +48,7 @@ VIEW_LEASES = "mailboxes.view_mailboxlease"
 VIEW_MAILBOXES = "mailboxes.view_mailbox"
 VIEW_CONFIGS = "pricefeed.view_pricelistconfig"
 VIEW_PRICES = "pricing.view_productprice"
+VIEW_DELIVERIES = "delivery.view_delivery"
 
 # Unheld mailboxes named on the tile itself; the link shows them all.
 NAMES_SHOWN = 5
@@ -119,8 +122,8 @@ def dashboard_build(user: Any, *, now: datetime | None = None) -> Dashboard:
         tiles.append(_outbox_tile())
     if user.has_perm(VIEW_CONFIGS):
         tiles.append(_overdue_tile(now))
-    if user.has_perm(VIEW_PRICES):
-        tiles.append(_prices_tile())
+    if user.has_perm(VIEW_PRICES) or user.has_perm(VIEW_DELIVERIES):
+        tiles.append(_prices_tile(user))
     listeners = _listeners_tile(user)
     if listeners is not None:
         tiles.append(listeners)
@@ -334,43 +337,64 @@ def _outbox_tile() -> Tile:
     )
 
 
-def _prices_tile() -> Tile:
-    """Our prices: those waiting for approval and the offers waiting for a rate."""
-    summary = pricing_selectors.prices_summary()
+def _prices_tile(user: Any) -> Tile:
+    """Our prices: those waiting for approval, the offers waiting for a rate, and the
+    deliveries of the changes that fail (each row for whoever may see its list)."""
+    rows: list[Row] = []
+    if user.has_perm(VIEW_PRICES):
+        rows += _prices_rows(pricing_selectors.prices_summary())
+    if user.has_perm(VIEW_DELIVERIES):
+        rows.append(
+            Row(
+                "failing_deliveries",
+                gettext("Deliveries failing"),
+                [
+                    Cell(
+                        delivery_selectors.failing_count(),
+                        _changelist(Delivery, {"failing": "1"}),
+                        alarm=True,
+                    )
+                ],
+            )
+        )
     return Tile(
         key="prices",
         title=gettext("Our prices"),
-        url=_changelist(ProductPrice),
-        rows=[
-            Row(
-                "held",
-                gettext("Held for approval"),
-                [
-                    Cell(
-                        summary.held,
-                        _changelist(ProductPrice, {"status__exact": ProductPrice.Status.HELD}),
-                        alarm=True,
-                    )
-                ],
-            ),
-            Row(
-                "no_rate",
-                ngettext(
-                    "Offers without a rate (%(count)s currency)",
-                    "Offers without a rate (%(count)s currencies)",
-                    summary.no_rate_currencies,
-                )
-                % {"count": summary.no_rate_currencies},
-                [
-                    Cell(
-                        summary.no_rate_offers,
-                        _changelist(Offer, {"status__exact": Offer.Status.NO_RATE}),
-                        alarm=True,
-                    )
-                ],
-            ),
-        ],
+        url=_changelist(ProductPrice) if user.has_perm(VIEW_PRICES) else _changelist(Delivery),
+        rows=rows,
     )
+
+
+def _prices_rows(summary: pricing_selectors.PricesSummary) -> list[Row]:
+    return [
+        Row(
+            "held",
+            gettext("Held for approval"),
+            [
+                Cell(
+                    summary.held,
+                    _changelist(ProductPrice, {"status__exact": ProductPrice.Status.HELD}),
+                    alarm=True,
+                )
+            ],
+        ),
+        Row(
+            "no_rate",
+            ngettext(
+                "Offers without a rate (%(count)s currency)",
+                "Offers without a rate (%(count)s currencies)",
+                summary.no_rate_currencies,
+            )
+            % {"count": summary.no_rate_currencies},
+            [
+                Cell(
+                    summary.no_rate_offers,
+                    _changelist(Offer, {"status__exact": Offer.Status.NO_RATE}),
+                    alarm=True,
+                )
+            ],
+        ),
+    ]
 
 
 def _listeners_tile(user: Any) -> Tile | None:

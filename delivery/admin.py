@@ -21,7 +21,7 @@ from core.adminutils import (
 from core.texts import shown
 from outbox.models import OutboxEvent
 
-from . import services
+from . import selectors, services
 from .forms import AmqpTargetForm, WebhookForm
 from .kinds import EventKind
 from .models import AmqpTarget, Delivery, Webhook
@@ -77,6 +77,22 @@ class AmqpTargetAdmin(ListAdminMixin, admin.ModelAdmin):
         return fields
 
 
+class FailingFilter(admin.SimpleListFilter):
+    """The deliveries the front page counts as failing: given up, or waiting for another
+    try after a failed one (delivery.selectors.failing_count)."""
+
+    title = _("failing")
+    parameter_name = "failing"
+
+    def lookups(self, request, model_admin):
+        return [("1", _("failed or being retried"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "1":
+            return queryset.filter(selectors.FAILING)
+        return queryset
+
+
 class ChannelFilter(admin.SimpleListFilter):
     title = _("channel")
     parameter_name = "channel"
@@ -107,6 +123,7 @@ class DeliveryAdmin(AuditAdminMixin, admin.ModelAdmin):
     list_filter = [
         "status",
         "event_kind",
+        FailingFilter,
         ChannelFilter,
         RetriedFilter,
         SinceFilter.on("created_at"),

@@ -6,12 +6,13 @@ from django.db.models import Count, Q
 
 from .models import Delivery
 
+# Deliveries FAILED, or PENDING after at least one failed attempt (being retried).
+FAILING = Q(status=Delivery.Status.FAILED) | Q(status=Delivery.Status.PENDING, attempts__gt=0)
+
 
 def failing_count() -> int:
-    """Deliveries FAILED, or PENDING after at least one failed attempt (being retried)."""
-    return Delivery.objects.filter(
-        Q(status=Delivery.Status.FAILED) | Q(status=Delivery.Status.PENDING, attempts__gt=0)
-    ).count()
+    """How many deliveries are failing (FAILING)."""
+    return Delivery.objects.filter(FAILING).count()
 
 
 def deliveries_by_status() -> dict[str, int]:

@@ -28,6 +28,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     connection: int  # a number per TCP connection, in the order they were accepted
+    at: float = field(default_factory=time.time)  # when it came (the epoch, seconds)
 
 
 class _Handler(BaseHTTPRequestHandler):

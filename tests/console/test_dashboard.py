@@ -399,8 +399,8 @@ def more_rows(installation: Installation, n: int) -> None:
 # notifications counted (3), the latency percentiles (1), the outbox summary (2),
 # instances, leases and unheld mailboxes (3), the unheld ones' ids (1) and the configs
 # that expect a list, with their last arrival (1), held prices and offers without a
-# rate (1).
-DASHBOARD_QUERIES = 12
+# rate (1), failing deliveries (1).
+DASHBOARD_QUERIES = 13
 
 
 @pytest.mark.django_db

@@ -1,0 +1,174 @@
+"""The feeds' rows written by PostgreSQL: each row's XML (or CSV) text built in SQL and
+sent with ``COPY ... TO STDOUT``, so that a million offers stream without a Python
+object per row.
+
+XML escaping in SQL (``xml_text``): the characters XML 1.0 forbids (C0 controls but tab,
+line feed and carriage return; U+FFFE, U+FFFF) removed; ``& < > " '`` as entities; tab,
+line feed, carriage return and the backslash as character references. What is left has
+no character COPY's text format escapes (backslash, the control characters), so each
+row comes out of COPY exactly as built, ended by a line feed.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+FORBIDDEN = "".join(chr(c) for c in range(1, 32) if c not in (9, 10, 13)) + "\ufffe\uffff"
+
+_REFERENCES = (
+    ("&", "&amp;"),
+    ("<", "&lt;"),
+    (">", "&gt;"),
+    ('"', "&quot;"),
+    ("'", "&apos;"),
+    ("\\", "&#92;"),
+    ("\t", "&#9;"),
+    ("\n", "&#10;"),
+    ("\r", "&#13;"),
+)
+
+
+def literal(text: str) -> str:
+    """``text`` as a PostgreSQL escape-string literal (E'...'): control characters and
+    the backslash written as escapes, the quote doubled."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "'":
+            out.append("''")
+        elif code < 32:
+            out.append(f"\\x{code:02x}")
+        elif code in (0xFFFE, 0xFFFF):
+            out.append(f"\\u{code:04X}")
+        else:
+            out.append(ch)
+    return "E'" + "".join(out) + "'"
+
+
+def xml_text(expression: str) -> str:
+    """SQL for ``expression`` (text) escaped for XML content or an attribute value."""
+    sql = f"translate({expression}, {literal(FORBIDDEN)}, '')"
+    for char, reference in _REFERENCES:
+        sql = f"replace({sql}, {literal(char)}, {literal(reference)})"
+    return sql
+
+
+def xml_escape(text: str) -> str:
+    """The same escaping in Python (for the feed's head: shop, categories)."""
+    text = text.translate({ord(c): None for c in FORBIDDEN})
+    for char, reference in _REFERENCES:
+        text = text.replace(char, reference)
+    return text
+
+
+def price_sql(percent: str | None) -> str:
+    """Our published price, adjusted by ``percent`` (a decimal's text) and rounded to
+    kopecks when one is given."""
+    if percent is None:
+        return "pp.price"
+    value = Decimal(percent)  # a decimal's text, never anything else
+    return f"round(pp.price * (100 + {literal(str(value))}::numeric) / 100, 2)"
+
+
+# Hex digits of the MD5 of a category path that make its id in a YML feed (an integer of
+# at most 17 digits, the same for the same path in every run).
+CATEGORY_ID_HEX = 14
+
+
+def category_id_sql(expression: str) -> str:
+    return f"('x' || substr(md5({expression}), 1, {CATEGORY_ID_HEX}))::bit(56)::bigint"
+
+
+PUBLISHED = """
+  FROM products_product p
+  JOIN pricing_productprice pp ON pp.product_id = p.id
+ WHERE p.retired_at IS NULL AND pp.price IS NOT NULL
+"""
+
+
+def yml_offers(percent: str | None, no_category: str) -> str:
+    x = xml_text
+    category = f"CASE WHEN p.category = '' THEN {literal(no_category)} ELSE p.category END"
+    return f"""
+SELECT '<offer id="' || {x("p.own_code")} || '" available="'
+       || CASE WHEN pp.available THEN 'true' ELSE 'false' END || '"><price>'
+       || {price_sql(percent)} || '</price><currencyId>RUR</currencyId><categoryId>'
+       || {category_id_sql(category)} || '</categoryId><name>' || {x("p.name")} || '</name>'
+       || CASE WHEN p.brand <> '' THEN '<vendor>' || {x("p.brand")} || '</vendor>' ELSE '' END
+       || CASE WHEN p.article <> '' THEN '<vendorCode>' || {x("p.article")} || '</vendorCode>'
+               ELSE '' END
+       || CASE WHEN cardinality(p.barcodes) > 0
+               THEN '<barcode>' || array_to_string(p.barcodes, '</barcode><barcode>')
+                    || '</barcode>' ELSE '' END
+       || '</offer>'
+{PUBLISHED}
+ ORDER BY p.own_code
+"""
+
+
+def cml_offers(percent: str | None, price_type_id: str) -> str:
+    x = xml_text
+    price = price_sql(percent)
+    unit = f"CASE WHEN p.unit = '' THEN 'шт' ELSE {x('p.unit')} END"
+    return f"""
+SELECT '<Предложение><Ид>' || {x("p.own_code")} || '</Ид>'
+       || CASE WHEN cardinality(p.barcodes) > 0
+               THEN '<Штрихкод>' || p.barcodes[1] || '</Штрихкод>' ELSE '' END
+       || CASE WHEN p.article <> '' THEN '<Артикул>' || {x("p.article")} || '</Артикул>'
+               ELSE '' END
+       || '<Наименование>' || {x("p.name")} || '</Наименование>'
+       || '<БазоваяЕдиница>' || {unit} || '</БазоваяЕдиница>'
+       || CASE WHEN p.brand <> ''
+               THEN '<Изготовитель><Наименование>' || {x("p.brand")}
+                    || '</Наименование></Изготовитель>' ELSE '' END
+       || CASE WHEN cardinality(p.barcodes) > 1
+               THEN '<ЗначенияРеквизитов><ЗначениеРеквизита><Наименование>Штрихкод'
+                    || '</Наименование><Значение>'
+                    || array_to_string(p.barcodes[2:],
+                         '</Значение></ЗначениеРеквизита><ЗначениеРеквизита><Наименование>'
+                         || 'Штрихкод</Наименование><Значение>')
+                    || '</Значение></ЗначениеРеквизита></ЗначенияРеквизитов>'
+               ELSE '' END
+       || '<Цены><Цена><Представление>' || {price} || ' RUB за ' || {unit}
+       || '</Представление><ИдТипаЦены>' || {literal(price_type_id)}
+       || '</ИдТипаЦены><ЦенаЗаЕдиницу>' || {price}
+       || '</ЦенаЗаЕдиницу><Валюта>RUB</Валюта><Единица>' || {unit}
+       || '</Единица></Цена></Цены><Количество>'
+       || CASE WHEN pp.quantity IS NOT NULL THEN trim_scale(pp.quantity)::text
+               WHEN pp.available THEN '1' ELSE '0' END
+       || '</Количество></Предложение>'
+{PUBLISHED}
+ ORDER BY p.own_code
+"""
+
+
+CSV_HEADER = "own_code;name;brand;article;barcode;unit;category;price;available;quantity"
+
+
+def csv_rows(percent: str | None) -> str:
+    """The CSV rows (COPY's CSV format: quoted where needed), in the header's order."""
+    return f"""
+COPY (
+SELECT p.own_code, p.name, p.brand, p.article, array_to_string(p.barcodes, '|'), p.unit,
+       p.category, {price_sql(percent)}, CASE WHEN pp.available THEN 1 ELSE 0 END,
+       trim_scale(pp.quantity)
+{PUBLISHED}
+ ORDER BY p.own_code
+) TO STDOUT WITH (FORMAT csv, DELIMITER ';')
+"""
+
+
+def table_rows(percent: str | None) -> str:
+    """The rows of the xlsx (read through a server-side cursor)."""
+    return f"""
+SELECT p.own_code, p.name, p.brand, p.article, array_to_string(p.barcodes, '|'), p.unit,
+       p.category, {price_sql(percent)}, pp.available, trim_scale(pp.quantity)
+{PUBLISHED}
+ ORDER BY p.own_code
+"""
+
+
+def categories() -> str:
+    return f"SELECT DISTINCT p.category {PUBLISHED}"

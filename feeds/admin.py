@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from core.adminutils import ListAdminMixin, when
 
@@ -23,7 +24,7 @@ def _announce(request, feed: Feed, token: str) -> None:
     messages.warning(
         request,
         _(
-            "The URL of the feed “%(feed)s”: %(url)s — copy it now, it is shown only "
+            'The URL of the feed "%(feed)s": %(url)s - copy it now, it is shown only '
             "once (a new token makes the old URL stop working)."
         )
         % {"feed": feed.name, "url": url},
@@ -52,7 +53,7 @@ class FeedAdmin(ListAdminMixin, admin.ModelAdmin):
     def issued(self, obj: Feed) -> str:
         return when(obj.token_issued_at) if obj.token_issued_at else "—"
 
-    @admin.display(description=_("changed at"), ordering="updated_at")
+    @admin.display(description=pgettext_lazy("feed", "changed at"), ordering="updated_at")
     def updated(self, obj: Feed) -> str:
         return when(obj.updated_at)
 
@@ -122,11 +123,11 @@ class CustomerMailingAdmin(ListAdminMixin, admin.ModelAdmin):
         "sent_at",
     ]
 
-    @admin.display(description=_("created"), ordering="created_at")
+    @admin.display(description=pgettext_lazy("mailing", "created"), ordering="created_at")
     def created(self, obj: CustomerMailing) -> str:
         return when(obj.created_at)
 
-    @admin.display(description=_("sent"), ordering="sent_at")
+    @admin.display(description=pgettext_lazy("mailing", "sent"), ordering="sent_at")
     def sent(self, obj: CustomerMailing) -> str:
         return when(obj.sent_at) if obj.sent_at else "—"
 

@@ -92,7 +92,7 @@ class CustomerGroup(models.Model):
     enabled = models.BooleanField(_("switched on"), default=True)
     # The last scheduled moment the sweep has served (whether or not a list went out).
     served_until = models.DateTimeField(_("last scheduled moment served"), null=True, blank=True)
-    updated_at = models.DateTimeField(_("changed at"), auto_now=True)
+    updated_at = models.DateTimeField(pgettext_lazy("customer group", "changed at"), auto_now=True)
 
     class Meta:
         verbose_name = _("customer group")
@@ -141,7 +141,7 @@ class Feed(models.Model):
     )
     token_issued_at = models.DateTimeField(_("token issued at"), null=True, editable=False)
     created_at = models.DateTimeField(pgettext_lazy("feed", "created"), db_default=Now())
-    updated_at = models.DateTimeField(_("changed at"), auto_now=True)
+    updated_at = models.DateTimeField(pgettext_lazy("feed", "changed at"), auto_now=True)
 
     class Meta:
         verbose_name = _("feed")
@@ -157,7 +157,10 @@ class CustomerListRun(models.Model):
     """A customer group's list of one published version, handed to the outbox once."""
 
     group = models.ForeignKey(
-        CustomerGroup, on_delete=models.CASCADE, related_name="runs", verbose_name=_("group")
+        CustomerGroup,
+        on_delete=models.CASCADE,
+        related_name="runs",
+        verbose_name=_("customer group"),
     )
     version = models.BigIntegerField(_("published version"))
     created_at = models.DateTimeField(pgettext_lazy("customer list", "made at"), db_default=Now())

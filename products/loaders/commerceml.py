@@ -84,6 +84,7 @@ class CommerceMLReader(XmlReader):
         self.brand_values: dict[str, str] = {}
         self.property: dict[str, str] | None = None
         self.catalogue = False
+        self.offers_package = False
         self.item: dict | None = None
         self.pair: dict[str, str] = {}
 
@@ -98,6 +99,7 @@ class CommerceMLReader(XmlReader):
             self.property = {"id": "", "name": "", "value_id": ""}
         elif tag in ("Каталог", "ПакетПредложений"):
             self.catalogue = True
+            self.offers_package = self.offers_package or tag == "ПакетПредложений"
             if attrib.get("СодержитТолькоИзменения", "").strip().lower() == "true":
                 self.rows.full = False
         elif tag in ITEMS and len(path) >= 2 and path[-2] == ITEMS[tag]:
@@ -232,5 +234,11 @@ def read_commerceml(
                 "the CommerceML file has neither a catalogue (Каталог) nor an offers "
                 "package (ПакетПредложений)"
             )
+        )
+    if reader.offers_package and not rows.count and not rows.deleted_codes:
+        # An empty package is what 1C sends when prices are exchanged separately: as a
+        # whole catalogue it would retire every product.
+        raise CatalogueRefused(
+            _("the offers package (ПакетПредложений) holds no offers (Предложение)")
         )
     return rows

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,23 +64,32 @@ def copy_xml_rows(select: str) -> str:
     return f"COPY ({select}) TO STDOUT"
 
 
-def category_id(path: str) -> int:
-    """The id of a category path in a YML feed (feeds.sql.category_id_sql in Python)."""
-    return int(hashlib.md5(path.encode()).hexdigest()[: sql.CATEGORY_ID_HEX], 16)
+def category_ids(paths: list[str]) -> dict[str, int]:
+    """The ids of category paths in a YML feed (feeds.sql.category_id_sql)."""
+    if not paths:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT path, {sql.category_id_sql('path')} FROM unnest(%s::text[]) path", [paths]
+        )
+        return dict(cursor.fetchall())
 
 
 def yml_categories(paths: list[str]) -> list[tuple[int, int | None, str]]:
     """Every level of every category path as (id, parent id, name), parents first."""
-    seen: dict[str, tuple[int, int | None, str]] = {}
+    levels_of: dict[str, tuple[str | None, str]] = {}  # path -> (parent path, name)
     for path in paths:
         levels = path.split(" / ") if path else [NO_CATEGORY]
-        parent: int | None = None
         for depth in range(1, len(levels) + 1):
-            key = " / ".join(levels[:depth]) if path else NO_CATEGORY
-            if key not in seen:
-                seen[key] = (category_id(key), parent, levels[depth - 1])
-            parent = seen[key][0]
-    return sorted(seen.values(), key=lambda c: (c[1] is not None, c[0]))
+            key = " / ".join(levels[:depth])
+            parent = " / ".join(levels[: depth - 1]) if depth > 1 else None
+            levels_of.setdefault(key, (parent, levels[depth - 1]))
+    ids = category_ids(list(levels_of))
+    found = [
+        (ids[key], ids[parent] if parent is not None else None, name)
+        for key, (parent, name) in levels_of.items()
+    ]
+    return sorted(found, key=lambda c: (c[1] is not None, c[0]))
 
 
 def _published_categories() -> list[str]:

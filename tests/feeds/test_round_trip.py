@@ -60,8 +60,13 @@ def test_a_feed_loads_back_as_the_same_products(client, make_feed, tmp_path, for
     got = loaded()
     # The control characters XML forbids were dropped on the way out.
     clean = [
-        (code, name.translate({c: None for c in range(1, 32) if c not in (9, 10, 13)})
-         .replace("\ufffe", ""), *rest)
+        (
+            code,
+            name.translate({c: None for c in range(1, 32) if c not in (9, 10, 13)}).replace(
+                "\ufffe", ""
+            ),
+            *rest,
+        )
         for code, name, *rest in expected
     ]
     assert [row[0] for row in got] == [row[0] for row in clean]

@@ -80,6 +80,11 @@ VIEW = frozenset(
         "pricing.view_offerrule",
         "pricing.view_pricerule",
         "pricing.view_productprice",
+        # Feeds of our prices (never their tokens: only a hash is kept), customer groups
+        # and the mailings of their price lists.
+        "feeds.view_feed",
+        "feeds.view_customergroup",
+        "feeds.view_customermailing",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -127,6 +132,15 @@ CONFIGURE = frozenset(
         "pricing.change_pricerule",
         "pricing.delete_pricerule",
         "pricing.approve_productprice",
+        # Feeds (a new one's URL is shown once; a new token by its own permission) and the
+        # customer groups who get our price lists by mail.
+        "feeds.add_feed",
+        "feeds.change_feed",
+        "feeds.delete_feed",
+        "feeds.renew_token_feed",
+        "feeds.add_customergroup",
+        "feeds.change_customergroup",
+        "feeds.delete_customergroup",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

@@ -61,7 +61,7 @@ class CustomerGroup(models.Model):
 
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
-        XLSX = "xlsx", "Excel (xlsx)"
+        XLSX = "xlsx", "xlsx"
 
     name = models.CharField(pgettext_lazy("customer group", "name"), max_length=200, unique=True)
     adjustment_percent = models.DecimalField(
@@ -111,20 +111,25 @@ class Feed(models.Model):
 
     class Format(models.TextChoices):
         YML = "yml", _("Yandex YML")
-        CML = "cml", _("CommerceML 2 (offers.xml)")
+        CML = "cml", _("CommerceML 2 (offers package)")
         CSV = "csv", "CSV"
-        XLSX = "xlsx", "Excel (xlsx)"
+        XLSX = "xlsx", "xlsx"
 
     name = models.CharField(pgettext_lazy("feed", "name"), max_length=200)
     format = models.CharField(_("format"), max_length=4, choices=Format.choices)
     enabled = models.BooleanField(_("switched on"), default=True)
     shop_name = models.CharField(
-        _("shop name"), max_length=200, blank=True, help_text=_("YML: shop/name.")
+        _("shop name"),
+        max_length=200,
+        blank=True,
+        help_text=_("For YML: the shop's name (the feed's name when empty)."),
     )
     company = models.CharField(
-        _("company"), max_length=200, blank=True, help_text=_("YML: shop/company.")
+        _("company"), max_length=200, blank=True, help_text=_("For YML: the company's full name.")
     )
-    shop_url = models.URLField(_("shop URL"), blank=True, help_text=_("YML: shop/url."))
+    shop_url = models.URLField(
+        _("shop URL"), blank=True, help_text=_("For YML: the shop's address.")
+    )
     customer_group = models.ForeignKey(
         CustomerGroup,
         verbose_name=_("customer group"),
@@ -173,7 +178,7 @@ class CustomerListRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.group_id} v{self.version}"
+        return f"{self.group_id}: {self.version}"
 
 
 class CustomerMailing(models.Model):
@@ -214,4 +219,4 @@ class CustomerMailing(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.group_id} v{self.version} → {self.recipient}"
+        return f"{self.recipient} ({self.version})"

@@ -30,6 +30,8 @@ from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceListConfig, PriceType
+from feeds.models import CustomerGroup, CustomerMailing, Feed
+from feeds.tokens import feed_token_renew
 from pricing import offers
 from pricing.models import (
     OfferRule,
@@ -59,7 +61,7 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # PID, ISO, IANA, UTC, the ISO 4217 codes RUB and USD, the barcode standards EAN-8,
 # EAN-13, UPC-A and GTIN-14), the percentiles' notation (p50, p95), JSON's null, true
 # and false, what Django's own Russian help names (the keys Control, Command, Mac;
-# LDAP), the product's name, "e-mail" as Russian writes it, the language switcher's
+# LDAP), the feeds' formats (YML, CommerceML), the product's name, "e-mail" as Russian writes it, the language switcher's
 # "English", the command names of the processes (fleet.ProcessKind).
 TECHNICAL = {
     "IMAP", "SMTP", "TLS", "SSL", "STARTTLS", "MIME", "CSV", "csv", "xlsx", "xls", "PDF",
@@ -67,7 +69,7 @@ TECHNICAL = {
     "INBOX", "From", "Authentication-Results", "authserv-id", "DKIM", "DMARC", "SPF",
     "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "USD", "EAN-8",
     "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
-    "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
+    "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English", "YML", "CommerceML",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time
@@ -220,6 +222,26 @@ def more_trouble() -> None:
     PriceRule.objects.filter(pk=rule.pk).update(markup_percent="90")
     offers.offers_refresh([product.pk])
     assert ProductPrice.objects.get(product=product).status == ProductPrice.Status.HELD
+    # A feed of our prices for a customer group, and a mailing of its list that failed.
+    group = CustomerGroup.objects.create(
+        name="Опт",
+        adjustment_percent="-5",
+        recipients="buyer@example.ru",
+        days=[1, 3],
+        time="09:00",
+    )
+    feed = Feed.objects.create(
+        name="Маркет", format=Feed.Format.YML, shop_name="Магазин", customer_group=group
+    )
+    feed_token_renew(feed)
+    CustomerMailing.objects.create(
+        group=group,
+        recipient="buyer@example.ru",
+        version=1,
+        status=CustomerMailing.Status.FAILED,
+        attempts=8,
+        last_error="SMTPRecipientsRefused: {'buyer@example.ru': (550, b'5.1.1 rejected')}",
+    )
     for n, model in enumerate((Success, Failure)):
         model.objects.create(
             id=f"{n:032x}",

@@ -26,12 +26,12 @@ from django_q.models import Failure, Success
 from django_q.tasks import async_task, schedule
 
 from api.tokens import token_create
+from feeds.models import CustomerGroup, CustomerMailing, Feed
+from feeds.tokens import feed_token_renew
 from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceListConfig, PriceType
-from feeds.models import CustomerGroup, CustomerMailing, Feed
-from feeds.tokens import feed_token_renew
 from pricing import offers
 from pricing.models import (
     OfferRule,

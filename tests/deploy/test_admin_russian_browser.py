@@ -61,8 +61,9 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # PID, ISO, IANA, UTC, the ISO 4217 codes RUB and USD, the barcode standards EAN-8,
 # EAN-13, UPC-A and GTIN-14), the percentiles' notation (p50, p95), JSON's null, true
 # and false, what Django's own Russian help names (the keys Control, Command, Mac;
-# LDAP), the feeds' formats (YML, CommerceML), the product's name, "e-mail" as Russian writes it, the language switcher's
-# "English", the command names of the processes (fleet.ProcessKind).
+# LDAP), the feeds' formats (YML, CommerceML), the product's name, "e-mail" as Russian
+# writes it, the language switcher's "English", the command names of the processes
+# (fleet.ProcessKind).
 TECHNICAL = {
     "IMAP", "SMTP", "TLS", "SSL", "STARTTLS", "MIME", "CSV", "csv", "xlsx", "xls", "PDF",
     "pdf", "JSON", "zip", "gzip", "tar", "cp1251", "UID", "UIDVALIDITY", "Message-ID",

@@ -57,6 +57,12 @@ class FeedAdmin(ListAdminMixin, admin.ModelAdmin):
     def updated(self, obj: Feed) -> str:
         return when(obj.updated_at)
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "shop_url":
+            # An address typed without a scheme is the shop's HTTPS one.
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if not change or obj.token_hash is None:

@@ -9,6 +9,7 @@ If-None-Match (or, without it, If-Modified-Since) matches is answered 304.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponseBase, StreamingHttpResponse
@@ -65,18 +66,8 @@ def feed_view(request: HttpRequest, token: str) -> HttpResponseBase:
     conditional = get_conditional_response(request, etag=etag, last_modified=last_modified)
     if conditional is not None:
         return conditional
-    percent = writers.percent_of(feed.customer_group)
-    if feed.format == Feed.Format.YML:
-        content = writers.yml(feed, version)
-    elif feed.format == Feed.Format.CML:
-        content = writers.cml(feed, version)
-    elif feed.format == Feed.Format.CSV:
-        content = writers.csv(percent)
-    else:
-        out, _rows = writers.xlsx(percent, settings.PRICEFEED_FEEDS_XLSX_MAX_ROWS)
-        content = writers.file_chunks(out)
     response = StreamingHttpResponse(
-        content if request.method == "GET" else iter(()),
+        _content(feed, version) if request.method == "GET" else iter(()),
         content_type=CONTENT_TYPES[Feed.Format(feed.format)],
     )
     response["ETag"] = etag
@@ -88,3 +79,15 @@ def feed_view(request: HttpRequest, token: str) -> HttpResponseBase:
     )
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def _content(feed: Feed, version: writers.Version) -> Iterator[bytes]:
+    percent = writers.percent_of(feed.customer_group)
+    if feed.format == Feed.Format.YML:
+        return writers.yml(feed, version)
+    if feed.format == Feed.Format.CML:
+        return writers.cml(feed, version)
+    if feed.format == Feed.Format.CSV:
+        return writers.csv(percent)
+    out, _rows = writers.xlsx(percent, settings.PRICEFEED_FEEDS_XLSX_MAX_ROWS)
+    return writers.file_chunks(out)

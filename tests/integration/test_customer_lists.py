@@ -28,6 +28,8 @@ from outbox.models import OutboxEvent
 from pricing.models import PublishedVersion
 from tests.feeds.conftest import make_products
 
+from .support import wait_until
+
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 EVERY_DAY = [1, 2, 3, 4, 5, 6, 7]
@@ -186,3 +188,33 @@ def test_the_latest_scheduled_moment_is_in_moscow_time(now, expected):
     assert latest_slot(CustomerGroup(days=[], time=time(9, 0)), now) is None
     assert latest_slot(g, now) <= now
     assert now - latest_slot(g, now) < timedelta(days=7)
+
+
+# listen_mail (its supervisor's sweeps) -> dispatch_outbox -> qcluster -> SMTP: real
+# processes throughout.
+def test_real_processes_mail_a_due_list_once_to_each_recipient(manage, smtp_server):
+    port, path = smtp_server()
+    make_products()
+    group()
+    env = {"EMAIL_URL": f"smtp://127.0.0.1:{port}", "DEFAULT_FROM_EMAIL": "prices@seller.test"}
+    manage("listen_mail")
+    manage("qcluster", env=env)
+    manage("dispatch_outbox", env=env)
+
+    wait_until(
+        lambda: (
+            len(received(path)) == 2
+            and set(CustomerMailing.objects.values_list("status", flat=True))
+            == {CustomerMailing.Status.SENT}
+            and set(OutboxEvent.objects.filter(kind=EVENT).values_list("status", flat=True))
+            == {OutboxEvent.Status.SENT}
+        ),
+        60,
+        "the list mailed to both recipients and recorded",
+    )
+    mails = received(path)
+    assert sorted(m["To"] for m in mails) == ["a@buyer.test", "b@buyer.test"]
+    assert {m["Message-ID"] for m in mails} == set(
+        CustomerMailing.objects.values_list("message_id", flat=True)
+    )
+    assert OutboxEvent.objects.filter(kind=EVENT).count() == 1

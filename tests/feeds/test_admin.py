@@ -97,3 +97,13 @@ def test_a_customer_group_refuses_a_wrong_address_and_keeps_its_days(admin_clien
     group = CustomerGroup.objects.get()
     assert group.days == [1, 5]
     assert group.recipient_list() == ["buyer@example.ru", "boss@example.ru"]
+
+
+def test_the_sweep_and_the_handler_are_registered():
+    from core import sweeps
+    from feeds.customer_lists import EVENT, customer_lists_sweep
+    from feeds.handlers import customer_list
+    from outbox.handlers import handler_for
+
+    assert sweeps.registered()["customer lists"] is customer_lists_sweep
+    assert handler_for(EVENT) is customer_list

@@ -153,7 +153,7 @@ def cml(feed: Feed, version: Version) -> Iterator[bytes]:
 def csv(percent: str | None) -> Iterator[bytes]:
     # With a BOM: Excel (the usual reader of a CSV price list here) reads UTF-8 only
     # then; products_load and most tools skip it.
-    yield CSV_BOM + (sql.CSV_HEADER + "\r\n").encode()
+    yield CSV_BOM + (sql.CSV_HEADER + "\n").encode()
     yield from copy_out(sql.csv_rows(percent))
 
 

@@ -33,6 +33,7 @@ from django.db.models.functions import Now
 from django.utils import translation
 from django.utils.translation import gettext
 
+from core import metrics
 from outbox.services import publish
 
 from . import writers
@@ -167,6 +168,7 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
                 mail.send()
             except Exception as exc:  # recorded on the row; the event is retried
                 failure = failure or exc
+                metrics.CUSTOMER_LIST_SEND_ERRORS.inc()
                 failed = mailing.attempts + 1 >= settings.PRICEFEED_OUTBOX_MAX_ATTEMPTS
                 CustomerMailing.objects.filter(
                     pk=mailing.pk, status=CustomerMailing.Status.PENDING
@@ -177,9 +179,14 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
                         CustomerMailing.Status.FAILED if failed else CustomerMailing.Status.PENDING
                     ),
                 )
-                logger.warning(
-                    "customer list not sent mailing=%s error=%s",
+                if failed:
+                    metrics.CUSTOMER_LISTS_FAILED.inc()
+                logger.log(
+                    logging.ERROR if failed else logging.WARNING,
+                    "customer list %s mailing=%s recipient=%s error=%s",
+                    "failed" if failed else "not sent, to be retried",
                     mailing.pk,
+                    mailing.recipient,
                     exc,
                     extra={"action": "customer_list_failed", "mailing_id": mailing.pk},
                 )
@@ -195,6 +202,7 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
                 rows=rows,
             )
             sent += 1
+            metrics.CUSTOMER_LISTS_SENT.inc()
     if failure is not None:
         raise failure
     return sent

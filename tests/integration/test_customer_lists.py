@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
+from core import metrics
 from feeds.customer_lists import (
     EVENT,
     MOSCOW,
@@ -148,6 +149,7 @@ def test_a_refused_recipient_stays_pending_and_a_retry_sends_nothing_twice(smtp)
     g = group()
     customer_lists_sweep()
     [event] = events()
+    errors = metrics.CUSTOMER_LIST_SEND_ERRORS._value.get()
 
     result = customer_list([event])
     assert result[event.id] is not None  # the outbox retries the event
@@ -155,6 +157,7 @@ def test_a_refused_recipient_stays_pending_and_a_retry_sends_nothing_twice(smtp)
     refused = CustomerMailing.objects.get(recipient="b@buyer.test")
     assert refused.status == CustomerMailing.Status.PENDING
     assert refused.attempts == 1 and "550" in refused.last_error
+    assert metrics.CUSTOMER_LIST_SEND_ERRORS._value.get() == errors + 1
 
     with pytest.raises(smtplib.SMTPRecipientsRefused):
         customer_list_deliver(group_id=g.pk, version=5)

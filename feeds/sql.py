@@ -3,8 +3,9 @@ sent with ``COPY ... TO STDOUT``, so that a million offers stream without a Pyth
 object per row.
 
 XML escaping in SQL (``xml_text``): the characters XML 1.0 forbids (C0 controls but tab,
-line feed and carriage return; U+FFFE, U+FFFF) removed; ``& < > " '`` as entities; tab,
-line feed, carriage return and the backslash as character references. What is left has
+line feed and carriage return; U+FFFE, U+FFFF) removed; ``& < >`` (and ``"`` in an
+attribute value) as entities; tab, line feed, carriage return and the backslash as
+character references. What is left has
 no character COPY's text format escapes (backslash, the control characters), so each
 row comes out of COPY exactly as built, ended by a line feed.
 """
@@ -114,7 +115,8 @@ def category_id_sql(expression: str) -> str:
     """A category path's id in a YML feed: a positive integer of at most 17 digits, the
     same for the same path in every run (PostgreSQL's 64-bit text hash, which hash
     partitioning relies on staying the same; MD5 cost ~1.7 µs a row, this ~0.2)."""
-    return f"(mod(abs(hashtextextended({expression}, 0)), 100000000000000000) + 1)"
+    # mod() before abs(): abs() of the smallest bigint would overflow.
+    return f"(abs(mod(hashtextextended({expression}, 0), 99999999999999999)) + 1)"
 
 
 PUBLISHED = """

@@ -12,8 +12,9 @@ mailed again.
 
 The event's handler (``customer_list_deliver``) makes a ``CustomerMailing`` per
 recipient (unique per group, recipient and version), builds the file once and sends it
-to every recipient still PENDING, each with the Message-ID ``<customer-list.{id}@...>``
-of its row, then marks that row SENT. A replayed event, a retry after a failure or a
+to every recipient still PENDING, each claimed first (``claimed_at``, a conditional
+UPDATE: a second worker with the same event leaves it alone until the claim expires),
+with the Message-ID ``<customer-list.{id}@...>`` of its row, then marks that row SENT. A replayed event, a retry after a failure or a
 second sweep sends nothing already SENT. A failure is kept on the row and the event is
 retried by the outbox; past its last attempt the row is FAILED.
 """
@@ -34,6 +35,7 @@ from django.utils import translation
 from django.utils.translation import gettext
 
 from core import metrics
+from core.dbtime import db_now_minus
 from outbox.services import publish
 
 from . import writers
@@ -48,6 +50,10 @@ MIME_TYPES = {
     CustomerGroup.Format.CSV: "text/csv",
     CustomerGroup.Format.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
+
+
+class MailingBusy(Exception):
+    """Another worker is sending this customer list mail; the event is tried again."""
 
 
 def latest_slot(group: CustomerGroup, now: datetime) -> datetime | None:
@@ -157,8 +163,22 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
     subject = " ".join(subject.split())
     sent = 0
     failure: BaseException | None = None
+    timeout = settings.PRICEFEED_OUTBOX_CLAIM_TIMEOUT
     with get_connection() as smtp:
         for mailing in pending:
+            claimed = (
+                CustomerMailing.objects.filter(pk=mailing.pk, status=CustomerMailing.Status.PENDING)
+                .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=db_now_minus(timeout)))
+                .update(claimed_at=Now())
+            )
+            if not claimed:
+                # Sent meanwhile, or being sent by another worker: the event is retried,
+                # and then finds it SENT (or its claim expired).
+                if CustomerMailing.objects.filter(
+                    pk=mailing.pk, status=CustomerMailing.Status.PENDING
+                ).exists():
+                    failure = failure or MailingBusy(mailing.pk)
+                continue
             mid = message_id(mailing)
             mail = EmailMessage(
                 subject, body, to=[mailing.recipient], headers={"Message-ID": mid}, connection=smtp
@@ -174,6 +194,7 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
                     pk=mailing.pk, status=CustomerMailing.Status.PENDING
                 ).update(
                     attempts=F("attempts") + 1,
+                    claimed_at=None,
                     last_error=f"{type(exc).__name__}: {exc}"[:2000],
                     status=(
                         CustomerMailing.Status.FAILED if failed else CustomerMailing.Status.PENDING
@@ -195,6 +216,7 @@ def customer_list_deliver(*, group_id: int, version: int) -> int:
                 pk=mailing.pk, status=CustomerMailing.Status.PENDING
             ).update(
                 status=CustomerMailing.Status.SENT,
+                claimed_at=None,
                 sent_at=Now(),
                 message_id=mid,
                 attempts=F("attempts") + 1,

@@ -205,6 +205,9 @@ class CustomerMailing(models.Model):
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     last_error = models.TextField(_("last error"), blank=True)
     rows = models.PositiveIntegerField(_("products in the file"), null=True)
+    # Set while a worker sends it (a conditional UPDATE): a second worker with the same
+    # event (the outbox delivers at least once) leaves it alone until the claim expires.
+    claimed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(pgettext_lazy("mailing", "created"), db_default=Now())
     sent_at = models.DateTimeField(pgettext_lazy("mailing", "sent"), null=True, blank=True)
 

@@ -19,6 +19,7 @@ from core import metrics
 from feeds.customer_lists import (
     EVENT,
     MOSCOW,
+    MailingBusy,
     customer_list_deliver,
     customer_lists_sweep,
     latest_slot,
@@ -221,3 +222,23 @@ def test_real_processes_mail_a_due_list_once_to_each_recipient(manage, smtp_serv
         CustomerMailing.objects.values_list("message_id", flat=True)
     )
     assert OutboxEvent.objects.filter(kind=EVENT).count() == 1
+
+
+def test_a_mail_another_worker_is_sending_is_left_to_it_until_its_claim_expires(smtp):
+    path = smtp()
+    make_products()
+    g = group(recipients="a@buyer.test")
+    customer_lists_sweep()
+    [event] = events()
+    CustomerMailing.objects.create(
+        group=g, recipient="a@buyer.test", version=5, claimed_at=datetime.now(UTC)
+    )
+
+    with pytest.raises(MailingBusy):
+        customer_list_deliver(group_id=g.pk, version=5)
+    assert received(path) == []
+
+    CustomerMailing.objects.update(claimed_at=datetime(2000, 1, 1, tzinfo=UTC))
+    assert customer_list([event]) == {event.id: None}
+    assert [m["To"] for m in received(path)] == ["a@buyer.test"]
+    assert CustomerMailing.objects.get().status == CustomerMailing.Status.SENT

@@ -15,8 +15,9 @@ recipient (unique per group, recipient and version), builds the file once and se
 to every recipient still PENDING, each claimed first (``claimed_at``, a conditional
 UPDATE: a second worker with the same event leaves it alone until the claim expires),
 with the Message-ID ``<customer-list.{id}@...>`` of its row, then marks that row SENT.
-A replayed event, a retry after a failure or a second sweep sends nothing already SENT. A failure is kept on the row and the event is
-retried by the outbox; past its last attempt the row is FAILED.
+A replayed event, a retry after a failure or a second sweep sends nothing already SENT.
+A failure is kept on the row and the event is retried by the outbox; past its last
+attempt the row is FAILED.
 """
 
 from __future__ import annotations

@@ -230,3 +230,20 @@ def test_head_gets_the_headers_without_a_body(client, catalogue, make_feed):
     moment = max(PublishedVersion.objects.get().changed_at, _feed.updated_at)
     assert response["Last-Modified"] == http_date(int(moment.timestamp()))
     assert b"".join(response.streaming_content) == b""
+
+
+def test_a_feed_closed_mid_rows_leaves_the_connection_usable(catalogue, make_feed, monkeypatch):
+    """What a server does when the client goes away: it closes the body's iterator while
+    the rows' COPY is under way; the COPY is cancelled and the connection serves the next
+    query."""
+    from django.db import connection
+
+    monkeypatch.setattr(writers, "BLOCK", 100)
+    feed, _token = make_feed("yml")
+    body = writers.yml(feed, writers.published_version())
+    next(body)  # the head
+    next(body)  # the first block of rows
+    body.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM products_product")
+        assert cursor.fetchone() == (5,)

@@ -42,7 +42,7 @@ fleet's model; ``0003_audit_records_kept`` without the delete permissions of the
 records). A change here reaches existing databases
 through a new migration that runs ``roles_apply`` again (``0008_product_links`` for the
 review queue's, ``0012_offers_prices`` for offers and prices, ``0013_event_delivery`` for
-the delivery app's).
+the delivery app's, ``0014_feeds`` for the feeds app's).
 """
 
 from __future__ import annotations
@@ -88,6 +88,11 @@ VIEW = frozenset(
         "delivery.view_webhook",
         "delivery.view_amqptarget",
         "delivery.view_delivery",
+        # Feeds of our prices (never their tokens: only a hash is kept), customer groups
+        # and the mailings of their price lists.
+        "feeds.view_feed",
+        "feeds.view_customergroup",
+        "feeds.view_customermailing",
         # django-q2: successful and failed tasks, and the queue (the ORM broker's).
         "django_q.view_success",
         "django_q.view_failure",
@@ -136,6 +141,15 @@ CONFIGURE = frozenset(
         "pricing.change_pricerule",
         "pricing.delete_pricerule",
         "pricing.approve_productprice",
+        # Feeds (a new one's URL is shown once; a new token by its own permission) and the
+        # customer groups who get our price lists by mail.
+        "feeds.add_feed",
+        "feeds.change_feed",
+        "feeds.delete_feed",
+        "feeds.renew_token_feed",
+        "feeds.add_customergroup",
+        "feeds.change_customergroup",
+        "feeds.delete_customergroup",
         "notifications.add_subscription",
         "notifications.change_subscription",
         "notifications.delete_subscription",

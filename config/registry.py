@@ -1192,6 +1192,19 @@ SETTINGS: tuple[Setting, ...] = (
         section="Matching supplier lines to our products",
         example="0.5",
     ),
+    # -- Feeds (docs/feeds.md) --------------------------------------------------------------
+    Setting(
+        "PRICEFEED_FEEDS_XLSX_MAX_ROWS",
+        int,
+        default="`1048575`",
+        doc=(
+            "the most products in an xlsx feed or customer list (Excel's sheet holds "
+            "1,048,576 rows, the header one of them); the rest are left out"
+        ),
+        reads=("feeds.views", "feeds.customer_lists"),
+        section="Feeds and customer price lists (docs/feeds.md)",
+        example="1048575",
+    ),
     # -- Rates (docs/pricing.md) -------------------------------------------------------------
     Setting(
         "PRICEFEED_RATES_URL",

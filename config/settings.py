@@ -21,6 +21,12 @@ from django.utils.translation import gettext_lazy
 
 from core.hosts import parse_networks
 
+# openpyxl parses with lxml when lxml is installed (the dev extra has it, for the feeds'
+# schema tests), and lxml's parser does not refuse entities as defusedxml does: openpyxl
+# keeps to the standard library's parser guarded by defusedxml (pricefeed.parsing's
+# check_xml_defences). Read when openpyxl is first imported, which is after this.
+os.environ.setdefault("OPENPYXL_LXML", "False")
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -111,6 +117,8 @@ INSTALLED_APPS = [
     "notifications",
     # Outbox events delivered to signed webhooks and RabbitMQ.
     "delivery",
+    # Our published prices as feeds (/feeds/<token>/) and customer price lists by mail.
+    "feeds",
     # Who may do what in the admin: the role groups, django-q2's admin restricted.
     "access",
     # The probes /healthz and /readyz, and manage.py pricefeed_status.
@@ -451,6 +459,9 @@ PRICEFEED_RATES_TIMEOUT = env.float("PRICEFEED_RATES_TIMEOUT", default=10.0)
 PRICEFEED_RATES_RETRY_BASE = env.float("PRICEFEED_RATES_RETRY_BASE", default=60.0)
 PRICEFEED_RATES_RETRY_MAX = env.float("PRICEFEED_RATES_RETRY_MAX", default=3600.0)
 PRICEFEED_RATES_WINDOW_DAYS = env.int("PRICEFEED_RATES_WINDOW_DAYS", default=7)
+# Feeds and customer price lists (feeds, docs/feeds.md): the most products in one xlsx
+# (Excel's sheet holds 1,048,576 rows, the header one of them).
+PRICEFEED_FEEDS_XLSX_MAX_ROWS = env.int("PRICEFEED_FEEDS_XLSX_MAX_ROWS", default=1_048_575)
 
 # Outbox dispatcher.
 # Each batch crosses django-q2 once (enqueue, take, worker, acknowledgement: ~10 ms of

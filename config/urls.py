@@ -17,4 +17,6 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     # The read-only API, its schema (/api/schema/) and reference page (/api/docs/).
     path("api/", include("api.urls")),
+    # Our published prices as feeds, each at its token's URL (feeds.views).
+    path("feeds/", include("feeds.urls")),
 ]

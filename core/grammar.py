@@ -193,6 +193,23 @@ NOUNS: dict[str, Noun] = {
         pgettext_lazy("accusative", "group"),
         pgettext_lazy("accusative plural", "groups"),
     ),
+    "feeds.feed": _noun(
+        ngettext_lazy("%(count)s feed", "%(count)s feeds", "count"),
+        pgettext_lazy("accusative", "feed"),
+        pgettext_lazy("accusative plural", "feeds"),
+    ),
+    "feeds.customergroup": _noun(
+        ngettext_lazy("%(count)s customer group", "%(count)s customer groups", "count"),
+        pgettext_lazy("accusative", "customer group"),
+        pgettext_lazy("accusative plural", "customer groups"),
+    ),
+    "feeds.customermailing": _noun(
+        ngettext_lazy(
+            "%(count)s customer list mailing", "%(count)s customer list mailings", "count"
+        ),
+        pgettext_lazy("accusative", "customer list mailing"),
+        pgettext_lazy("accusative plural", "customer list mailings"),
+    ),
     "django_q.schedule": _noun(
         ngettext_lazy("%(count)s scheduled task", "%(count)s scheduled tasks", "count"),
         pgettext_lazy("accusative", "Scheduled task"),

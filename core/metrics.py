@@ -127,6 +127,24 @@ RATE_FETCH_FAILURES = Counter(
     registry=EVENTS,
 )
 
+# -- customer price lists (feeds) --------------------------------------------------------
+
+CUSTOMER_LISTS_SENT = Counter(
+    "pricefeed_customer_lists_sent",
+    "Customer price lists mailed: mailings marked SENT once the SMTP server accepted them.",
+    registry=EVENTS,
+)
+CUSTOMER_LIST_SEND_ERRORS = Counter(
+    "pricefeed_customer_list_send_errors",
+    "Customer price list mails refused or not sent on an attempt (retried or failed).",
+    registry=EVENTS,
+)
+CUSTOMER_LISTS_FAILED = Counter(
+    "pricefeed_customer_lists_failed",
+    "Customer price list mailings marked FAILED: their last attempt failed.",
+    registry=EVENTS,
+)
+
 # -- notifications -----------------------------------------------------------------------
 
 NOTIFICATIONS_SENT = Counter(

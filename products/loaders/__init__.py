@@ -71,7 +71,7 @@ FORMATS = (
     ),
     Format(
         "commerceml",
-        gettext_lazy("CommerceML 2 (import.xml)"),
+        gettext_lazy("CommerceML 2 (import.xml, offers.xml)"),
         lambda head: "<КоммерческаяИнформация" in _xml_root(head),
         lambda source, limits, rows, own_code: read_commerceml(
             source, limits, rows, own_code=own_code

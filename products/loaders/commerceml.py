@@ -9,6 +9,11 @@ classifier named Производитель, Бренд, Торговая мар
 (ЗначенияСвойств, a reference value resolved through the property's Справочник), and
 the requisite "Код" (ЗначенияРеквизитов).
 
+An offers package (``offers.xml``: ПакетПредложений/Предложения/Предложение, as 1C
+and pricefeed's own feeds write it) is read the same way: each Предложение is a
+product, with the same elements (Ид, Артикул, Наименование, Штрихкод and requisites
+named "Штрихкод", БазоваяЕдиница, Изготовитель); it has no classifier, so no category.
+
 Our code is the Товар's **Ид** by default: it is what 1C matches products by in every
 exchange, it is never empty and never repeated, where Артикул is often empty or shared
 by variants. ``own_code="article"`` takes Артикул, ``own_code="code"`` the requisite
@@ -44,6 +49,9 @@ TEXT_TAGS = frozenset(
     }
 )
 DELETED = "удален"
+# A product's element -> the element that holds them: a catalogue's Товар, an offers
+# package's Предложение.
+ITEMS = {"Товар": "Товары", "Предложение": "Предложения"}
 
 
 class _Group:
@@ -76,6 +84,7 @@ class CommerceMLReader(XmlReader):
         self.brand_values: dict[str, str] = {}
         self.property: dict[str, str] | None = None
         self.catalogue = False
+        self.offers_package = False
         self.item: dict | None = None
         self.pair: dict[str, str] = {}
 
@@ -88,11 +97,12 @@ class CommerceMLReader(XmlReader):
             self.group = _Group(self.group)
         elif tag == "Свойство" and "Классификатор" in path:
             self.property = {"id": "", "name": "", "value_id": ""}
-        elif tag == "Каталог":
+        elif tag in ("Каталог", "ПакетПредложений"):
             self.catalogue = True
+            self.offers_package = self.offers_package or tag == "ПакетПредложений"
             if attrib.get("СодержитТолькоИзменения", "").strip().lower() == "true":
                 self.rows.full = False
-        elif tag == "Товар" and len(path) >= 2 and path[-2] == "Товары":
+        elif tag in ITEMS and len(path) >= 2 and path[-2] == ITEMS[tag]:
             status = attrib.get("Статус", "").strip().lower()
             self.item = {
                 "line": self.line,
@@ -142,13 +152,17 @@ class CommerceMLReader(XmlReader):
             elif tag == "Свойство":
                 self.property = None
             return
-        if tag == "СодержитТолькоИзменения" and parent == "Каталог" and text.lower() == "true":
+        if (
+            tag == "СодержитТолькоИзменения"
+            and parent in ("Каталог", "ПакетПредложений")
+            and text.lower() == "true"
+        ):
             self.rows.full = False
 
     def _item_part(self, item: dict, tag: str, parent: str, path: list[str], text: str) -> None:
-        if tag == "Товар" and parent == "Товары":
+        if tag in ITEMS and parent == ITEMS[tag]:
             self._product(item)
-        elif parent == "Товар":
+        elif parent in ITEMS:
             if tag == "Штрихкод":
                 item["barcodes"].append(text)
             elif tag in ("Ид", "Артикул", "Наименование", "БазоваяЕдиница"):
@@ -217,8 +231,14 @@ def read_commerceml(
     if not reader.catalogue:
         raise CatalogueRefused(
             _(
-                "the CommerceML file has no catalogue (Каталог): an offers.xml holds prices, "
-                "load the import.xml"
+                "the CommerceML file has neither a catalogue (Каталог) nor an offers "
+                "package (ПакетПредложений)"
             )
+        )
+    if reader.offers_package and not rows.count and not rows.deleted_codes:
+        # An empty package is what 1C sends when prices are exchanged separately: as a
+        # whole catalogue it would retire every product.
+        raise CatalogueRefused(
+            _("the offers package (ПакетПредложений) holds no offers (Предложение)")
         )
     return rows

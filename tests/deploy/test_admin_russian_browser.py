@@ -30,6 +30,8 @@ from core.texts import Text, stored
 from delivery.kinds import EventKind
 from delivery.models import AmqpTarget, Delivery, Webhook
 from delivery.texts import HTTP_STATUS
+from feeds.models import CustomerGroup, CustomerMailing, Feed
+from feeds.tokens import feed_token_renew
 from fleet.models import ProcessKind
 from mailboxes.models import InboundMessage, Mailbox
 from outbox.models import OutboxEvent
@@ -67,6 +69,9 @@ ARTIFACTS = ROOT / "var" / "test-artifacts" / "admin-russian"
 # button), the product's name,
 # "e-mail" as Russian writes it, the language switcher's
 # "English", the command names of the processes (fleet.ProcessKind).
+# LDAP), the feeds' formats (YML, CommerceML), the product's name, "e-mail" as Russian
+# writes it, the language switcher's "English", the command names of the processes
+# (fleet.ProcessKind).
 TECHNICAL = {
     "IMAP", "SMTP", "TLS", "SSL", "STARTTLS", "MIME", "CSV", "csv", "xlsx", "xls", "PDF",
     "pdf", "JSON", "zip", "gzip", "tar", "cp1251", "UID", "UIDVALIDITY", "Message-ID",
@@ -75,6 +80,7 @@ TECHNICAL = {
     "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
     "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
     "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ", "RABBITMQ",
+    "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English", "YML", "CommerceML",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time
@@ -248,6 +254,25 @@ def more_trouble() -> None:
         webhook=hook,
         attempts=2,
         **stored("last_error", Text(HTTP_STATUS, status=503, detail="Сервис недоступен")),
+    # A feed of our prices for a customer group, and a mailing of its list that failed.
+    group = CustomerGroup.objects.create(
+        name="Опт",
+        adjustment_percent="-5",
+        recipients="buyer@example.ru",
+        days=[1, 3],
+        time="09:00",
+    )
+    feed = Feed.objects.create(
+        name="Маркет", format=Feed.Format.YML, shop_name="Магазин", customer_group=group
+    )
+    feed_token_renew(feed)
+    CustomerMailing.objects.create(
+        group=group,
+        recipient="buyer@example.ru",
+        version=1,
+        status=CustomerMailing.Status.FAILED,
+        attempts=8,
+        last_error="SMTPRecipientsRefused: {'buyer@example.ru': (550, b'5.1.1 rejected')}",
     )
     for n, model in enumerate((Success, Failure)):
         model.objects.create(

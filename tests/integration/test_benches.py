@@ -30,6 +30,7 @@ BARS = {
     "ingest": ["ingest_latency_p50", "ingest_latency_p99", "ingest_burst_rate"],
     "matching": ["matching_lines_per_second"],
     "products_load": ["products_load_rate", "products_reload_rate"],
+    "feeds": ["feeds_yml_rate", "feeds_yml_peak_rss"],
     "outbox": [
         "outbox_drain_vs_raw",
         "outbox_drain_vs_procrastinate",

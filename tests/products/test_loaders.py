@@ -273,12 +273,12 @@ def test_a_commerceml_file_of_changes_only_is_not_a_full_catalogue(tmp_path):
     assert not rows.full and len(rows.products) == 1
 
 
-def test_an_offers_xml_is_refused_with_what_to_load_instead(tmp_path):
+def test_an_offers_xml_without_offers_is_refused(tmp_path):
     offers = (
         '<?xml version="1.0" encoding="UTF-8"?><КоммерческаяИнформация ВерсияСхемы="2.05">'
         "<ПакетПредложений><Предложения/></ПакетПредложений></КоммерческаяИнформация>"
     )
-    with pytest.raises(CatalogueRefused, match=r"load the import\.xml"):
+    with pytest.raises(CatalogueRefused, match=r"holds no offers"):
         read_catalogue(write(tmp_path, offers))
 
 

@@ -79,8 +79,7 @@ TECHNICAL = {
     "SKU", "SHA-256", "URL", "API", "ID", "PID", "ISO", "IANA", "UTC", "RUB", "USD", "EAN-8",
     "EAN-13", "UPC-A", "GTIN-14", "p50", "p95", "null", "true", "false",
     "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English",
-    "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ", "RABBITMQ",
-    "Control", "Command", "Mac", "LDAP", "pricefeed", "e-mail", "English", "YML", "CommerceML",
+    "HTTP", "HMAC-SHA256", "AMQP", "RabbitMQ", "RABBITMQ", "YML", "CommerceML",
     *ProcessKind.values,
 }  # fmt: skip
 # Data, not words: e-mail addresses, URLs, host, file and dotted names, MIME types, time
@@ -254,6 +253,7 @@ def more_trouble() -> None:
         webhook=hook,
         attempts=2,
         **stored("last_error", Text(HTTP_STATUS, status=503, detail="Сервис недоступен")),
+    )
     # A feed of our prices for a customer group, and a mailing of its list that failed.
     group = CustomerGroup.objects.create(
         name="Опт",

@@ -640,7 +640,7 @@ def _announce(offer_items: list[dict[str, Any]], price_items: list[dict[str, Any
     """The events of the changes, and a new published version when a price changed."""
     if not offer_items and not price_items:
         return
-    version = version_raise() if price_items else PublishedVersion.objects.get(pk=1)
+    version = version_raise() if price_items else PublishedVersion.objects.get_or_create(pk=1)[0]
     for items in _chunks(offer_items):
         publish(OFFER_CHANGED, version, {"items": items})
     for items in _chunks(price_items):
@@ -650,9 +650,12 @@ def _announce(offer_items: list[dict[str, Any]], price_items: list[dict[str, Any
 def version_raise() -> PublishedVersion:
     """The published prices' version, raised (in the caller's transaction)."""
     with connection.cursor() as cursor:
+        # (Made here if missing: the migration's row is gone from a flushed database.)
         cursor.execute(
-            "UPDATE pricing_publishedversion SET number = number + 1, changed_at = now()"
-            " WHERE id = 1 RETURNING number, changed_at"
+            "INSERT INTO pricing_publishedversion (id, number, changed_at) VALUES (1, 1, now())"
+            " ON CONFLICT (id) DO UPDATE"
+            " SET number = pricing_publishedversion.number + 1, changed_at = now()"
+            " RETURNING number, changed_at"
         )
         number, changed_at = cursor.fetchone()
     return PublishedVersion(pk=1, number=number, changed_at=changed_at)
@@ -777,7 +780,7 @@ def stale_sweep() -> list[int]:
 def refresh_requested(reason: str) -> None:
     """Every offer and price is to be computed again (rules, terms or rates changed):
     an event in the caller's transaction, handled by pricing.handlers.refresh_all."""
-    publish(REFRESH, PublishedVersion(pk=1), {"reason": reason})
+    publish(REFRESH, PublishedVersion(pk=1), {"reason": reason})  # (the aggregate's id only)
 
 
 class NotHeld(Exception):

@@ -160,7 +160,8 @@ def wrong_counts(text: str) -> list[str]:
 # after its day.
 WRONG_FORMS = {
     "«Удалить выбранные» with a singular": re.compile(
-        r"Удалить выбранные \S*[бвгджзклмнпрстфхцчшщьа]\s"
+        # («правила» is the neuter plural: «Удалить выбранные правила цены» is right.)
+        r"Удалить выбранные (?!правила\s)\S*[бвгджзклмнпрстфхцчшщьа]\s"
     ),
     "«был успешно добавлен» after a feminine model": re.compile(
         r"(?i)(?:Подписка|Настройка|Аренда)\S* .{0,200}был успешно"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from outbox.handlers import handler
@@ -35,8 +36,22 @@ def links_changed(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | 
 
 @handler(offers.REFRESH, label=_("rules, terms or rates changed: recompute every price"))
 def refresh_all(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """The requests of a batch answered by one refresh of everything, in parts."""
     try:
-        offers.all_offers_refresh()
+        with transaction.atomic():
+            offers.parts_publish()
     except Exception as exc:
         return {event.id: exc for event in events}
     return {event.id: None for event in events}
+
+
+@handler(offers.REFRESH_PART, label=_("recompute a part of every price"))
+def refresh_part(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    results: dict[uuid.UUID, BaseException | None] = {}
+    for event in events:
+        try:
+            offers.part_refresh(event.payload["first"], event.payload["last"])
+            results[event.id] = None
+        except Exception as exc:
+            results[event.id] = exc
+    return results

@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 OFFER_CHANGED = "offer.changed"
 PRICE_CHANGED = "price.changed"
 REFRESH = "pricing.refresh"
+REFRESH_PART = "pricing.refresh_part"
 EVENT_ITEMS = 500  # products per event
 ALL_CHUNK = 10_000  # products per transaction in a refresh of everything
 OFFERING = ("auto", "confirmed")
@@ -696,22 +697,53 @@ def config_offers_refresh(config_id: int) -> Refreshed:
     return done
 
 
-def all_offers_refresh(chunk: int = ALL_CHUNK) -> Refreshed:
-    """Every product with a link, an offer or a price, ``chunk`` products per
-    transaction (after a change of rules, terms or rates)."""
+def _everything(first: int = 0, last: int = 2**63 - 1) -> list[int]:
+    """Every product with a link that offers, an offer or a price (from ``first`` to
+    ``last``), in order."""
+    within = "product_id BETWEEN %(first)s AND %(last)s"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT product_id FROM products_supplierlink WHERE state IN ('auto', 'confirmed')"
-            " UNION SELECT product_id FROM pricing_offer"
-            " UNION SELECT product_id FROM pricing_productprice"
+            "SELECT product_id FROM products_supplierlink"
+            f" WHERE state IN ('auto', 'confirmed') AND {within}"
+            f" UNION SELECT product_id FROM pricing_offer WHERE {within}"
+            f" UNION SELECT product_id FROM pricing_productprice WHERE {within}",
+            {"first": first, "last": last},
         )
-        everything = sorted(row[0] for row in cursor.fetchall())
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def all_offers_refresh(chunk: int = ALL_CHUNK) -> Refreshed:
+    """Every product with a link, an offer or a price, ``chunk`` products per
+    transaction, here and now (``offers_refresh``; the workers split it: parts_publish)."""
+    everything = _everything()
     total = Refreshed()
     for start in range(0, len(everything), chunk):
         with transaction.atomic(), gc_paused():
             total.add(_refresh_scope(everything[start : start + chunk]))
     _logged("all", total)
     return total
+
+
+def parts_publish(chunk: int | None = None) -> int:
+    """A refresh of everything as parts of ``chunk`` products, each an event of its own
+    (``pricing.refresh_part``: first and last product id) for the workers to take one by
+    one: a million products are a hundred tasks of seconds, none near the task timeout.
+    In the caller's transaction; returns how many parts."""
+    chunk = chunk or ALL_CHUNK
+    everything = _everything()
+    parts = [
+        (everything[start], everything[min(start + chunk, len(everything)) - 1])
+        for start in range(0, len(everything), chunk)
+    ]
+    version = PublishedVersion(pk=1)
+    for first, last in parts:
+        publish(REFRESH_PART, version, {"first": first, "last": last})
+    return len(parts)
+
+
+def part_refresh(first: int, last: int) -> Refreshed:
+    """One part of a refresh of everything: the products from ``first`` to ``last``."""
+    return offers_refresh(_everything(first, last))
 
 
 def _logged(scope: str, done: Refreshed) -> None:

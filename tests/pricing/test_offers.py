@@ -9,6 +9,7 @@ from decimal import Decimal as D
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.utils import timezone
 
 from outbox.models import OutboxEvent
@@ -295,3 +296,17 @@ def test_the_command_computes_everything_or_named_products(world):
     assert ProductPrice.objects.filter(product=world.nut, status="published").exists()
     with pytest.raises(CommandError, match="P-404"):
         call_command("offers_refresh", "--product", "P-404")
+
+
+def test_a_refresh_of_everything_is_split_into_parts_for_the_workers(world, monkeypatch):
+    monkeypatch.setattr(offers, "ALL_CHUNK", 1)
+    with transaction.atomic():
+        offers.refresh_requested("rules")
+    deliver_everything()  # the request: one part per product, each an event of its own
+    parts = OutboxEvent.objects.filter(kind=offers.REFRESH_PART).order_by("created_at", "id")
+    assert [(e.payload["first"], e.payload["last"]) for e in parts] == [
+        (world.bolt.pk, world.bolt.pk),
+        (world.nut.pk, world.nut.pk),
+    ]
+    assert {e.status for e in parts} == {"SENT"}
+    assert set(ProductPrice.objects.values_list("status", flat=True)) == {"published"}

@@ -1,7 +1,8 @@
 """``/feeds/<token>/``: a feed of our published prices, streamed.
 
 Unknown, renewed and switched-off tokens alike are a 404 that tells nothing. The ETag
-follows the published version and the feed's own settings (and its customer group's);
+follows the published version, the catalogue's (products.keys.catalogue_version: any
+product written) and the feed's own settings (and its customer group's);
 Last-Modified is the later of the version's change and those settings'. A request whose
 If-None-Match (or, without it, If-Modified-Since) matches is answered 304.
 """
@@ -16,6 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponseBase, StreamingHttpRes
 from django.utils.cache import get_conditional_response
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
+
+from products.keys import catalogue_version
 
 from . import writers
 from .models import Feed
@@ -43,6 +46,8 @@ def feed_etag(feed: Feed, version: writers.Version) -> str:
         feed.format,
         feed.updated_at.isoformat(),
         group.updated_at.isoformat() if group is not None else "",
+        # Names, brands, codes and categories: a product written moves it on.
+        str(catalogue_version()),
     ]
     return '"' + hashlib.sha256("|".join(parts).encode()).hexdigest()[:32] + '"'
 

@@ -18,6 +18,7 @@ from feeds import writers
 from feeds.models import CustomerGroup, Feed
 from feeds.tokens import feed_token_renew, token_hash
 from pricing.models import PublishedVersion
+from products.models import Product
 
 from .conftest import HOSTILE_CLEAN
 
@@ -179,6 +180,16 @@ def test_a_change_of_the_feeds_settings_changes_its_etag(client, catalogue, make
     feed.shop_name = "Другой"
     feed.save()
     assert get(client, token, if_none_match=etag).status_code == 200
+
+
+def test_a_renamed_product_changes_the_etag(client, catalogue, make_feed):
+    _feed, token = make_feed("yml")
+    etag = get(client, token)["ETag"]
+    assert get(client, token, if_none_match=etag).status_code == 304
+    Product.objects.filter(own_code="A-1").update(name="Болт М8х40 (новая упаковка)")
+    renamed = get(client, token, if_none_match=etag)
+    assert renamed.status_code == 200
+    assert "новая упаковка" in body(renamed).decode()
 
 
 def test_unknown_switched_off_and_renewed_tokens_are_the_same_404(client, catalogue, make_feed):

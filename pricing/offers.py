@@ -422,14 +422,7 @@ def _refresh_scope(product_ids: Iterable[int], config_id: int | None = None) -> 
             was = (None, False) if old is None else (old[1], old[2])
             if (row.values[2], row.values[5]) != was:
                 price_items.append(
-                    {
-                        "product_id": product_id,
-                        "own_code": own_code,
-                        "price": _dec(row.values[2]),
-                        "before": _dec(was[0]),
-                        "currency": "RUB",
-                        "available": row.values[5],
-                    }
+                    _price_item(product_id, own_code, row.values[2], was[0], row.values[5])
                 )
         done.products = len(products)
         seconds["decide"] = time.perf_counter() - clock
@@ -470,6 +463,24 @@ def _by_product(
         offers.setdefault(row[0], []).append(row)
     for product_id in products:
         yield product_id, offers.get(product_id, [])
+
+
+def _price_item(
+    product_id: int,
+    own_code: str,
+    price: Decimal | None,
+    before: Decimal | None,
+    available: bool,
+) -> dict[str, Any]:
+    """A product's item of a ``price.changed`` event."""
+    return {
+        "product_id": product_id,
+        "own_code": own_code,
+        "price": _dec(price),
+        "before": _dec(before),
+        "currency": "RUB",
+        "available": available,
+    }
 
 
 def _offer_item(
@@ -845,14 +856,9 @@ def price_approve(product_id: int, *, computed: Decimal, user: Any) -> ProductPr
             {
                 "version": version.number,
                 "items": [
-                    {
-                        "product_id": product_id,
-                        "own_code": price.product.own_code,
-                        "price": _dec(price.price),
-                        "before": _dec(before),
-                        "currency": "RUB",
-                        "available": price.available,
-                    }
+                    _price_item(
+                        product_id, price.product.own_code, price.price, before, price.available
+                    )
                 ],
             },
         )

@@ -8,27 +8,18 @@ from datetime import timedelta
 from decimal import Decimal as D
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.test import Client
 from django.utils import timezone
 
 from outbox.models import OutboxEvent
 from pricing import offers
 from pricing.models import PriceRule, ProductPrice
+from tests.pricing.test_admin import person
 from tests.pricing.test_offers import world  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing")
 
 RULES = "/admin/pricing/pricerule/"
 PRICES = "/admin/pricing/productprice/"
-
-
-def person(role: str) -> Client:
-    user = User.objects.create_user(role, password="pw", is_staff=True)
-    user.groups.add(Group.objects.get(name=role))
-    client = Client(HTTP_ACCEPT_LANGUAGE="ru")
-    client.force_login(user)
-    return client
 
 
 def held_bolt(world) -> ProductPrice:  # noqa: F811

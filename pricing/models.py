@@ -429,12 +429,16 @@ class ProductPrice(models.Model):
     cost = models.DecimalField(_("cost, roubles"), max_digits=18, decimal_places=4, null=True)
     available = models.BooleanField(_("available"), default=False)
     quantity = models.DecimalField(_("quantity"), max_digits=18, decimal_places=4, null=True)
+    # Not indexed: a refresh that moves a product to another supplier or rule then
+    # updates its price in place (a HOT update, no index touched); removing a supplier
+    # or a rule, rare, reads the prices through.
     config = models.ForeignKey(
         PriceListConfig,
         verbose_name=_("supplier of the best offer"),
         null=True,
         on_delete=models.SET_NULL,
         db_constraint=False,
+        db_index=False,
         related_name="+",
     )
     rule = models.ForeignKey(
@@ -443,6 +447,7 @@ class ProductPrice(models.Model):
         null=True,
         on_delete=models.SET_NULL,
         db_constraint=False,
+        db_index=False,
         related_name="+",
     )
     audit = models.JSONField(_("how it was computed"), default=dict)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -43,6 +43,7 @@ REFRESH = "pricing.refresh"
 REFRESH_PART = "pricing.refresh_part"
 EVENT_ITEMS = 500  # products per event
 ALL_CHUNK = 10_000  # products per transaction in a refresh of everything
+WORK_MEM = "64MB"  # per sort or hash of a refresh
 OFFERING = ("auto", "confirmed")
 # A list's days of currency for a supplier without terms: the terms' default.
 STALE_DAYS = SupplierTerms._meta.get_field("stale_days").default
@@ -151,60 +152,239 @@ def _columns(prefix: str, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{prefix}{column}" for column in columns)
 
 
-# The fresh offers that are new or differ; the best flags are set afterwards.
+# The products in scope as the rules read them.
+PRODUCTS_SQL = """
+CREATE TEMP TABLE o_product ON COMMIT DROP AS
+SELECT p.id AS product_id, p.own_code, p.category, p.brand
+  FROM o_scope s
+ CROSS JOIN LATERAL (SELECT id, own_code, category, brand FROM products_product x
+                      WHERE x.id = s.product_id OFFSET 0) p
+"""
+
+# The offers of the products in scope as they stand now, with their marks.
+OLD_SQL = f"""
+CREATE TEMP TABLE o_old ON COMMIT DROP AS
+SELECT o.id, o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
+       o.best, o.reason
+  FROM o_scope s
+ CROSS JOIN LATERAL (SELECT * FROM pricing_offer x WHERE x.product_id = s.product_id
+                     OFFSET 0) o
+"""
+
+# Every offer of the products in scope as it will be (the best marks aside): the fresh
+# ones (typed as the table keeps them) and, when one config was refreshed, the others'
+# as they stand; each with what it was, and whether it changed.
+ALL_SQL = f"""
+CREATE TEMP TABLE o_all ON COMMIT DROP AS
+SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
+       f.priority, o.best AS old_best, o.reason AS old_reason,
+       o.id IS NULL OR ({_columns("o.", OFFER_COLUMNS)})
+                       IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)}) AS changed
+  FROM (SELECT product_id, config_id, price_type, sku, price::numeric(18, 4) AS price,
+               currency, price_rub::numeric(18, 4) AS price_rub,
+               rate::numeric(18, 8) AS rate, rate_date, quantity::numeric(18, 4) AS quantity,
+               in_stock, list_date, entry_id, status, priority
+          FROM o_fresh) f
+  LEFT JOIN o_old o
+    ON o.product_id = f.product_id AND o.config_id = f.config_id
+   AND o.price_type = f.price_type
+UNION ALL
+SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
+       COALESCE(t.priority, 100), o.best, o.reason, false
+  FROM o_old o
+  LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
+ WHERE o.config_id <> %(config)s::bigint
+"""
+
+# Per product: the offer rule of its category, its offers of the rule's price type
+# counted, and the best of those that count (rules.choose, over sets), with why.
+CHOICE_SQL = """
+CREATE TEMP TABLE o_choice ON COMMIT DROP AS
+WITH p AS (
+    SELECT p.product_id, p.own_code, COALESCE(c.strategy, 'cheapest') AS strategy,
+           COALESCE(c.rule_category, '') AS rule_category,
+           COALESCE(c.price_type, '') AS rule_type,
+           COALESCE(c.price_rules, '{}') AS category_rules,
+           COALESCE(b.price_rules, '{}') AS brand_rules
+      FROM o_product p
+      LEFT JOIN o_category c ON c.category = p.category
+      LEFT JOIN o_brand b ON b.brand = p.brand
+), typed AS (
+    SELECT a.product_id, a.config_id, a.price_type, a.sku, a.price, a.currency, a.price_rub,
+           a.rate, a.rate_date, a.quantity, a.in_stock, a.priority,
+           a.status = 'ok' AND a.price_rub IS NOT NULL AS counts, p.strategy
+      FROM o_all a JOIN p ON p.product_id = a.product_id AND p.rule_type = a.price_type
+), counted AS (
+    SELECT product_id, count(*) AS offers, count(*) FILTER (WHERE counts) AS counted,
+           count(*) FILTER (WHERE counts AND in_stock) AS stocked,
+           avg(price_rub) FILTER (WHERE counts AND in_stock) AS stocked_average,
+           avg(price_rub) FILTER (WHERE counts) AS average
+      FROM typed GROUP BY product_id
+), best AS (
+    SELECT DISTINCT ON (product_id) *
+      FROM typed WHERE counts
+     ORDER BY product_id, in_stock DESC,
+              CASE WHEN strategy = 'priority' THEN priority END, price_rub, priority, config_id
+)
+SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules,
+       b.config_id, b.price_type, b.sku, b.price, b.currency, b.price_rub, b.rate,
+       b.rate_date, b.quantity, b.in_stock,
+       CASE WHEN b.product_id IS NULL THEN NULL
+            WHEN p.strategy = 'average'
+            THEN round(CASE WHEN n.stocked > 0 THEN n.stocked_average ELSE n.average END, 4)
+            ELSE b.price_rub END AS cost,
+       COALESCE(n.stocked, 0) > 0 AS available,
+       jsonb_build_object('strategy', p.strategy, 'rule_category', p.rule_category,
+                          'price_type', p.rule_type, 'offers', COALESCE(n.offers, 0),
+                          'counted', COALESCE(n.counted, 0))
+       || CASE WHEN b.product_id IS NULL THEN jsonb_build_object('why', 'none_counts')
+               ELSE jsonb_build_object(
+                        'in_stock', n.stocked,
+                        'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END)
+                    || CASE WHEN p.strategy = 'average'
+                            THEN jsonb_build_object('average_of', CASE WHEN n.stocked > 0
+                                                    THEN n.stocked ELSE n.counted END)
+                            ELSE '{}' END
+          END AS reason
+  FROM p
+  LEFT JOIN counted n ON n.product_id = p.product_id
+  LEFT JOIN best b ON b.product_id = p.product_id
+"""
+
+# Per product: the first price rule that applies, our price by its steps
+# (rules.price_of, over sets), held or published, with the audit; and the price as it
+# stands, to write and announce only what changed.
+PRICES_SQL = """
+CREATE TEMP TABLE o_prices ON COMMIT DROP AS
+WITH ruled AS (
+    SELECT c.*, r.id AS rule_id, r.name AS rule_name, r.markup_percent, r.fixed_add,
+           r.rounding, r.min_margin_percent, r.hold_percent,
+           CASE WHEN r.respect_rrp THEN rrp.price_rub END AS rrp,
+           c.cost * (1 + r.markup_percent / 100) AS marked,
+           c.cost * (1 + r.markup_percent / 100) + r.fixed_add AS added,
+           c.cost * (1 + r.min_margin_percent / 100) AS floor
+      FROM o_choice c
+      LEFT JOIN LATERAL (
+          SELECT * FROM o_rule r
+           WHERE c.cost IS NOT NULL AND r.id = ANY (c.category_rules)
+             AND r.id = ANY (c.brand_rules)
+             AND (r.config_id IS NULL OR r.config_id = c.config_id)
+             AND (r.cost_from IS NULL OR c.cost >= r.cost_from)
+             AND (r.cost_below IS NULL OR c.cost < r.cost_below)
+           ORDER BY r.ordinal LIMIT 1
+      ) r ON true
+      LEFT JOIN o_all rrp
+        ON rrp.product_id = c.product_id AND rrp.config_id = c.config_id
+       AND rrp.price_type = r.rrp_type AND rrp.status = 'ok'
+    OFFSET 0
+), floored AS (
+    SELECT ruled.*, floor IS NOT NULL AND added < floor AS raised,
+           CASE WHEN floor IS NOT NULL AND added < floor THEN floor ELSE added END AS raw
+      FROM ruled OFFSET 0
+), rounded AS (
+    SELECT floored.*,
+           round(CASE rounding
+                     WHEN '0.1' THEN ceil(raw * 10) / 10
+                     WHEN '1' THEN ceil(raw)
+                     WHEN '10' THEN ceil(raw / 10) * 10
+                     WHEN '.90' THEN ceil(raw) - 0.10 + CASE WHEN ceil(raw) - 0.10 < raw
+                                                            THEN 1 ELSE 0 END
+                     WHEN '.99' THEN ceil(raw) - 0.01 + CASE WHEN ceil(raw) - 0.01 < raw
+                                                            THEN 1 ELSE 0 END
+                     ELSE ceil(raw * 100) / 100 END, 2) AS round_price
+      FROM floored OFFSET 0
+), priced AS (
+    SELECT rounded.*, rrp IS NOT NULL AND round_price < rrp AS to_rrp,
+           CASE WHEN rrp IS NOT NULL AND round_price < rrp THEN round(ceil(rrp * 100) / 100, 2)
+                ELSE round_price END AS new_price
+      FROM rounded OFFSET 0
+), judged AS (
+    SELECT priced.*, old.product_id IS NOT NULL AS existed, old.status AS old_status,
+           old.price AS old_price, old.computed AS old_computed, old.cost AS old_cost,
+           old.available AS old_available, old.quantity AS old_quantity,
+           old.config_id AS old_config_id, old.rule_id AS old_rule_id, old.audit AS old_audit,
+           old.price IS NOT NULL AND hold_percent IS NOT NULL AND old.price > 0
+           AND abs(new_price - old.price) * 100 > hold_percent * old.price
+           AND old.price <> new_price AS held
+      FROM priced
+      LEFT JOIN LATERAL (SELECT * FROM pricing_productprice x
+                          WHERE x.product_id = priced.product_id OFFSET 0) old ON true
+    OFFSET 0
+), made AS (
+    SELECT product_id, own_code, existed, old_status, old_price, old_computed, old_cost,
+           old_available, old_quantity, old_config_id, old_rule_id, old_audit,
+           CASE WHEN cost IS NULL THEN 'no_offer' WHEN rule_id IS NULL THEN 'no_rule'
+                WHEN held THEN 'held' ELSE 'published' END AS status,
+           CASE WHEN cost IS NULL OR rule_id IS NULL OR held THEN old_price
+                ELSE new_price END AS price,
+           CASE WHEN rule_id IS NOT NULL THEN new_price END AS computed,
+           cost,
+           cost IS NOT NULL AND rule_id IS NOT NULL AND available AS available,
+           CASE WHEN cost IS NOT NULL THEN quantity END AS quantity,
+           CASE WHEN cost IS NOT NULL THEN config_id END AS config_id,
+           rule_id,
+           jsonb_build_object('choice', reason)
+           || CASE WHEN cost IS NULL THEN '{}' ELSE jsonb_build_object(
+                  'offer', jsonb_build_object(
+                      'config_id', config_id, 'sku', sku, 'price_type', price_type,
+                      'price', price::text, 'currency', currency, 'rate', rate::text,
+                      'rate_date', to_char(rate_date, 'YYYY-MM-DD'),
+                      'price_rub', price_rub::text),
+                  'cost', cost::text) END
+           || CASE WHEN rule_id IS NULL THEN '{}' ELSE jsonb_build_object(
+                  'rule', jsonb_build_object('id', rule_id, 'name', rule_name),
+                  'steps', jsonb_build_array(
+                      jsonb_build_array('cost', '', cost::text),
+                      jsonb_build_array('markup', markup_percent::text,
+                                        round(marked, 4)::text))
+                   || CASE WHEN fixed_add <> 0 THEN jsonb_build_array(jsonb_build_array(
+                          'add', fixed_add::text, round(added, 4)::text)) ELSE '[]' END
+                   || CASE WHEN raised THEN jsonb_build_array(jsonb_build_array(
+                          'floor', min_margin_percent::text, round(floor, 4)::text))
+                           ELSE '[]' END
+                   || jsonb_build_array(jsonb_build_array('round', rounding,
+                                                          round_price::text))
+                   || CASE WHEN to_rrp THEN jsonb_build_array(jsonb_build_array(
+                          'rrp', rrp::text, new_price::text)) ELSE '[]' END,
+                  'price', new_price::text) END
+           || CASE WHEN held THEN jsonb_build_object('held', jsonb_build_object(
+                  'published', old_price::text, 'hold_percent', hold_percent::text))
+                   ELSE '{}' END AS audit
+      FROM judged
+)
+SELECT made.*, status = 'published' AS published FROM made
+"""
+
+# What changed of the offers: the new and the different ones, and the best marks that
+# move (the best with why; the others unmarked), each row written once.
 WRITE_OFFERS_SQL = f"""
 INSERT INTO pricing_offer (product_id, config_id, price_type, {_columns("", OFFER_COLUMNS)},
                            best, reason, updated_at)
-SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
-       false, '{{}}'::jsonb, now()
-  FROM o_fresh f
-  LEFT JOIN LATERAL (
-      SELECT * FROM pricing_offer x
-       WHERE x.product_id = f.product_id AND x.config_id = f.config_id
-         AND x.price_type = f.price_type
-      OFFSET 0
-  ) o ON true
- WHERE o.id IS NULL
-    OR ({_columns("o.", OFFER_COLUMNS)}) IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)})
+SELECT a.product_id, a.config_id, a.price_type, {_columns("a.", OFFER_COLUMNS)}, m.best,
+       CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END, now()
+  FROM o_all a
+  LEFT JOIN o_choice c ON c.product_id = a.product_id
+ CROSS JOIN LATERAL (
+     SELECT COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false) AS best
+ ) m
+ WHERE a.changed OR a.old_best IS DISTINCT FROM m.best
+    OR (m.best AND a.old_reason IS DISTINCT FROM c.reason)
 ON CONFLICT (product_id, config_id, price_type) DO UPDATE
-   SET ({_columns("", OFFER_COLUMNS)}, updated_at)
-     = ({_columns("EXCLUDED.", OFFER_COLUMNS)}, now())
+   SET ({_columns("", OFFER_COLUMNS)}, best, reason, updated_at)
+     = ({_columns("EXCLUDED.", OFFER_COLUMNS)}, EXCLUDED.best, EXCLUDED.reason,
+        CASE WHEN ({_columns("pricing_offer.", OFFER_COLUMNS)})
+                  IS DISTINCT FROM ({_columns("EXCLUDED.", OFFER_COLUMNS)})
+             THEN now() ELSE pricing_offer.updated_at END)
 """
 
 # Offers of products in scope (of the config refreshed, if one) that are no more.
 GONE_OFFERS_SQL = """
 DELETE FROM pricing_offer WHERE id IN (
-    SELECT o.id
-      FROM o_scope s
-     CROSS JOIN LATERAL (
-         SELECT id, product_id, config_id, price_type FROM pricing_offer x
-          WHERE x.product_id = s.product_id
-            AND (%(config)s::bigint IS NULL OR x.config_id = %(config)s::bigint)
-         OFFSET 0
-     ) o
-     WHERE NOT EXISTS (SELECT 1 FROM o_fresh f
+    SELECT o.id FROM o_old o
+     WHERE (%(config)s::bigint IS NULL OR o.config_id = %(config)s::bigint)
+       AND NOT EXISTS (SELECT 1 FROM o_fresh f
                         WHERE f.product_id = o.product_id AND f.config_id = o.config_id
                           AND f.price_type = o.price_type))
-"""
-
-# Every offer of the products in scope, as the choice reads it.
-READ_OFFERS_SQL = """
-SELECT o.product_id, o.config_id, o.price_type, o.price_rub, o.in_stock, o.status,
-       COALESCE(t.priority, 100), o.quantity, o.sku, o.price, o.currency, o.rate,
-       o.rate_date, o.id, o.best, CASE WHEN o.best THEN o.reason END
-  FROM o_scope s
- CROSS JOIN LATERAL (
-     SELECT * FROM pricing_offer x WHERE x.product_id = s.product_id OFFSET 0
- ) o
-  LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
-"""
-
-# The offers whose mark changes (o_best: the new best ones with why, the old ones
-# unmarked), by primary key.
-BEST_SQL = """
-UPDATE pricing_offer o SET best = b.best, reason = b.reason
-  FROM o_best b
- WHERE o.id = b.id
 """
 
 PRICE_COLUMNS = (
@@ -220,11 +400,8 @@ INSERT INTO pricing_productprice (product_id, {_columns("", PRICE_COLUMNS)}, pub
 SELECT n.product_id, {_columns("n.", PRICE_COLUMNS)}, CASE WHEN n.published THEN now() END,
        now()
   FROM o_prices n
-  LEFT JOIN LATERAL (
-      SELECT * FROM pricing_productprice x WHERE x.product_id = n.product_id OFFSET 0
-  ) o ON true
- WHERE o.product_id IS NULL
-    OR ({_columns("o.", PRICE_COLUMNS)}) IS DISTINCT FROM ({_columns("n.", PRICE_COLUMNS)})
+ WHERE NOT n.existed
+    OR ({_columns("n.old_", PRICE_COLUMNS)}) IS DISTINCT FROM ({_columns("n.", PRICE_COLUMNS)})
 ON CONFLICT (product_id) DO UPDATE
    SET ({_columns("", PRICE_COLUMNS)}, published_at, computed_at) = (
        {_columns("EXCLUDED.", PRICE_COLUMNS)},
@@ -232,6 +409,48 @@ ON CONFLICT (product_id) DO UPDATE
                  IS DISTINCT FROM (pricing_productprice.price, pricing_productprice.available)
             THEN now() ELSE pricing_productprice.published_at END,
        now())
+"""
+
+# The items of the events, in parts of EVENT_ITEMS products (one JSON array each): the
+# products whose best offer moved (its supplier, price type, price or stock) ...
+OFFER_ITEMS_SQL = """
+SELECT jsonb_agg(item ORDER BY product_id)::text
+  FROM (
+      SELECT c.product_id, (row_number() OVER (ORDER BY c.product_id) - 1) / %(per)s AS part,
+             jsonb_build_object(
+                 'product_id', c.product_id, 'own_code', c.own_code,
+                 'best', CASE WHEN c.config_id IS NOT NULL THEN jsonb_build_object(
+                     'config_id', c.config_id, 'supplier', COALESCE(now_at.name, ''),
+                     'sku', c.sku, 'price_type', c.price_type, 'price', c.price::text,
+                     'currency', c.currency, 'price_rub', c.price_rub::text,
+                     'in_stock', c.in_stock, 'quantity', c.quantity::text) END,
+                 'before', CASE WHEN o.product_id IS NOT NULL THEN jsonb_build_object(
+                     'config_id', o.config_id, 'supplier', COALESCE(was_at.name, ''),
+                     'price_type', o.price_type, 'price_rub', o.price_rub::text,
+                     'in_stock', o.in_stock) END) AS item
+        FROM o_choice c
+        LEFT JOIN (SELECT DISTINCT ON (product_id) * FROM o_old WHERE best
+                    ORDER BY product_id, id) o ON o.product_id = c.product_id
+        LEFT JOIN pricefeed_pricelistconfig now_at ON now_at.id = c.config_id
+        LEFT JOIN pricefeed_pricelistconfig was_at ON was_at.id = o.config_id
+       WHERE (o.config_id, o.price_type, o.price_rub, o.in_stock)
+             IS DISTINCT FROM (c.config_id, c.price_type, c.price_rub, c.in_stock)
+  ) changed
+ GROUP BY part ORDER BY part
+"""
+
+# ... and those whose published price or availability changed.
+PRICE_ITEMS_SQL = """
+SELECT jsonb_agg(item ORDER BY product_id)::text
+  FROM (
+      SELECT product_id, (row_number() OVER (ORDER BY product_id) - 1) / %(per)s AS part,
+             jsonb_build_object('product_id', product_id, 'own_code', own_code,
+                                'price', price::text, 'before', old_price::text,
+                                'currency', 'RUB', 'available', available) AS item
+        FROM o_prices
+       WHERE (price, available) IS DISTINCT FROM (old_price, COALESCE(old_available, false))
+  ) changed
+ GROUP BY part ORDER BY part
 """
 
 
@@ -297,11 +516,19 @@ def _temp(cursor: Any, name: str, columns: str) -> None:
     cursor.execute(f"CREATE TEMP TABLE {name} {columns} ON COMMIT DROP")
 
 
-def _scope(cursor: Any, product_ids: Iterable[int]) -> None:
+def _scope(cursor: Any, product_ids: Iterable[int] | None, config_id: int | None) -> None:
+    """The products in scope: those given, or (none given) those ``config_id``'s offers
+    are or were for (CONFIG_PRODUCTS_SQL), found where they are."""
     _temp(cursor, "o_scope", "(product_id bigint PRIMARY KEY)")
-    with cursor.cursor.copy("COPY o_scope (product_id) FROM STDIN") as copy:
-        for product_id in product_ids:
-            copy.write_row((product_id,))
+    if product_ids is None:
+        cursor.execute(
+            f"INSERT INTO o_scope SELECT * FROM ({CONFIG_PRODUCTS_SQL}) c ORDER BY 1",
+            [config_id, config_id],
+        )
+    else:
+        with cursor.cursor.copy("COPY o_scope (product_id) FROM STDIN") as copy:
+            for product_id in product_ids:
+                copy.write_row((product_id,))
     cursor.execute("ANALYZE o_scope")
 
 
@@ -310,15 +537,15 @@ def _rows(cursor: Any, sql: str) -> list[tuple]:
     return cursor.fetchall()
 
 
-def _refresh_scope(product_ids: Iterable[int], config_id: int | None = None) -> Refreshed:
-    """Offers and prices of ``product_ids``, in the caller's transaction: the offers of
-    every supplier made again from the lists (or, with ``config_id``, that supplier's
-    only: the others' stand as they were last made), then the best and our price."""
+def _refresh_scope(product_ids: Iterable[int] | None, config_id: int | None = None) -> Refreshed:
+    """Offers and prices of ``product_ids`` (None: those of ``config_id``'s offers,
+    CONFIG_PRODUCTS_SQL), in the caller's transaction: the offers of every supplier made
+    again from the lists (or, with ``config_id``, that supplier's only: the others' stand
+    as they were last made), then the best and our price, all in PostgreSQL over the
+    set; only what changed is written, each row once."""
     done = Refreshed()
     clock = time.perf_counter()
     seconds = done.seconds
-    offer_rules = _offer_rules()
-    price_rules = _price_rules()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext('pricing.offers'))")
         cursor.execute("SET LOCAL jit = off")
@@ -326,8 +553,12 @@ def _refresh_scope(product_ids: Iterable[int], config_id: int | None = None) -> 
         # catalogue at most, usually far less): an index, never a scan of every offer,
         # link or line, even when the statistics of a table that just grew say otherwise.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        _scope(cursor, product_ids)
-        cursor.execute("DROP TABLE IF EXISTS o_fresh")
+        # The sorts and hashes over the scope's offers (a few hundred thousand rows at
+        # most per part) in memory rather than in files.
+        cursor.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
+        _scope(cursor, product_ids, config_id)
+        for table in ("o_fresh", "o_product", "o_old", "o_all", "o_choice", "o_prices"):
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
         cursor.execute(
             FRESH_SQL,
             {
@@ -337,132 +568,97 @@ def _refresh_scope(product_ids: Iterable[int], config_id: int | None = None) -> 
             },
         )
         done.offers = cursor.rowcount
-        cursor.execute("CREATE INDEX ON o_fresh (product_id, config_id, price_type)")
-        cursor.execute("ANALYZE o_fresh")
         seconds["offers"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        products = {
-            row[0]: row[1:]
-            for row in _rows(
-                cursor,
-                "SELECT p.id, p.own_code, p.category, p.brand FROM o_scope s"
-                " CROSS JOIN LATERAL (SELECT * FROM products_product x"
-                " WHERE x.id = s.product_id OFFSET 0) p",
-            )
-        }
-        old_best = {
-            row[0]: row[1:]
-            for row in _rows(
-                cursor,
-                "SELECT o.product_id, o.config_id, o.price_type, o.price_rub, o.in_stock"
-                " FROM o_scope s CROSS JOIN LATERAL (SELECT * FROM pricing_offer x"
-                " WHERE x.product_id = s.product_id AND x.best OFFSET 0) o",
-            )
-        }
-        old_prices = {
-            row[0]: row[1:]
-            for row in _rows(
-                cursor,
-                "SELECT pp.product_id, pp.status, pp.price, pp.available"
-                " FROM o_scope s CROSS JOIN LATERAL (SELECT * FROM pricing_productprice x"
-                " WHERE x.product_id = s.product_id OFFSET 0) pp",
-            )
-        }
-        names = dict(_rows(cursor, "SELECT id, name FROM pricefeed_pricelistconfig"))
+        cursor.execute(PRODUCTS_SQL)
+        done.products = cursor.rowcount
+        cursor.execute(OLD_SQL)
+        cursor.execute(ALL_SQL, {"config": config_id})
+        cursor.execute("ANALYZE o_all")
+        _rule_tables(cursor)
         seconds["read"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        cursor.execute(CHOICE_SQL)
+        cursor.execute(PRICES_SQL)
+        seconds["decide"] = time.perf_counter() - clock
         clock = time.perf_counter()
         cursor.execute(WRITE_OFFERS_SQL)
         cursor.execute(GONE_OFFERS_SQL, {"config": config_id})
+        cursor.execute(WRITE_PRICES_SQL)
         seconds["write"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        fresh = _rows(cursor, READ_OFFERS_SQL)
-        seconds["read"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        marks: list[tuple] = []  # (offer id, best, why) where that changes
-        priced: list[tuple] = []
-        offer_items: list[dict[str, Any]] = []
-        price_items: list[dict[str, Any]] = []
-        for product_id, offers in _by_product(fresh, products):
-            own_code, category, brand = products[product_id]
-            rule = rules.offer_rule_for(category, offer_rules)
-            candidates = [rules.Candidate(*row[1:8]) for row in offers]
-            choice = rules.choose(candidates, rule)
-            best_row = None
-            if choice.best is not None:
-                best_row = next(
-                    row
-                    for row in offers
-                    if row[1] == choice.best.config_id and row[2] == choice.best.price_type
-                )
-                # (the connection hands jsonb over as text, as Django wants it)
-                if not best_row[14] or json.loads(best_row[15]) != choice.reason:
-                    marks.append((best_row[13], True, json.dumps(choice.reason)))
-            marks.extend(
-                (row[13], False, "{}") for row in offers if row[14] and row is not best_row
-            )
-            before = old_best.get(product_id)
-            now_best = (
-                None if best_row is None else (best_row[1], best_row[2], best_row[3], best_row[4])
-            )
-            if before != now_best:
-                offer_items.append(_offer_item(product_id, own_code, best_row, before, names))
-            row = _price_row(
-                product_id,
-                category,
-                brand,
-                choice,
-                best_row,
-                offers,
-                price_rules,
-                old_prices.get(product_id),
-            )
-            priced.append(row.values)
-            done.held += row.values[1] == HELD
-            old = old_prices.get(product_id)
-            was = (None, False) if old is None else (old[1], old[2])
-            if (row.values[2], row.values[5]) != was:
-                price_items.append(
-                    _price_item(product_id, own_code, row.values[2], was[0], row.values[5])
-                )
-        done.products = len(products)
-        seconds["decide"] = time.perf_counter() - clock
-        clock = time.perf_counter()
-        _temp(cursor, "o_best", "(id bigint PRIMARY KEY, best boolean, reason jsonb)")
-        with cursor.cursor.copy("COPY o_best (id, best, reason) FROM STDIN") as copy:
-            for values in marks:
-                copy.write_row(values)
-        cursor.execute(BEST_SQL)
-        _temp(
-            cursor,
-            "o_prices",
-            "(product_id bigint, status text, price numeric, computed numeric, cost numeric,"
-            " available boolean, quantity numeric, config_id bigint, rule_id bigint,"
-            " audit jsonb, published boolean)",
-        )
-        with cursor.cursor.copy(
-            f"COPY o_prices (product_id, {_columns('', PRICE_COLUMNS)}, published) FROM STDIN"
-        ) as copy:
-            for values in priced:
-                copy.write_row(values)
-        cursor.execute(WRITE_PRICES_SQL)
-        seconds["write"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        done.best_changed = len(offer_items)
-        done.published_changed = len(price_items)
-        _announce(offer_items, price_items)
+        done.held = _rows(cursor, "SELECT count(*) FROM o_prices WHERE status = 'held'")[0][0]
+        offer_parts = _parts(cursor, OFFER_ITEMS_SQL)
+        price_parts = _parts(cursor, PRICE_ITEMS_SQL)
+        done.best_changed = sum(map(len, offer_parts))
+        done.published_changed = sum(map(len, price_parts))
+        _announce(offer_parts, price_parts)
         seconds["events"] = time.perf_counter() - clock
     return done
 
 
-def _by_product(
-    fresh: list[tuple], products: dict[int, tuple]
-) -> Iterator[tuple[int, list[tuple]]]:
-    """Each product in scope with its offers (none for a product without any)."""
-    offers: dict[int, list[tuple]] = {}
-    for row in fresh:
-        offers.setdefault(row[0], []).append(row)
-    for product_id in products:
-        yield product_id, offers.get(product_id, [])
+def _rule_tables(cursor: Any) -> None:
+    """The rules as the statements read them: per category of the products in scope its
+    offer rule and the price rules that cover it, per brand the price rules it passes
+    (categories and brands compared as rules.in_category and casefold do), and the price
+    rules in order. Rules are few; categories and brands are far fewer than products."""
+    offer_rules = _offer_rules()
+    price_rules = _price_rules()
+    _temp(
+        cursor,
+        "o_category",
+        "(category text PRIMARY KEY, strategy text, rule_category text, price_type text,"
+        " price_rules bigint[])",
+    )
+    categories = []
+    for (category,) in _rows(cursor, "SELECT DISTINCT category FROM o_product"):
+        rule = rules.offer_rule_for(category, offer_rules)
+        covering = [r.id for r in price_rules if rules.in_category(category, r.category)]
+        categories.append((category, rule.strategy, rule.category, rule.price_type, covering))
+    cursor.executemany("INSERT INTO o_category VALUES (%s, %s, %s, %s, %s)", categories)
+    _temp(cursor, "o_brand", "(brand text PRIMARY KEY, price_rules bigint[])")
+    brands = []
+    for (brand,) in _rows(cursor, "SELECT DISTINCT brand FROM o_product"):
+        folded = brand.casefold().strip()
+        brands.append((brand, [r.id for r in price_rules if not r.brand or r.brand == folded]))
+    cursor.executemany("INSERT INTO o_brand VALUES (%s, %s)", brands)
+    _temp(
+        cursor,
+        "o_rule",
+        "(id bigint, ordinal int, name text, config_id bigint, cost_from numeric,"
+        " cost_below numeric, markup_percent numeric, fixed_add numeric, rounding text,"
+        " min_margin_percent numeric, respect_rrp boolean, rrp_type text,"
+        " hold_percent numeric)",
+    )
+    cursor.executemany(
+        "INSERT INTO o_rule VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        [
+            (
+                r.id,
+                ordinal,
+                r.name,
+                r.config_id,
+                r.cost_from,
+                r.cost_below,
+                r.markup_percent,
+                r.fixed_add,
+                r.rounding,
+                r.min_margin_percent,
+                r.respect_rrp,
+                r.rrp_type,
+                r.hold_percent,
+            )
+            for ordinal, r in enumerate(price_rules)
+        ],
+    )
+    cursor.execute("ANALYZE o_category")
+    cursor.execute("ANALYZE o_brand")
+
+
+def _parts(cursor: Any, sql: str) -> list[list[dict[str, Any]]]:
+    """An event query's parts, each a list of items."""
+    cursor.execute(sql, {"per": EVENT_ITEMS})
+    return [json.loads(text) for (text,) in cursor.fetchall()]
 
 
 def _price_item(
@@ -483,179 +679,16 @@ def _price_item(
     }
 
 
-def _offer_item(
-    product_id: int,
-    own_code: str,
-    best_row: tuple | None,
-    before: tuple | None,
-    names: dict[int, str],
-) -> dict[str, Any]:
-    best = None
-    if best_row is not None:
-        (
-            _,
-            config_id,
-            price_type,
-            price_rub,
-            in_stock,
-            _status,
-            _priority,
-            quantity,
-            sku,
-            price,
-            currency,
-            _rate,
-            _rate_date,
-            *_,
-        ) = best_row
-        best = {
-            "config_id": config_id,
-            "supplier": names.get(config_id, ""),
-            "sku": sku,
-            "price_type": price_type,
-            "price": _dec(price),
-            "currency": currency,
-            "price_rub": _dec(price_rub),
-            "in_stock": in_stock,
-            "quantity": _dec(quantity),
-        }
-    previous = None
-    if before is not None:
-        previous = {
-            "config_id": before[0],
-            "supplier": names.get(before[0], ""),
-            "price_type": before[1],
-            "price_rub": _dec(before[2]),
-            "in_stock": before[3],
-        }
-    return {"product_id": product_id, "own_code": own_code, "best": best, "before": previous}
-
-
-@dataclass(frozen=True, slots=True)
-class _PriceRow:
-    # product_id, status, price, computed, cost, available, quantity, config_id,
-    # rule_id, audit (json text), published (a new published price)
-    values: tuple
-
-
-def _price_row(
-    product_id: int,
-    category: str,
-    brand: str,
-    choice: rules.Choice,
-    best_row: tuple | None,
-    offers: list[tuple],
-    price_rules: list[rules.PriceRuleSpec],
-    old: tuple | None,
-) -> _PriceRow:
-    old_price = None if old is None else old[1]
-    audit: dict[str, Any] = {"choice": choice.reason}
-    if choice.best is None or choice.cost is None or best_row is None:
-        return _PriceRow(
-            (
-                product_id,
-                NO_OFFER,
-                old_price,
-                None,
-                None,
-                False,
-                None,
-                None,
-                None,
-                json.dumps(audit),
-                False,
-            )
-        )
-    config_id = best_row[1]
-    audit["offer"] = {
-        "config_id": config_id,
-        "sku": best_row[8],
-        "price_type": best_row[2],
-        "price": _dec(best_row[9]),
-        "currency": best_row[10],
-        "rate": _dec(best_row[11]),
-        "rate_date": None if best_row[12] is None else best_row[12].isoformat(),
-        "price_rub": _dec(best_row[3]),
-    }
-    audit["cost"] = str(choice.cost)
-    rule = rules.price_rule_for(
-        price_rules, config_id=config_id, category=category, brand=brand, cost=choice.cost
-    )
-    if rule is None:
-        return _PriceRow(
-            (
-                product_id,
-                NO_RULE,
-                old_price,
-                None,
-                choice.cost,
-                False,
-                best_row[7],
-                config_id,
-                None,
-                json.dumps(audit),
-                False,
-            )
-        )
-    rrp = next(
-        (
-            row[3]
-            for row in offers
-            if row[1] == config_id and row[2] == rule.rrp_type and row[5] == "ok"
-        ),
-        None,
-    )
-    result = rules.price_of(choice.cost, rule, rrp)
-    audit["rule"] = {"id": rule.id, "name": rule.name}
-    audit["steps"] = result.steps
-    audit["price"] = str(result.price)
-    if rules.held(old_price, result.price, rule.hold_percent) and old_price != result.price:
-        audit["held"] = {"published": str(old_price), "hold_percent": str(rule.hold_percent)}
-        return _PriceRow(
-            (
-                product_id,
-                HELD,
-                old_price,
-                result.price,
-                choice.cost,
-                choice.available,
-                best_row[7],
-                config_id,
-                rule.id,
-                json.dumps(audit),
-                False,
-            )
-        )
-    return _PriceRow(
-        (
-            product_id,
-            PUBLISHED,
-            result.price,
-            result.price,
-            choice.cost,
-            choice.available,
-            best_row[7],
-            config_id,
-            rule.id,
-            json.dumps(audit),
-            True,
-        )
-    )
-
-
-def _chunks(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    for start in range(0, len(items), EVENT_ITEMS):
-        yield items[start : start + EVENT_ITEMS]
-
-
-def _announce(offer_items: list[dict[str, Any]], price_items: list[dict[str, Any]]) -> None:
+def _announce(
+    offer_parts: list[list[dict[str, Any]]], price_parts: list[list[dict[str, Any]]]
+) -> None:
     """The events of the changes, and a new published version when a price changed."""
-    if not offer_items and not price_items:
+    if not offer_parts and not price_parts:
         return
-    version = version_raise() if price_items else PublishedVersion.objects.get_or_create(pk=1)[0]
-    for items in _chunks(offer_items):
+    version = version_raise() if price_parts else PublishedVersion.objects.get_or_create(pk=1)[0]
+    for items in offer_parts:
         publish(OFFER_CHANGED, version, {"items": items})
-    for items in _chunks(price_items):
+    for items in price_parts:
         publish(PRICE_CHANGED, version, {"version": version.number, "items": items})
 
 
@@ -687,23 +720,19 @@ def offers_refresh(product_ids: Iterable[int]) -> Refreshed:
     return done
 
 
-def config_products(config_id: int) -> list[int]:
-    """The products a config's offers are or were for: its offering links' products and
-    those it has offers for (a link that went)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT product_id FROM products_supplierlink"
-            " WHERE config_id = %s AND state IN ('auto', 'confirmed')"
-            " UNION SELECT product_id FROM pricing_offer WHERE config_id = %s",
-            [config_id, config_id],
-        )
-        return [row[0] for row in cursor.fetchall()]
+# The products a config's offers are or were for: its offering links' products and
+# those it has offers for (a link that went).
+CONFIG_PRODUCTS_SQL = """
+SELECT product_id FROM products_supplierlink
+ WHERE config_id = %s AND state IN ('auto', 'confirmed')
+ UNION SELECT product_id FROM pricing_offer WHERE config_id = %s
+"""
 
 
 def config_offers_refresh(config_id: int) -> Refreshed:
     """After a config's list was accepted and matched: its products' offers and prices."""
     with transaction.atomic(), gc_paused():
-        done = _refresh_scope(sorted(config_products(config_id)), config_id)
+        done = _refresh_scope(None, config_id)
     _logged(f"config {config_id}", done)
     return done
 

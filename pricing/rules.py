@@ -1,6 +1,10 @@
-"""The pure part of pricing: which offer of a product is the best, and what our price
-is made of it, with every step kept for the audit. No database here: pricing.offers
-reads the offers and rules, calls these, and writes what they say."""
+"""The rules of pricing, stated one product at a time: which offer of a product is the
+best, and what our price is made of it, with every step kept for the audit. No
+database here. pricing.offers applies them to whole sets of products in PostgreSQL
+(its CHOICE_SQL and PRICES_SQL do what ``choose``, ``price_rule_for``, ``price_of`` and
+``held`` say) and reads ``offer_rule_for`` and ``in_category`` here for the categories
+in scope; tests/pricing/test_rules_agree.py holds the statements to these functions on
+random worlds."""
 
 from __future__ import annotations
 
@@ -161,18 +165,21 @@ class Priced(NamedTuple):
 def price_of(cost: Decimal, rule: PriceRuleSpec, rrp: Decimal | None) -> Priced:
     """Our price from ``cost`` by ``rule``: the markup, the fixed add, the floor (cost plus
     the minimum margin), the rounding, then not below the recommended price. Each step
-    is kept as (step, its setting, the price after it) as text for the audit."""
+    is kept as (step, its setting, the price after it) as text for the audit (to 4
+    places, half up, as PostgreSQL's round: pricing.offers computes these steps there)."""
     steps: list[list[str]] = [["cost", "", str(cost)]]
     price = cost * (1 + rule.markup_percent / HUNDRED)
-    steps.append(["markup", str(rule.markup_percent), str(price.quantize(FOURTH))])
+    steps.append(["markup", str(rule.markup_percent), str(price.quantize(FOURTH, ROUND_HALF_UP))])
     if rule.fixed_add:
         price += rule.fixed_add
-        steps.append(["add", str(rule.fixed_add), str(price.quantize(FOURTH))])
+        steps.append(["add", str(rule.fixed_add), str(price.quantize(FOURTH, ROUND_HALF_UP))])
     if rule.min_margin_percent is not None:
         floor = cost * (1 + rule.min_margin_percent / HUNDRED)
         if price < floor:
             price = floor
-            steps.append(["floor", str(rule.min_margin_percent), str(price.quantize(FOURTH))])
+            steps.append(
+                ["floor", str(rule.min_margin_percent), str(price.quantize(FOURTH, ROUND_HALF_UP))]
+            )
     price = rounded(price, rule.rounding)
     steps.append(["round", rule.rounding, str(price)])
     if rule.respect_rrp and rrp is not None and price < rrp:

@@ -1,10 +1,18 @@
-"""A throwaway PostgreSQL database for a benchmark, next to the one DATABASE_URL names."""
+"""A throwaway PostgreSQL database for a benchmark, next to the one DATABASE_URL names;
+and the ``BAR`` line every benchmark prints per target."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+
+
+def bar_line(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
+    """A target's ``BAR`` line; ``--quick``'s smaller runs make the figures indicative
+    only, and the line says so."""
+    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
+    return line + " (quick)" if quick else line
 
 
 def base_database_url() -> str:

@@ -49,6 +49,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.benchdb import (
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -69,11 +70,6 @@ PAYLOAD = {
 }
 
 _children: list[subprocess.Popen] = []
-
-
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
 
 
 def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -364,7 +360,7 @@ def main() -> None:
                     f"(median {theirs:,.0f}); {ratio:.2f}x"
                 )
                 bars.append(
-                    _bar(
+                    bar_line(
                         f"delivery_{name}_vs_raw",
                         ratio >= TARGET_RATIO,
                         f"{ratio:.2f}x ({mine:,.0f} vs {theirs:,.0f} events/s)",

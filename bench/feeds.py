@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -147,11 +148,6 @@ def _peer() -> float:
     return time.perf_counter() - started
 
 
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--products", type=int, default=1_000_000)
@@ -200,7 +196,7 @@ def main() -> None:
         f"({rate / peer_rate:.2f}x the peer)"
     )
     print(
-        _bar(
+        bar_line(
             "feeds_yml_rate",
             rate >= TARGET_RATE,
             f"{rate:,.0f} offers/s over {args.products:,} offers",
@@ -209,7 +205,7 @@ def main() -> None:
         )
     )
     print(
-        _bar(
+        bar_line(
             "feeds_yml_peak_rss",
             growth_mb <= TARGET_RSS_MB,
             f"{growth_mb:.1f} MB peak RSS growth while streaming",

@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -89,9 +90,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def bar(name: str, met: bool, figure: str, target: str, quick: bool) -> None:
-    # --quick's smaller runs make the figures indicative only: each line says so.
-    note = " (quick)" if quick else ""
-    print(f"BAR {name} {'met' if met else 'missed'} {figure} (target {target}){note}", flush=True)
+    print(bar_line(name, met, figure, target, quick), flush=True)
 
 
 def load() -> str:

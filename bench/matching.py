@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.benchdb import (
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -206,11 +207,6 @@ def figures(config_id: int, lines) -> tuple[float, float, int]:
     return right / max(len(auto), 1), found / max(len(true), 1), len(auto)
 
 
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--products", type=int, default=1_000_000)
@@ -275,7 +271,7 @@ def main() -> None:
             f"proposed first {recall:.2%}; not a BAR"
         )
         print(
-            _bar(
+            bar_line(
                 "matching_lines_per_second",
                 rate >= TARGET_LINES_PER_S,
                 f"{rate:,.0f} lines/s",

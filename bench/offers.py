@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -208,11 +209,6 @@ def _peer(config_id: int) -> float:
     return time.perf_counter() - started
 
 
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--products", type=int, default=1_000_000)
@@ -274,7 +270,7 @@ def main() -> None:
     median, peer = statistics.median(ours), statistics.median(peers)
     print(f"medians: recompute {median:.2f} s, peer SELECT {peer:.2f} s ({median / peer:.1f}x)")
     print(
-        _bar(
+        bar_line(
             "offers_recompute",
             median <= TARGET_SECONDS,
             f"{median:.2f} s for a {args.lines:,}-line list over {args.products:,} products "

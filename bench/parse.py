@@ -67,6 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     database_url,
     drop_database,
@@ -538,11 +539,6 @@ def _cpu_line(xlsx_rounds: list) -> str:
     )
 
 
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
-
-
 def _limit_lines(kind: str, limits: dict) -> list[str]:
     """One line per default limit the file is over: what the bench did, and why the
     default is what it is."""
@@ -754,7 +750,7 @@ def report(args: argparse.Namespace, figures: dict) -> None:
     # --quick's smaller file makes these bars indicative only: say what was measured.
     size = f"; here {args.rows:,} rows" if args.rows != 100_000 else ""
     print(
-        _bar(
+        bar_line(
             "xlsx_import_seconds",
             xlsx_s <= TARGET_XLSX_SECONDS,
             f"{xlsx_s:.2f} s",
@@ -764,7 +760,7 @@ def report(args: argparse.Namespace, figures: dict) -> None:
         )
     )
     print(
-        _bar(
+        bar_line(
             "xlsx_vs_calamine",
             median(ratios) <= TARGET_XLSX_VS_CALAMINE,
             f"{median(ratios):.2f}x",
@@ -774,7 +770,7 @@ def report(args: argparse.Namespace, figures: dict) -> None:
         )
     )
     print(
-        _bar(
+        bar_line(
             "xlsx_peak_rss",
             xlsx_rss <= TARGET_XLSX_RSS_MB,
             f"{xlsx_rss:.0f} MB",
@@ -783,7 +779,7 @@ def report(args: argparse.Namespace, figures: dict) -> None:
         )
     )
     print(
-        _bar(
+        bar_line(
             "csv_import_vs_copy",
             median(copy_ratios) >= TARGET_CSV_VS_COPY,
             f"{median(copy_ratios):.2f}x",

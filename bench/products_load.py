@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     database_url,
     drop_database,
@@ -199,11 +200,6 @@ def _rate(rows: int, seconds: float) -> str:
     return f"{rows / seconds:,.0f} rows/s"
 
 
-def _bar(name: str, met: bool, figure: str, target: str, quick: bool) -> str:
-    line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
-    return line + " (quick)" if quick else line
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="products in the file")
@@ -293,7 +289,7 @@ def report(args: argparse.Namespace, rounds: list) -> None:
     size = f"; here {rows:,} products" if rows != 1_000_000 else ""
     target = f"≥ {TARGET_ROWS_PER_SECOND:,} rows/s for 1M products, median of {len(rounds)}"
     print(
-        _bar(
+        bar_line(
             "products_load_rate",
             rows / load_s >= TARGET_ROWS_PER_SECOND,
             _rate(rows, load_s),
@@ -302,7 +298,7 @@ def report(args: argparse.Namespace, rounds: list) -> None:
         )
     )
     print(
-        _bar(
+        bar_line(
             "products_reload_rate",
             rows / reload_s >= TARGET_ROWS_PER_SECOND,
             _rate(rows, reload_s),

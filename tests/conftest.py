@@ -10,12 +10,15 @@ import pytest
 from django.conf import settings
 from django.utils import translation
 
+from devkit.servers.webhook import WebhookReceiver
 from mailboxes import processing
 from mailboxes.models import InboundMessage, Mailbox
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceListConfig
 
 from . import factories
+from .delivery.support import Rabbit
+from .requirements import require_rabbitmq
 
 # The parts of the suite that start real servers and manage.py processes, marked
 # ``integration`` as a whole (a pytestmark in a conftest.py marks nothing).
@@ -36,6 +39,23 @@ def default_language():
     translation.activate(settings.LANGUAGE_CODE)
     yield
     translation.activate(settings.LANGUAGE_CODE)
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on loopback (the delivery and integration tests)."""
+    server = WebhookReceiver().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def rabbit():
+    """An exchange and queue of the test's own on the local RabbitMQ."""
+    require_rabbitmq()
+    broker = Rabbit()
+    yield broker
+    broker.close()
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from devkit.servers.webhook import WebhookReceiver
 from outbox.models import OutboxEvent
 from outbox.services import publish
 from tests.delivery.support import SECRET, Rabbit
-from tests.requirements import require_rabbitmq
 
 from .support import wait_until
 
@@ -32,21 +31,6 @@ ENV = {
     "PRICEFEED_OUTBOX_RETRY_MAX": "1",
 }
 KINDS = list(EventKind)
-
-
-@pytest.fixture
-def receiver():
-    server = WebhookReceiver().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def rabbit():
-    require_rabbitmq()
-    broker = Rabbit()
-    yield broker
-    broker.close()
 
 
 @pytest.fixture

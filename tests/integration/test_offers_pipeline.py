@@ -15,18 +15,15 @@ from collections import defaultdict
 from decimal import Decimal
 
 import pika
-import pytest
 
 from delivery.kinds import EventKind
 from delivery.models import AmqpTarget, Webhook
 from delivery.signing import verify
-from devkit.servers.webhook import WebhookReceiver
 from outbox.models import OutboxEvent
 from pricefeed.models import PriceImport
 from pricing.models import Offer, PriceRule, ProductPrice
 from products.models import Product, SupplierLink
 from tests.delivery.support import SECRET, Rabbit
-from tests.requirements import require_rabbitmq
 
 from .support import price_email, wait_until
 
@@ -69,21 +66,6 @@ class Consumer:
             channel.basic_ack(method.delivery_tag)
         channel.cancel()
         connection.close()
-
-
-@pytest.fixture
-def receiver():
-    server = WebhookReceiver().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def rabbit():
-    require_rabbitmq()
-    broker = Rabbit()
-    yield broker
-    broker.close()
 
 
 def test_a_mailed_list_changes_the_best_offer_and_price_and_both_endpoints_hear_it(

@@ -1266,6 +1266,19 @@ SETTINGS: tuple[Setting, ...] = (
         section="Rates (docs/pricing.md)",
         example="7",
     ),
+    Setting(
+        "PRICEFEED_OFFERS_PARTS",
+        int,
+        default="`2`",
+        doc=(
+            "a supplier's offers and prices are recomputed as this many transactions side "
+            "by side, each on its own connection (1: one transaction); about the database "
+            "server's cores to spare"
+        ),
+        reads=("pricing.offers",),
+        section="Offers and prices (docs/pricing.md)",
+        example="2",
+    ),
     # -- django-q2 ---------------------------------------------------------------------------
     Setting(
         "PRICEFEED_Q_WORKERS",

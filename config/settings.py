@@ -459,6 +459,9 @@ PRICEFEED_RATES_TIMEOUT = env.float("PRICEFEED_RATES_TIMEOUT", default=10.0)
 PRICEFEED_RATES_RETRY_BASE = env.float("PRICEFEED_RATES_RETRY_BASE", default=60.0)
 PRICEFEED_RATES_RETRY_MAX = env.float("PRICEFEED_RATES_RETRY_MAX", default=3600.0)
 PRICEFEED_RATES_WINDOW_DAYS = env.int("PRICEFEED_RATES_WINDOW_DAYS", default=7)
+# A supplier's offers and prices recomputed as this many transactions side by side
+# (pricing.offers): about the database server's cores to spare.
+PRICEFEED_OFFERS_PARTS = env.int("PRICEFEED_OFFERS_PARTS", default=2)
 # Feeds and customer price lists (feeds, docs/feeds.md): the most products in one xlsx
 # (Excel's sheet holds 1,048,576 rows, the header one of them).
 PRICEFEED_FEEDS_XLSX_MAX_ROWS = env.int("PRICEFEED_FEEDS_XLSX_MAX_ROWS", default=1_048_575)

@@ -15,8 +15,15 @@ carrying up to EVENT_ITEMS products, published one by one: publish_many's arrays
 large payloads measured twice as slow). A price that moves more than its rule allows is
 held for approval (``price_approve``).
 
-One refresh runs at a time (an advisory lock): refreshes of the same products never
-interleave, and each sees the last one's result.
+Refreshes of the same products never interleave, and each sees the last one's result:
+a refresh holds, until it commits, the advisory locks of its products' buckets (a
+product's bucket: a hash of its id, one of LOCK_BUCKETS), taken in ascending order. A
+config's refresh outside a transaction runs as ``PRICEFEED_OFFERS_PARTS`` parts side by
+side, each a transaction on its own connection with the buckets of its own (part k of
+n: the buckets b with b % n = k): the statements are PostgreSQL's work, and one session
+uses one of the server's cores. Each part commits with its events; a part that fails
+leaves the others done, and running the refresh again completes it (a refresh only
+writes and announces what differs).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -49,6 +57,9 @@ REFRESH_PART = "pricing.refresh_part"
 EVENT_ITEMS = 500  # products per event
 ALL_CHUNK = 10_000  # products per transaction in a refresh of everything
 WORK_MEM = "64MB"  # per sort or hash of a refresh
+LOCK_BUCKETS = 16  # advisory locks over the products (a fixed number: every instance's)
+# A product's bucket, in SQL (hashint8 spreads ids that share a step, as a list's do).
+BUCKET = "(hashint8(product_id) & 15)"
 OFFERING = ("auto", "confirmed")
 # A list's days of currency for a supplier without terms: the terms' default.
 STALE_DAYS = SupplierTerms._meta.get_field("stale_days").default
@@ -361,7 +372,9 @@ SELECT made.*, status = 'published' AS published FROM made
 """
 
 # What changed of the offers: the new and the different ones, and the best marks that
-# move (the best with why; the others unmarked), each row written once.
+# move (the best with why; the others unmarked), each row written once; new ones in
+# config order, so that a config's offers share pages (its next list rewrites them
+# together: fewer pages dirtied and logged).
 WRITE_OFFERS_SQL = f"""
 INSERT INTO pricing_offer (product_id, config_id, price_type, {_columns("", OFFER_COLUMNS)},
                            best, reason, updated_at)
@@ -374,6 +387,7 @@ SELECT a.product_id, a.config_id, a.price_type, {_columns("a.", OFFER_COLUMNS)},
  ) m
  WHERE a.changed OR a.old_best IS DISTINCT FROM m.best
     OR (m.best AND a.old_reason IS DISTINCT FROM c.reason)
+ ORDER BY a.config_id, a.product_id, a.price_type
 ON CONFLICT (product_id, config_id, price_type) DO UPDATE
    SET ({_columns("", OFFER_COLUMNS)}, best, reason, updated_at)
      = ({_columns("EXCLUDED.", OFFER_COLUMNS)}, EXCLUDED.best, EXCLUDED.reason,
@@ -521,14 +535,20 @@ def _temp(cursor: Any, name: str, columns: str) -> None:
     cursor.execute(f"CREATE TEMP TABLE {name} {columns} ON COMMIT DROP")
 
 
-def _scope(cursor: Any, product_ids: Iterable[int] | None, config_id: int | None) -> None:
+def _scope(
+    cursor: Any,
+    product_ids: Iterable[int] | None,
+    config_id: int | None,
+    buckets: list[int],
+) -> None:
     """The products in scope: those given, or (none given) those ``config_id``'s offers
-    are or were for (CONFIG_PRODUCTS_SQL), found where they are."""
+    are or were for (CONFIG_PRODUCTS_SQL) in ``buckets``, found where they are."""
     _temp(cursor, "o_scope", "(product_id bigint PRIMARY KEY)")
     if product_ids is None:
         cursor.execute(
-            f"INSERT INTO o_scope SELECT * FROM ({CONFIG_PRODUCTS_SQL}) c ORDER BY 1",
-            [config_id, config_id],
+            f"INSERT INTO o_scope SELECT * FROM ({CONFIG_PRODUCTS_SQL}) c"
+            f" WHERE {BUCKET} = ANY (%s) ORDER BY 1",
+            [config_id, config_id, buckets],
         )
     else:
         with cursor.cursor.copy("COPY o_scope (product_id) FROM STDIN") as copy:
@@ -542,17 +562,28 @@ def _rows(cursor: Any, sql: str) -> list[tuple]:
     return cursor.fetchall()
 
 
-def _refresh_scope(product_ids: Iterable[int] | None, config_id: int | None = None) -> Refreshed:
+def _refresh_scope(
+    product_ids: Iterable[int] | None,
+    config_id: int | None = None,
+    buckets: list[int] | None = None,
+) -> Refreshed:
     """Offers and prices of ``product_ids`` (None: those of ``config_id``'s offers,
-    CONFIG_PRODUCTS_SQL), in the caller's transaction: the offers of every supplier made
-    again from the lists (or, with ``config_id``, that supplier's only: the others' stand
-    as they were last made), then the best and our price, all in PostgreSQL over the
-    set; only what changed is written, each row once."""
+    CONFIG_PRODUCTS_SQL, in ``buckets``: all by default), in the caller's transaction:
+    the offers of every supplier made again from the lists (or, with ``config_id``, that
+    supplier's only: the others' stand as they were last made), then the best and our
+    price, all in PostgreSQL over the set; only what changed is written, each row
+    once."""
+    buckets = list(range(LOCK_BUCKETS)) if buckets is None else sorted(buckets)
     done = Refreshed()
     clock = time.perf_counter()
     seconds = done.seconds
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('pricing.offers'))")
+        # The buckets' locks in ascending order, as every refresh takes them: no deadlock.
+        cursor.execute(
+            "SELECT count(pg_advisory_xact_lock(hashtext('pricing.offers'), b))"
+            " FROM unnest(%s::int[]) b",
+            [buckets],
+        )
         cursor.execute("SET LOCAL jit = off")
         # Every statement here goes by key from the products in scope (a tenth of the
         # catalogue at most, usually far less): an index, never a scan of every offer,
@@ -561,7 +592,7 @@ def _refresh_scope(product_ids: Iterable[int] | None, config_id: int | None = No
         # The sorts and hashes over the scope's offers (a few hundred thousand rows at
         # most per part) in memory rather than in files.
         cursor.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
-        _scope(cursor, product_ids, config_id)
+        _scope(cursor, product_ids, config_id, buckets)
         for table in ("o_fresh", "o_product", "o_old", "o_all", "o_choice", "o_prices"):
             cursor.execute(f"DROP TABLE IF EXISTS {table}")
         cursor.execute(
@@ -734,12 +765,32 @@ SELECT product_id FROM products_supplierlink
 """
 
 
-def config_offers_refresh(config_id: int) -> Refreshed:
-    """After a config's list was accepted and matched: its products' offers and prices."""
-    with transaction.atomic(), gc_paused():
-        done = _refresh_scope(None, config_id)
+def config_offers_refresh(config_id: int, parts: int | None = None) -> Refreshed:
+    """After a config's list was accepted and matched: its products' offers and prices,
+    as ``parts`` (default PRICEFEED_OFFERS_PARTS) transactions side by side, or in the
+    caller's transaction if there is one. The seconds per stage are the parts' summed."""
+    parts = settings.PRICEFEED_OFFERS_PARTS if parts is None else parts
+    parts = max(1, min(parts, LOCK_BUCKETS))
+    if parts == 1 or connection.in_atomic_block:
+        with transaction.atomic(), gc_paused():
+            done = _refresh_scope(None, config_id)
+    else:
+        done = Refreshed()
+        shares = [[b for b in range(LOCK_BUCKETS) if b % parts == k] for k in range(parts)]
+        with gc_paused(), ThreadPoolExecutor(parts, thread_name_prefix="offers") as pool:
+            for part in pool.map(lambda share: _config_part(config_id, share), shares):
+                done.add(part)
     _logged(f"config {config_id}", done)
     return done
+
+
+def _config_part(config_id: int, buckets: list[int]) -> Refreshed:
+    """One part of a config's refresh, in a thread: its own connection, closed after."""
+    try:
+        with transaction.atomic():
+            return _refresh_scope(None, config_id, buckets)
+    finally:
+        connection.close()
 
 
 def _everything(first: int = 0, last: int = 2**63 - 1) -> list[int]:

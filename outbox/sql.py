@@ -133,3 +133,17 @@ SELECT e.id, %s, e.aggregate_type, e.aggregate_id, e.payload, {_NEW}, 0, '', ''
 FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::jsonb[])
      AS e (id, aggregate_type, aggregate_id, payload)
 """
+
+# An event per row of a query (services.publish_select), the payloads built by the
+# query: SELECT_ROWS is replaced by it (two columns: the row's number from 0 and its
+# payload as jsonb); a row's id is that element of the ids given (past their end: no
+# id, and the NOT NULL refuses the whole statement). Named parameters: outbox_ids
+# (uuid[]), outbox_kind, outbox_type, outbox_aggregate, and the query's own.
+PUBLISH_SELECT = f"""
+INSERT INTO {_TABLE} (id, kind, aggregate_type, aggregate_id, payload, status, attempts,
+                      claimed_by, last_error)
+SELECT (%(outbox_ids)s::uuid[])[e.n + 1], %(outbox_kind)s, %(outbox_type)s,
+       %(outbox_aggregate)s, e.payload, {_NEW}, 0, '', ''
+  FROM (SELECT_ROWS) AS e (n, payload)
+ ORDER BY e.n
+"""

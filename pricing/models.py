@@ -383,10 +383,10 @@ class Offer(models.Model):
                 fields=["product", "config", "price_type"], name="pricing_offer_one"
             )
         ]
+        # No index on the best mark: a refresh moves it between a product's offers,
+        # and an index on it made every such move a new row version with an entry in
+        # each index (a product's few offers are found by pricing_offer_one).
         indexes = [
-            models.Index(
-                fields=["product"], name="pricing_offer_best", condition=models.Q(best=True)
-            ),
             # The stale sweep's question: does a config have offers that count?
             models.Index(
                 fields=["config"], name="pricing_offer_counting", condition=models.Q(status="ok")

@@ -10,9 +10,9 @@ Python cost ~80 µs each, most of it moving rows to Python and back. Python only
 the few distinct categories and brands in scope to their rules (rules.offer_rule_for,
 rules.in_category, casefold), so that the statements compare as the rules do. What
 changed is written back with one statement per table, each row once, and announced in
-the same transaction as ``offer.changed`` and ``price.changed`` outbox events (each
-carrying up to EVENT_ITEMS products, published one by one: publish_many's arrays of
-large payloads measured twice as slow). A price that moves more than its rule allows is
+the same transaction as ``offer.changed`` and ``price.changed`` outbox events, each
+carrying up to EVENT_ITEMS products, made by PostgreSQL (outbox.services.publish_select:
+the items never come to Python). A price that moves more than its rule allows is
 held for approval (``price_approve``).
 
 Refreshes of the same products never interleave, and each sees the last one's result:
@@ -28,7 +28,6 @@ writes and announces what differs).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -41,7 +40,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from outbox.services import publish
+from outbox.services import publish, publish_select
 from pricefeed.parsing.table import gc_paused
 from products.events import LINKS_CHANGED, config_links_changed
 
@@ -430,46 +429,51 @@ ON CONFLICT (product_id) DO UPDATE
        now())
 """
 
-# The items of the events, in parts of EVENT_ITEMS products (one JSON array each): the
-# products whose best offer moved (its supplier, price type, price or stock) ...
+# The items of the events, one per product: the products whose best offer moved (its
+# supplier, price type, price or stock) ...
 OFFER_ITEMS_SQL = """
-SELECT jsonb_agg(item ORDER BY product_id)::text
-  FROM (
-      SELECT c.product_id, (row_number() OVER (ORDER BY c.product_id) - 1) / %(per)s AS part,
-             jsonb_build_object(
-                 'product_id', c.product_id, 'own_code', c.own_code,
-                 'best', CASE WHEN c.config_id IS NOT NULL THEN jsonb_build_object(
-                     'config_id', c.config_id, 'supplier', COALESCE(now_at.name, ''),
-                     'sku', c.sku, 'price_type', c.price_type, 'price', c.price::text,
-                     'currency', c.currency, 'price_rub', c.price_rub::text,
-                     'in_stock', c.in_stock, 'quantity', c.quantity::text) END,
-                 'before', CASE WHEN o.product_id IS NOT NULL THEN jsonb_build_object(
-                     'config_id', o.config_id, 'supplier', COALESCE(was_at.name, ''),
-                     'price_type', o.price_type, 'price_rub', o.price_rub::text,
-                     'in_stock', o.in_stock) END) AS item
-        FROM o_choice c
-        LEFT JOIN (SELECT DISTINCT ON (product_id) * FROM o_old WHERE best
-                    ORDER BY product_id, id) o ON o.product_id = c.product_id
-        LEFT JOIN pricefeed_pricelistconfig now_at ON now_at.id = c.config_id
-        LEFT JOIN pricefeed_pricelistconfig was_at ON was_at.id = o.config_id
-       WHERE (o.config_id, o.price_type, o.price_rub, o.in_stock)
-             IS DISTINCT FROM (c.config_id, c.price_type, c.price_rub, c.in_stock)
-  ) changed
- GROUP BY part ORDER BY part
+CREATE TEMP TABLE o_offer_items ON COMMIT DROP AS
+SELECT c.product_id,
+       jsonb_build_object(
+           'product_id', c.product_id, 'own_code', c.own_code,
+           'best', CASE WHEN c.config_id IS NOT NULL THEN jsonb_build_object(
+               'config_id', c.config_id, 'supplier', COALESCE(now_at.name, ''),
+               'sku', c.sku, 'price_type', c.price_type, 'price', c.price::text,
+               'currency', c.currency, 'price_rub', c.price_rub::text,
+               'in_stock', c.in_stock, 'quantity', c.quantity::text) END,
+           'before', CASE WHEN o.product_id IS NOT NULL THEN jsonb_build_object(
+               'config_id', o.config_id, 'supplier', COALESCE(was_at.name, ''),
+               'price_type', o.price_type, 'price_rub', o.price_rub::text,
+               'in_stock', o.in_stock) END) AS item
+  FROM o_choice c
+  LEFT JOIN (SELECT DISTINCT ON (product_id) * FROM o_old WHERE best
+              ORDER BY product_id, id) o ON o.product_id = c.product_id
+  LEFT JOIN pricefeed_pricelistconfig now_at ON now_at.id = c.config_id
+  LEFT JOIN pricefeed_pricelistconfig was_at ON was_at.id = o.config_id
+ WHERE (o.config_id, o.price_type, o.price_rub, o.in_stock)
+       IS DISTINCT FROM (c.config_id, c.price_type, c.price_rub, c.in_stock)
 """
 
 # ... and those whose published price or availability changed.
 PRICE_ITEMS_SQL = """
-SELECT jsonb_agg(item ORDER BY product_id)::text
-  FROM (
-      SELECT product_id, (row_number() OVER (ORDER BY product_id) - 1) / %(per)s AS part,
-             jsonb_build_object('product_id', product_id, 'own_code', own_code,
-                                'price', price::text, 'before', old_price::text,
-                                'currency', 'RUB', 'available', available) AS item
-        FROM o_prices
-       WHERE (price, available) IS DISTINCT FROM (old_price, COALESCE(old_available, false))
-  ) changed
- GROUP BY part ORDER BY part
+CREATE TEMP TABLE o_price_items ON COMMIT DROP AS
+SELECT product_id,
+       jsonb_build_object('product_id', product_id, 'own_code', own_code,
+                          'price', price::text, 'before', old_price::text,
+                          'currency', 'RUB', 'available', available) AS item
+  FROM o_prices
+ WHERE (price, available) IS DISTINCT FROM (old_price, COALESCE(old_available, false))
+"""
+
+# The events of a table of items ({items}), EVENT_ITEMS products each, in product
+# order: (number, payload) for outbox.services.publish_select; {fields} are the
+# payload's other fields, before its items.
+EVENTS_SQL = """
+SELECT part, jsonb_build_object({fields} 'items', jsonb_agg(item ORDER BY product_id))
+  FROM (SELECT product_id, item,
+               (row_number() OVER (ORDER BY product_id) - 1) / %(per)s AS part
+          FROM {items}) items
+ GROUP BY part
 """
 
 
@@ -624,11 +628,13 @@ def _refresh_scope(
         seconds["write"] = time.perf_counter() - clock
         clock = time.perf_counter()
         done.held = _rows(cursor, "SELECT count(*) FROM o_prices WHERE status = 'held'")[0][0]
-        offer_parts = _parts(cursor, OFFER_ITEMS_SQL)
-        price_parts = _parts(cursor, PRICE_ITEMS_SQL)
-        done.best_changed = sum(map(len, offer_parts))
-        done.published_changed = sum(map(len, price_parts))
-        _announce(offer_parts, price_parts)
+        for table in ("o_offer_items", "o_price_items"):
+            cursor.execute(f"DROP TABLE IF EXISTS {table}")
+        cursor.execute(OFFER_ITEMS_SQL)
+        done.best_changed = cursor.rowcount
+        cursor.execute(PRICE_ITEMS_SQL)
+        done.published_changed = cursor.rowcount
+        _announce(done.best_changed, done.published_changed)
         seconds["events"] = time.perf_counter() - clock
     return done
 
@@ -691,12 +697,6 @@ def _rule_tables(cursor: Any) -> None:
     cursor.execute("ANALYZE o_brand")
 
 
-def _parts(cursor: Any, sql: str) -> list[list[dict[str, Any]]]:
-    """An event query's parts, each a list of items."""
-    cursor.execute(sql, {"per": EVENT_ITEMS})
-    return [json.loads(text) for (text,) in cursor.fetchall()]
-
-
 def _price_item(
     product_id: int,
     own_code: str,
@@ -715,17 +715,30 @@ def _price_item(
     }
 
 
-def _announce(
-    offer_parts: list[list[dict[str, Any]]], price_parts: list[list[dict[str, Any]]]
-) -> None:
-    """The events of the changes, and a new published version when a price changed."""
-    if not offer_parts and not price_parts:
+def _announce(offer_items: int, price_items: int) -> None:
+    """The events of the changes (o_offer_items, o_price_items: this many items each),
+    built and written by PostgreSQL, and a new published version when a price changed."""
+    if not offer_items and not price_items:
         return
-    version = version_raise() if price_parts else PublishedVersion.objects.get_or_create(pk=1)[0]
-    for items in offer_parts:
-        publish(OFFER_CHANGED, version, {"items": items})
-    for items in price_parts:
-        publish(PRICE_CHANGED, version, {"version": version.number, "items": items})
+    version = version_raise() if price_items else PublishedVersion.objects.get_or_create(pk=1)[0]
+    for kind, table, count, fields, params in (
+        (OFFER_CHANGED, "o_offer_items", offer_items, "", {}),
+        (
+            PRICE_CHANGED,
+            "o_price_items",
+            price_items,
+            "'version', %(version)s::bigint,",
+            {"version": version.number},
+        ),
+    ):
+        if count:
+            publish_select(
+                kind,
+                version,
+                EVENTS_SQL.format(items=table, fields=fields),
+                {"per": EVENT_ITEMS, **params},
+                most=-(-count // EVENT_ITEMS),
+            )
 
 
 def version_raise() -> PublishedVersion:

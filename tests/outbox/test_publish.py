@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, IntegrityError, connection, transaction
 
 from devkit.samples import price_list_csv
 from outbox.exceptions import NotInTransaction
 from outbox.models import OutboxEvent, time_ordered_uuid
-from outbox.services import publish, publish_many
+from outbox.services import publish, publish_many, publish_select
 from pricefeed.imports import lifecycle
 from pricefeed.models import PriceImport
 from tests.factories import ROWS, create_mailbox, receive, run_all
@@ -80,3 +80,34 @@ def test_publish_many_outside_a_transaction_is_refused(transactional_db):
     mailbox = create_mailbox()
     with pytest.raises(NotInTransaction):
         publish_many("mailbox.touched", [(mailbox, {}, uuid.uuid4())])
+
+
+ROWS_SQL = (
+    "SELECT n - 1, jsonb_build_object('n', n * %(times)s) FROM generate_series(1, %(rows)s) n"
+)
+
+
+def test_publish_select_records_an_event_per_row_of_the_query(mailbox):
+    with transaction.atomic():
+        assert (
+            publish_select("mailbox.touched", mailbox, ROWS_SQL, {"times": 10, "rows": 3}, most=5)
+            == 3
+        )
+    events = list(OutboxEvent.objects.all())
+    assert sorted(e.payload["n"] for e in events) == [10, 20, 30]
+    assert {(e.kind, e.aggregate_type, e.aggregate_id, e.status) for e in events} == {
+        ("mailbox.touched", "mailboxes.mailbox", str(mailbox.pk), OutboxEvent.Status.NEW)
+    }
+
+
+def test_publish_select_of_more_rows_than_said_publishes_nothing(mailbox):
+    with pytest.raises((IntegrityError, DataError)), transaction.atomic():
+        publish_select("mailbox.touched", mailbox, ROWS_SQL, {"times": 1, "rows": 3}, most=2)
+    assert not OutboxEvent.objects.exists()
+
+
+def test_publish_select_outside_a_transaction_is_refused(transactional_db):
+    mailbox = create_mailbox()
+    with pytest.raises(NotInTransaction):
+        publish_select("mailbox.touched", mailbox, ROWS_SQL, {"times": 1, "rows": 1}, most=1)
+    assert not OutboxEvent.objects.exists()

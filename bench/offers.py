@@ -18,7 +18,8 @@ ended, the new ones current); timed:
 
 * pricing.offers.config_offers_refresh of that supplier: the offers of every product it
   offers (from all three suppliers), the best offer, our price, the writes and the
-  events — what the worker does after the list was matched;
+  events — what the worker does after the list was matched, as PRICEFEED_OFFERS_PARTS
+  transactions side by side (the seconds of its stages are summed over them);
 * the peer: one plain SQL statement over the same rows: each of those products' cheapest
   current line by the main price, in whatever currency, no rates, no rules, nothing
   written.
@@ -237,6 +238,9 @@ def main() -> None:
             f"lines, all linked, in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
+        from django.conf import settings
+
+        print(f"a list's refresh in {settings.PRICEFEED_OFFERS_PARTS} parts", flush=True)
         everything = offers.all_offers_refresh()
         print(
             f"first computation of everything: {everything.products:,} products, "

@@ -232,8 +232,11 @@ WITH p AS (
 ), counted AS (
     SELECT product_id, count(*) AS offers, count(*) FILTER (WHERE counts) AS counted,
            count(*) FILTER (WHERE counts AND in_stock) AS stocked,
-           avg(price_rub) FILTER (WHERE counts AND in_stock) AS stocked_average,
-           avg(price_rub) FILTER (WHERE counts) AS average
+           -- (averages only where the rule is the average: a numeric sum per product
+           -- cost a sixth of the statement)
+           avg(price_rub) FILTER (WHERE counts AND in_stock AND strategy = 'average')
+               AS stocked_average,
+           avg(price_rub) FILTER (WHERE counts AND strategy = 'average') AS average
       FROM typed GROUP BY product_id
 ), best AS (
     SELECT DISTINCT ON (product_id) *
@@ -446,8 +449,10 @@ SELECT c.product_id,
                'price_type', o.price_type, 'price_rub', o.price_rub::text,
                'in_stock', o.in_stock) END) AS item
   FROM o_choice c
-  LEFT JOIN (SELECT DISTINCT ON (product_id) * FROM o_old WHERE best
-              ORDER BY product_id, id) o ON o.product_id = c.product_id
+  LEFT JOIN (SELECT DISTINCT ON (product_id) product_id, config_id, price_type, price_rub,
+                     in_stock
+                FROM o_old WHERE best ORDER BY product_id, id) o
+         ON o.product_id = c.product_id
   LEFT JOIN pricefeed_pricelistconfig now_at ON now_at.id = c.config_id
   LEFT JOIN pricefeed_pricelistconfig was_at ON was_at.id = o.config_id
  WHERE (o.config_id, o.price_type, o.price_rub, o.in_stock)

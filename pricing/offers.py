@@ -56,9 +56,14 @@ REFRESH_PART = "pricing.refresh_part"
 EVENT_ITEMS = 500  # products per event
 ALL_CHUNK = 10_000  # products per transaction in a refresh of everything
 WORK_MEM = "64MB"  # per sort or hash of a refresh
-LOCK_BUCKETS = 16  # advisory locks over the products (a fixed number: every instance's)
+LOCK_BUCKETS = 16  # advisory locks over the products (a fixed power of 2: every instance's)
 # A product's bucket, in SQL (hashint8 spreads ids that share a step, as a list's do).
-BUCKET = "(hashint8(product_id) & 15)"
+BUCKET = f"(hashint8(product_id) & {LOCK_BUCKETS - 1})"
+# The locks of the buckets given, in the order given (ascending, as every refresh takes
+# them: no deadlock), held until the transaction ends.
+LOCK_SQL = (
+    "SELECT count(pg_advisory_xact_lock(hashtext('pricing.offers'), b)) FROM unnest(%s::int[]) b"
+)
 OFFERING = ("auto", "confirmed")
 # A list's days of currency for a supplier without terms: the terms' default.
 STALE_DAYS = SupplierTerms._meta.get_field("stale_days").default
@@ -566,6 +571,14 @@ def _scope(
     cursor.execute("ANALYZE o_scope")
 
 
+# The statements' own tables (dropped first: a second refresh within one outer
+# transaction, as in tests, finds the first one's).
+TEMP_TABLES = (
+    "o_fresh", "o_product", "o_old", "o_all", "o_choice", "o_prices", "o_offer_items",
+    "o_price_items",
+)  # fmt: skip
+
+
 def _rows(cursor: Any, sql: str) -> list[tuple]:
     cursor.execute(sql)
     return cursor.fetchall()
@@ -587,12 +600,7 @@ def _refresh_scope(
     clock = time.perf_counter()
     seconds = done.seconds
     with connection.cursor() as cursor:
-        # The buckets' locks in ascending order, as every refresh takes them: no deadlock.
-        cursor.execute(
-            "SELECT count(pg_advisory_xact_lock(hashtext('pricing.offers'), b))"
-            " FROM unnest(%s::int[]) b",
-            [buckets],
-        )
+        cursor.execute(LOCK_SQL, [buckets])
         cursor.execute("SET LOCAL jit = off")
         # Every statement here goes by key from the products in scope (a tenth of the
         # catalogue at most, usually far less): an index, never a scan of every offer,
@@ -602,7 +610,7 @@ def _refresh_scope(
         # most per part) in memory rather than in files.
         cursor.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
         _scope(cursor, product_ids, config_id, buckets)
-        for table in ("o_fresh", "o_product", "o_old", "o_all", "o_choice", "o_prices"):
+        for table in TEMP_TABLES:
             cursor.execute(f"DROP TABLE IF EXISTS {table}")
         cursor.execute(
             FRESH_SQL,
@@ -633,8 +641,6 @@ def _refresh_scope(
         seconds["write"] = time.perf_counter() - clock
         clock = time.perf_counter()
         done.held = _rows(cursor, "SELECT count(*) FROM o_prices WHERE status = 'held'")[0][0]
-        for table in ("o_offer_items", "o_price_items"):
-            cursor.execute(f"DROP TABLE IF EXISTS {table}")
         cursor.execute(OFFER_ITEMS_SQL)
         done.best_changed = cursor.rowcount
         cursor.execute(PRICE_ITEMS_SQL)
@@ -794,12 +800,16 @@ def config_offers_refresh(config_id: int, parts: int | None = None) -> Refreshed
             done = _refresh_scope(None, config_id)
     else:
         done = Refreshed()
-        shares = [[b for b in range(LOCK_BUCKETS) if b % parts == k] for k in range(parts)]
         with gc_paused(), ThreadPoolExecutor(parts, thread_name_prefix="offers") as pool:
-            for part in pool.map(lambda share: _config_part(config_id, share), shares):
+            for part in pool.map(lambda share: _config_part(config_id, share), shares(parts)):
                 done.add(part)
     _logged(f"config {config_id}", done)
     return done
+
+
+def shares(parts: int) -> list[list[int]]:
+    """The buckets of each of ``parts`` parts: part k has the buckets b with b % parts = k."""
+    return [[b for b in range(LOCK_BUCKETS) if b % parts == k] for k in range(parts)]
 
 
 def _config_part(config_id: int, buckets: list[int]) -> Refreshed:

@@ -17,6 +17,7 @@ from outbox.models import OutboxEvent
 from pricing import offers
 from pricing.models import ProductPrice
 from products.models import SupplierLink
+from tests.integration.support import database_url
 
 from .test_rules_agree import _check, _world
 
@@ -76,18 +77,10 @@ def test_a_part_waits_for_its_products_while_the_others_go_on(no_queue):
     waiting = {p for p in linked if buckets[p] % 2 == 1}
     going = linked - waiting
     assert waiting and going
-    settings = connection.settings_dict
     # Another refresh holds the buckets of part 1 (as it would, mid-way, until it commits).
-    holder = psycopg.connect(
-        dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
-        host=settings["HOST"], port=settings["PORT"] or None,
-    )  # fmt: skip
+    holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
     with holder.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_advisory_xact_lock(hashtext('pricing.offers'), b))"
-            " FROM unnest(%s::int[]) b",
-            [[b for b in range(offers.LOCK_BUCKETS) if b % 2 == 1]],
-        )
+        cursor.execute(offers.LOCK_SQL, [offers.shares(2)[1]])
     result: dict[str, object] = {}
 
     def refresh() -> None:

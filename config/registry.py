@@ -1192,6 +1192,19 @@ SETTINGS: tuple[Setting, ...] = (
         section="Matching supplier lines to our products",
         example="0.5",
     ),
+    Setting(
+        "PRICEFEED_MATCH_PARTS",
+        int,
+        default="`2`",
+        doc=(
+            "a config's lines are matched as this many transactions side by side, each on "
+            "its own connection (1: one transaction); one part's Python goes on while "
+            "another's statements run in the database"
+        ),
+        reads=("products.linking",),
+        section="Matching supplier lines to our products",
+        example="2",
+    ),
     # -- Feeds (docs/feeds.md) --------------------------------------------------------------
     Setting(
         "PRICEFEED_FEEDS_XLSX_MAX_ROWS",

@@ -450,6 +450,9 @@ PRICEFEED_CRASH_MAX_ATTEMPTS = env.int("PRICEFEED_CRASH_MAX_ATTEMPTS", default=2
 # a link is made automatically, and from which one is proposed for review.
 PRICEFEED_MATCH_AUTO = env.float("PRICEFEED_MATCH_AUTO", default=0.8)
 PRICEFEED_MATCH_REVIEW = env.float("PRICEFEED_MATCH_REVIEW", default=0.5)
+# A config's lines matched as this many transactions side by side (products.linking):
+# one part's Python goes on while another's statements run in the database.
+PRICEFEED_MATCH_PARTS = env.int("PRICEFEED_MATCH_PARTS", default=2)
 # The Bank of Russia's daily rates and their use (pricing, docs/pricing.md).
 PRICEFEED_RATES_URL = env.str(
     "PRICEFEED_RATES_URL", default="https://www.cbr.ru/scripts/XML_daily.asp"

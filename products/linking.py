@@ -25,6 +25,14 @@ changes nothing.
 Set-based: the lines are normalised in Python and COPYed into temporary tables, the
 candidates found in one join against MatchToken, the decisions made in Python, and the
 links, events and candidates written with a few statements.
+
+Outside a transaction a config's lines are matched as ``PRICEFEED_MATCH_PARTS`` parts
+side by side, each a transaction on its own connection, in a thread: while one part's
+statements run in PostgreSQL, another's Python goes on. A line's part comes from a hash
+of its SKU (one of SKU_BUCKETS buckets); each part holds, until it commits, the advisory
+locks of its config's buckets, taken in ascending order, so two matchings of one config
+never touch the same lines at once. A part that fails leaves the others committed; the
+import's event is then retried, and running the cascade again changes nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -71,6 +80,16 @@ CANDIDATE_FLOOR = 0.3
 BARCODE_CONFIDENCE = Decimal("1.000")
 ARTICLE_CONFIDENCE = Decimal("0.950")
 ARTICLE_ONLY_CONFIDENCE = Decimal("0.900")
+# A config's lines fall into this many buckets by their SKU (a fixed power of 2: every
+# instance's); a part of the matching holds the advisory locks of its buckets.
+SKU_BUCKETS = 16
+SKU_BUCKET = f"(hashtext(e.sku) & {SKU_BUCKETS - 1})"
+# The locks of a config's buckets given, in the order given (ascending, as every
+# matching takes them: no deadlock), held until the transaction ends.
+LOCK_SQL = (
+    "SELECT count(pg_advisory_xact_lock(hashtext('products.links'),"
+    " hashtext(%s::bigint || ':' || b))) FROM unnest(%s::int[]) b"
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +157,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run of the cascade did."""
+    """What a run of the cascade (or of one of its parts) did."""
 
     lines: int = 0
     linked: int = 0
@@ -146,14 +165,31 @@ class Outcome:
     unlinked: int = 0
     changed: int = 0
     by_kind: dict[str, int] = field(default_factory=dict)
-    # Seconds each stage took (keys, lines, candidates, decide, write): for the logs
-    # and the bench.
+    # Seconds each stage took (keys, lines, candidates, decide, write; summed over the
+    # parts): for the logs and the bench.
     seconds: dict[str, float] = field(default_factory=dict)
+
+    def __add__(self, other: Outcome) -> Outcome:
+        by_kind = dict(self.by_kind)
+        for kind, count in other.by_kind.items():
+            by_kind[kind] = by_kind.get(kind, 0) + count
+        seconds = dict(self.seconds)
+        for stage, took in other.seconds.items():
+            seconds[stage] = seconds.get(stage, 0.0) + took
+        return Outcome(
+            lines=self.lines + other.lines,
+            linked=self.linked + other.linked,
+            proposed=self.proposed + other.proposed,
+            unlinked=self.unlinked + other.unlinked,
+            changed=self.changed + other.changed,
+            by_kind=by_kind,
+            seconds=seconds,
+        )
 
 
 # -- lines ------------------------------------------------------------------------------------
 
-_LINES = """
+_LINES = f"""
 SELECT e.sku, e.name, e.brand, e.article, e.barcodes
   FROM pricefeed_priceitem e
   LEFT JOIN products_supplierlink l ON l.config_id = e.config_id AND l.supplier_sku = e.sku
@@ -161,6 +197,7 @@ SELECT e.sku, e.name, e.brand, e.article, e.barcodes
    AND (l.id IS NULL
         OR (e.id >= %(first)s AND e.id < %(last)s AND l.state IN ('auto', 'proposed'))
         OR l.state = 'rejected')
+   AND {SKU_BUCKET} = ANY (%(buckets)s)
 """
 
 
@@ -185,13 +222,18 @@ def _line(
     )
 
 
-def lines_of(config_id: int, import_id: int | None) -> list[Line]:
-    """The lines to match: the config's current entries the import added or changed
-    (with no link or one the matching made), and every one with no link or a rejected
-    one (for new candidates)."""
+def lines_of(
+    config_id: int, import_id: int | None, buckets: Sequence[int] = range(SKU_BUCKETS)
+) -> list[Line]:
+    """The lines to match (those whose SKU is in ``buckets``): the config's current
+    entries the import added or changed (with no link or one the matching made), and
+    every one with no link or a rejected one (for new candidates)."""
     first, last = (item_key(import_id, 0), item_key(import_id + 1, 0)) if import_id else (0, 0)
     with connection.cursor() as cursor:
-        cursor.execute(_LINES, {"config": config_id, "first": first, "last": last})
+        cursor.execute(
+            _LINES,
+            {"config": config_id, "first": first, "last": last, "buckets": list(buckets)},
+        )
         rows = cursor.fetchall()
     brands = keys.known_brands()
     return [
@@ -831,34 +873,51 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
 
 
 def links_match(
-    *, config_id: int, import_id: int | None = None, thresholds: Thresholds | None = None
+    *,
+    config_id: int,
+    import_id: int | None = None,
+    thresholds: Thresholds | None = None,
+    parts: int | None = None,
 ) -> Outcome:
     """The cascade for an accepted import of a config (None: every unlinked line of its
-    current catalogue), in one transaction, the config's matching taking turns: the
-    keys of products changed since are refreshed first."""
+    current catalogue): the keys of products changed since refreshed first, then the
+    lines matched as ``parts`` (default PRICEFEED_MATCH_PARTS) transactions side by
+    side, or in the caller's transaction if there is one, and ``links.changed``
+    announced."""
     started = time.perf_counter()
     # In a transaction of its own (when not inside the caller's): one refresh at a time,
     # the matchings of other configs not kept waiting for this one.
     keys.keys_refresh()
-    refreshed = time.perf_counter()
+    refreshed = time.perf_counter() - started
+    parts = settings.PRICEFEED_MATCH_PARTS if parts is None else parts
+    parts = max(1, min(parts, SKU_BUCKETS))
+    thresholds = thresholds or Thresholds.from_settings()
     # The cyclic collector paused: the cascade makes millions of small objects, none in
     # a cycle, and each collection walked them all again (a third of its time at 100k
     # lines).
-    with transaction.atomic(), gc_paused():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtext('products.links'), %s)", [config_id]
+    if parts == 1 or connection.in_atomic_block:
+        with transaction.atomic(), gc_paused():
+            outcome = _part(config_id, import_id, thresholds, range(SKU_BUCKETS))
+            # The list's prices reach the offers even when no link changed.
+            events.config_links_changed(config_id, import_id)
+    else:
+        with gc_paused(), ThreadPoolExecutor(parts, thread_name_prefix="links") as pool:
+            done = pool.map(
+                lambda share: _part_in_thread(config_id, import_id, thresholds, share),
+                shares(parts),
             )
-        lines = lines_of(config_id, import_id)
-        read = time.perf_counter()
-        outcome = lines_match(config_id, lines, thresholds)
-        outcome.seconds.update(keys=refreshed - started, lines=read - refreshed)
-        # The list's prices reach the offers even when no link changed.
-        events.config_links_changed(config_id, import_id)
+            outcome = sum(done, Outcome())
+        # Once every part committed (a part that failed raised above: the import's event
+        # is retried, and the parts done change nothing the second time).
+        with transaction.atomic():
+            events.config_links_changed(config_id, import_id)
+    outcome.seconds["keys"] = refreshed
     logger.info(
-        "links matched config=%s import=%s lines=%s linked=%s proposed=%s changed=%s seconds=%s",
+        "links matched config=%s import=%s parts=%s lines=%s linked=%s proposed=%s"
+        " changed=%s seconds=%s",
         config_id,
         import_id,
+        parts,
         outcome.lines,
         outcome.linked,
         outcome.proposed,
@@ -867,6 +926,38 @@ def links_match(
         extra={"action": "links_match", "config_id": config_id, "import_id": import_id},
     )
     return outcome
+
+
+def shares(parts: int) -> list[list[int]]:
+    """The SKU buckets of each of ``parts`` parts: part k has the buckets b with
+    b % parts = k."""
+    return [[b for b in range(SKU_BUCKETS) if b % parts == k] for k in range(parts)]
+
+
+def _part(
+    config_id: int, import_id: int | None, thresholds: Thresholds, buckets: Sequence[int]
+) -> Outcome:
+    """The cascade for the lines whose SKUs are in ``buckets``, in the caller's
+    transaction, holding those buckets' locks."""
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(LOCK_SQL, [config_id, sorted(buckets)])
+    lines = lines_of(config_id, import_id, buckets)
+    read = time.perf_counter() - started
+    outcome = lines_match(config_id, lines, thresholds)
+    outcome.seconds["lines"] = read
+    return outcome
+
+
+def _part_in_thread(
+    config_id: int, import_id: int | None, thresholds: Thresholds, buckets: Sequence[int]
+) -> Outcome:
+    """One part, in a thread: its own connection and transaction, closed after."""
+    try:
+        with transaction.atomic():
+            return _part(config_id, import_id, thresholds, buckets)
+    finally:
+        connection.close()
 
 
 def import_links_match(import_id: int) -> Outcome:

@@ -83,11 +83,16 @@ class SupplierLink(models.Model):
         CONFIRMED = "confirmed", pgettext_lazy("link state", "confirmed")
         REJECTED = "rejected", pgettext_lazy("link state", "rejected")
 
+    # No index of its own on config, product or confirmed_by: the unique (config,
+    # supplier_sku) and link_product serve the first two, and the partial index below
+    # the few confirmed by hand. Each index more was one more entry per link the
+    # matching writes (tens of thousands per import).
     config = models.ForeignKey(
         PriceListConfig,
         on_delete=models.CASCADE,
         related_name="product_links",
         verbose_name=_("config"),
+        db_index=False,
     )
     supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
     product = models.ForeignKey(
@@ -95,6 +100,7 @@ class SupplierLink(models.Model):
         on_delete=models.PROTECT,
         related_name="links",
         verbose_name=_("product"),
+        db_index=False,
     )
     kind = models.CharField(_("how it was made"), max_length=10, choices=Kind)
     # 0..1: how sure the matching was (1 for a link made or confirmed by a person).
@@ -107,6 +113,7 @@ class SupplierLink(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("confirmed by"),
+        db_index=False,
     )
     confirmed_at = models.DateTimeField(_("confirmed at"), null=True, blank=True)
     created_at = models.DateTimeField(pgettext_lazy("link", "made at"), db_default=Now())
@@ -120,7 +127,15 @@ class SupplierLink(models.Model):
                 fields=["config", "supplier_sku"], name="one_link_per_supplier_sku"
             ),
         ]
-        indexes = [models.Index(fields=["product"], name="link_product")]
+        indexes = [
+            models.Index(fields=["product"], name="link_product"),
+            # A user's links (deleting a user nulls them): the few confirmed by hand.
+            models.Index(
+                fields=["confirmed_by"],
+                name="link_confirmed_by",
+                condition=models.Q(confirmed_by__isnull=False),
+            ),
+        ]
         # The review queue's decisions (products.review): confirm, reject, choose.
         permissions = [("review_supplierlink", _("Can confirm, reject and choose supplier links"))]
 
@@ -152,6 +167,7 @@ class LinkEvent(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("user"),
+        db_index=False,  # the partial index below: the matching's events have no user
     )
     product_before = models.ForeignKey(
         Product,
@@ -182,6 +198,11 @@ class LinkEvent(models.Model):
         verbose_name = _("link change")
         verbose_name_plural = _("link changes")
         ordering = ["link", "at", "pk"]
+        indexes = [
+            models.Index(
+                fields=["user"], name="linkevent_user", condition=models.Q(user__isnull=False)
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.link_id} {self.state} {self.at:%Y-%m-%d %H:%M}"
@@ -198,6 +219,7 @@ class LinkCandidate(models.Model):
         related_name="+",
         verbose_name=_("config"),
         db_constraint=False,
+        db_index=False,  # the unique (config, supplier_sku, product) serves
     )
     supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
     product = models.ForeignKey(

@@ -1,7 +1,8 @@
 """Outbox handlers of the pricing app: offers and prices follow the links and the lists
 (``links.changed``, published by products when a list was matched or a person changed a
-link) and the rules, terms and rates (``pricing.refresh``). Run by a django-q2 worker
-after the change committed; running one twice changes nothing."""
+link), our products' categories and brands (``products.changed``) and the rules, terms
+and rates (``pricing.refresh``). Run by a django-q2 worker after the change committed;
+running one twice changes nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from outbox.handlers import handler
 from outbox.models import OutboxEvent
-from products.events import LINKS_CHANGED
+from products.events import LINKS_CHANGED, PRODUCTS_CHANGED
 
 from . import offers
 
@@ -31,6 +32,21 @@ def links_changed(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | 
         return {event.id: exc for event in events}
     for event in events:
         results[event.id] = None
+    return results
+
+
+@handler(PRODUCTS_CHANGED, label=_("products' category or brand changed: recompute their prices"))
+def products_changed(events: list[OutboxEvent]) -> dict[uuid.UUID, BaseException | None]:
+    """Each event's products (up to products.events.PRODUCTS_PER_EVENT) in a transaction
+    of their own: those with an offering link, an offer or a price (the others have
+    nothing to price)."""
+    results: dict[uuid.UUID, BaseException | None] = {}
+    for event in events:
+        try:
+            offers.offers_refresh(offers.priced(event.payload.get("product_ids") or ()))
+            results[event.id] = None
+        except Exception as exc:
+            results[event.id] = exc
     return results
 
 

@@ -821,6 +821,22 @@ def _config_part(config_id: int, buckets: list[int]) -> Refreshed:
         connection.close()
 
 
+def priced(product_ids: Iterable[int]) -> list[int]:
+    """Those of ``product_ids`` with a link that offers, an offer or a price (what a
+    refresh has something to compute or to take away for), in order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT p FROM unnest(%s::bigint[]) p"
+            " WHERE EXISTS (SELECT 1 FROM products_supplierlink l WHERE l.product_id = p"
+            "               AND l.state IN ('auto', 'confirmed'))"
+            " OR EXISTS (SELECT 1 FROM pricing_offer o WHERE o.product_id = p)"
+            " OR EXISTS (SELECT 1 FROM pricing_productprice x WHERE x.product_id = p)"
+            " ORDER BY p",
+            [sorted(set(product_ids))],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
 def _everything(first: int = 0, last: int = 2**63 - 1) -> list[int]:
     """Every product with a link that offers, an offer or a price (from ``first`` to
     ``last``), in order."""

@@ -20,6 +20,7 @@ from pricefeed.admin_catalogue import amount
 from pricefeed.parsing.values import BARCODE_LENGTHS, checksum_ok
 
 from . import keys, selectors
+from .events import products_changed
 from .models import Product, SupplierLink
 
 State = SupplierLink.State
@@ -183,6 +184,8 @@ class ProductAdmin(ListAdminMixin, admin.ModelAdmin):
         if change:
             obj.updated_at = timezone.now()
         super().save_model(request, obj, form, change)
+        if change and {"category", "brand"} & set(form.changed_data):
+            products_changed([obj.pk])  # the price rules go by them
 
     # -- the list ---------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""The event products publishes when links change, for what reads them (pricing's
-offers): ``links.changed`` with the config whose list was matched, or the products a
-person's decision touched."""
+"""The events products publishes for what reads them (pricing's offers and prices):
+``links.changed`` with the config whose list was matched, or the products a person's
+decision touched; ``products.changed`` with the products whose category or brand
+changed (the price rules go by them)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pricefeed.models import PriceListConfig
 from .models import Product
 
 LINKS_CHANGED = "links.changed"
+PRODUCTS_CHANGED = "products.changed"
+# Products named by one products.changed event (each is recomputed as one transaction).
+PRODUCTS_PER_EVENT = 10_000
 
 
 def config_links_changed(config_id: int, import_id: int | None) -> None:
@@ -29,3 +33,12 @@ def product_links_changed(product_ids: Iterable[int | None]) -> None:
     wanted = sorted({p for p in product_ids if p is not None})
     if wanted:
         publish(LINKS_CHANGED, Product(pk=wanted[0]), {"product_ids": wanted})
+
+
+def products_changed(product_ids: Iterable[int]) -> None:
+    """The category or brand of these products changed (in the caller's transaction):
+    the price rules that apply to them may be others now."""
+    wanted = sorted(set(product_ids))
+    for start in range(0, len(wanted), PRODUCTS_PER_EVENT):
+        chunk = wanted[start : start + PRODUCTS_PER_EVENT]
+        publish(PRODUCTS_CHANGED, Product(pk=chunk[0]), {"product_ids": chunk})

@@ -5,7 +5,9 @@ it with our products keeps aside what the load changes (``DIFF``), and three sta
 apply that, in the database, in one transaction:
 
 - **changed**: a product of ours whose values differ from the file's (or that was
-  retired and is listed again: active again) gets the file's values;
+  retired and is listed again: active again) gets the file's values; those whose
+  category or brand changed are announced (``products.changed``, in the same
+  transaction): the price rules go by them, and pricing recomputes their prices;
 - **added**: a code we do not have becomes a product;
 - **retired**: on a full reload (not ``retire=False``, and not a CommerceML file of
   changes only), an active product the file does not list is retired (``retired_at``
@@ -30,6 +32,7 @@ from django.utils.translation import gettext as _
 
 from pricefeed.imports.storage import COPY_ESCAPES
 
+from .events import products_changed
 from .indexes import indexes_dropped
 from .loaders import CatalogueRefused, LoadLimits, Problem, Rows, read_catalogue
 from .models import Product
@@ -125,6 +128,7 @@ DIFF = f"""
 CREATE TEMP TABLE product_diff ON COMMIT DROP AS
 SELECT CASE WHEN p.id IS NULL THEN 'a' WHEN l.own_code IS NULL THEN 'r' ELSE 'c' END AS kind,
        p.id, coalesce(l.own_code, p.own_code) AS own_code, p.retired_at IS NOT NULL AS was_retired,
+       (p.category, p.brand) IS DISTINCT FROM (l.category, l.brand) AS repriced,
        l.name, l.brand, l.article, l.barcodes, l.unit, l.category
 FROM product_load l {{join}} JOIN {TABLE} p ON p.own_code = l.own_code
 WHERE p.id IS NULL
@@ -135,6 +139,8 @@ WHERE p.id IS NULL
            IS DISTINCT FROM (l.name, l.brand, l.article, l.barcodes, l.unit, l.category)))
 """
 COUNT_REACTIVATED = "SELECT count(*) FROM product_diff WHERE kind = 'c' AND was_retired"
+# The products whose category or brand the load changes: the price rules go by them.
+REPRICED = "SELECT id FROM product_diff WHERE kind = 'c' AND repriced"
 UPDATE_CHANGED = f"""
 UPDATE {TABLE} p
 SET name = d.name, brand = d.brand, article = d.article, barcodes = d.barcodes,
@@ -244,6 +250,8 @@ def _apply(cursor, rows: Rows, *, retire: bool) -> LoadResult:
     (result.reactivated,) = cursor.fetchone()
     cursor.execute(UPDATE_CHANGED)
     result.changed = cursor.rowcount
+    cursor.execute(REPRICED)
+    products_changed(product_id for (product_id,) in cursor.fetchall())
     cursor.execute(INSERT_ADDED)
     result.added = cursor.rowcount
     if retiring:

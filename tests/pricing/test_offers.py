@@ -5,10 +5,13 @@ approvals, and the events that announce each change."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import ROUND_CEILING
 from decimal import Decimal as D
+from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
@@ -262,6 +265,36 @@ def test_a_persons_decision_reaches_the_offers(world):
     best = Offer.objects.get(product=world.bolt, best=True)
     assert best.config == world.roubles
     assert not Offer.objects.filter(product=world.bolt, config=world.dollars).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # products_load is a durable transaction
+def test_a_category_changed_by_a_reload_reaches_the_price(world, tmp_path):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    # Nuts by the catch-all rule (+20 %) until the nut is filed under bolts (+50 %).
+    PriceRule.objects.update(position=10)
+    PriceRule.objects.create(
+        name="Болты", category="Крепёж / Болты", markup_percent=D(50), rounding="1",
+        respect_rrp=False, position=1,
+    )  # fmt: skip
+    nut = ProductPrice.objects.get(product=world.nut)
+    unpriced = Product.objects.create(own_code="P-3", name="Шайба", category="Крепёж")
+    OutboxEvent.objects.all().delete()
+    catalogue = tmp_path / "catalogue.csv"
+    catalogue.write_text(
+        "own_code;name;brand;article;barcode;unit;category\n"
+        "P-2;Гайка М8;Kreps;;;шт;Крепёж / Болты\n"
+        "P-3;Шайба;;;;шт;Крепёж / Шайбы\n"
+    )
+    call_command("products_load", str(catalogue), "--no-retire", stdout=StringIO())
+
+    (event,) = OutboxEvent.objects.filter(kind="products.changed")
+    assert event.payload == {"product_ids": sorted([world.nut.pk, unpriced.pk])}
+    deliver_everything()
+    repriced = ProductPrice.objects.get(product=world.nut)
+    assert repriced.rule.name == "Болты"
+    assert repriced.computed == (nut.cost * D("1.5")).quantize(D(1), rounding=ROUND_CEILING)
+    # A product with nothing offered gets no price of "no offer" for it.
+    assert not ProductPrice.objects.filter(product=unpriced).exists()
 
 
 def test_a_list_that_goes_stale_is_swept_out_of_the_offers(world):

@@ -9,6 +9,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import translation
 
+from outbox.models import OutboxEvent
+from products.events import PRODUCTS_CHANGED
 from products.models import Product
 
 pytestmark = pytest.mark.usefixtures("fast_password_hashing")
@@ -102,6 +104,27 @@ def test_a_viewer_cannot_change_a_product_and_an_operator_can(world):
 
     assert response.status_code == 302
     assert Product.objects.get(pk=world.bolt.pk).name == "Болт М8х40 DIN933"
+
+
+def test_a_category_or_brand_changed_by_hand_is_announced_for_the_prices(world):
+    url = f"{LIST}{world.bolt.pk}/change/"
+    form = {
+        "own_code": "P-1",
+        "name": "Болт М8х40",
+        "brand": "Bosch",
+        "article": "A-1",
+        "barcodes": "4600000000008",
+        "unit": "шт",
+        "category": "Крепёж / Болты",
+    }
+    operator = person("operator")
+    assert operator.post(url, form | {"name": "Болт М8х40 DIN933"}).status_code == 302
+    assert not OutboxEvent.objects.filter(kind=PRODUCTS_CHANGED).exists()  # the name only
+
+    assert operator.post(url, form | {"category": "Крепёж / Болты / DIN 933"}).status_code == 302
+
+    (event,) = OutboxEvent.objects.filter(kind=PRODUCTS_CHANGED)
+    assert event.payload == {"product_ids": [world.bolt.pk]}
 
 
 def test_a_barcode_with_a_wrong_check_digit_is_refused_by_the_form(world):

@@ -8,6 +8,8 @@ from decimal import Decimal
 import pytest
 from django.db import IntegrityError, connection
 
+from outbox.models import OutboxEvent
+from products.events import PRODUCTS_CHANGED
 from products.loaders import CatalogueRefused
 from products.loading import products_load
 from products.models import Product, SupplierLink
@@ -81,6 +83,29 @@ def test_a_reload_adds_changes_retires_and_leaves_the_rest(tmp_path):
     assert Product.objects.get(own_code="P-1").updated_at == before  # unchanged: untouched
     nut = Product.objects.get(own_code="P-2")
     assert nut.name == "Гайка М8 DIN934" and nut.retired_at is not None
+
+
+def announced() -> list[list[int]]:
+    return [
+        event.payload["product_ids"]
+        for event in OutboxEvent.objects.filter(kind=PRODUCTS_CHANGED).order_by("created_at")
+    ]
+
+
+def test_a_reload_announces_the_products_whose_category_or_brand_changed(tmp_path):
+    load(tmp_path, [BOLT, NUT, WASHER])
+    assert announced() == []  # a first load: nothing was priced yet
+    recategorised = (*BOLT[:6], "Крепёж / Болты / DIN 933")
+    rebranded = ("P-2", NUT[1], "Зубр", *NUT[3:])
+    renamed = ("P-3", "Шайба 8 DIN 125", *WASHER[2:])
+
+    load(tmp_path, [recategorised, rebranded, renamed], dry_run=True)
+    assert announced() == []  # a dry run rolls its event back with the rest
+    load(tmp_path, [recategorised, rebranded, renamed])
+
+    ids = dict(Product.objects.values_list("own_code", "id"))
+    # The name alone does not change which price rules apply.
+    assert announced() == [sorted([ids["P-1"], ids["P-2"]])]
 
 
 def test_a_retired_product_that_reappears_is_active_again(tmp_path):

@@ -217,7 +217,13 @@ SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
 """
 
 # Per product: the offer rule of its category, its offers of the rule's price type
-# counted, and the best of those that count (rules.choose, over sets), with why.
+# counted, and the best of those that count (rules.choose, over sets), with why; and
+# whether its price is settled: in a config's refresh, the best is still another
+# config's offer (as it stood: not made again) that was the best already, for the same
+# reasons (the same counts), by a rule other than the average (which reads every
+# offer). The price then has the inputs it was computed from (the rules and the
+# product's category and brand, when they change, ask for a refresh of their own that
+# computes every price it reaches: pricing.refresh, products.changed).
 CHOICE_SQL = """
 CREATE TEMP TABLE o_choice ON COMMIT DROP AS
 WITH p AS (
@@ -231,7 +237,7 @@ WITH p AS (
       LEFT JOIN o_brand b ON b.brand = p.brand
 ), typed AS (
     SELECT a.product_id, a.config_id, a.price_type, a.sku, a.price, a.currency, a.price_rub,
-           a.rate, a.rate_date, a.quantity, a.in_stock, a.priority,
+           a.rate, a.rate_date, a.quantity, a.in_stock, a.priority, a.old_best, a.old_reason,
            a.status = 'ok' AND a.price_rub IS NOT NULL AS counts, p.strategy
       FROM o_all a JOIN p ON p.product_id = a.product_id AND p.rule_type = a.price_type
 ), counted AS (
@@ -248,8 +254,9 @@ WITH p AS (
       FROM typed WHERE counts
      ORDER BY product_id, in_stock DESC,
               CASE WHEN strategy = 'priority' THEN priority END, price_rub, priority, config_id
-)
-SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules,
+), chosen AS (
+SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
+       b.old_best, b.old_reason,
        b.config_id, b.price_type, b.sku, b.price, b.currency, b.price_rub, b.rate,
        b.rate_date, b.quantity, b.in_stock,
        CASE WHEN b.product_id IS NULL THEN NULL
@@ -272,6 +279,12 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules,
   FROM p
   LEFT JOIN counted n ON n.product_id = p.product_id
   LEFT JOIN best b ON b.product_id = p.product_id
+)
+SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type, sku, price,
+       currency, price_rub, rate, rate_date, quantity, in_stock, cost, available, reason,
+       COALESCE(%(config)s::bigint <> config_id AND strategy <> 'average' AND old_best
+                AND old_reason = reason, false) AS settled
+  FROM chosen
 """
 
 # Per product: the first price rule that applies, our price by its steps
@@ -299,6 +312,7 @@ WITH ruled AS (
       LEFT JOIN o_all rrp
         ON rrp.product_id = c.product_id AND rrp.config_id = c.config_id
        AND rrp.price_type = r.rrp_type AND rrp.status = 'ok'
+     WHERE NOT c.settled
     OFFSET 0
 ), floored AS (
     SELECT ruled.*, floor IS NOT NULL AND added < floor AS raised,
@@ -490,13 +504,15 @@ SELECT part, jsonb_build_object({fields} 'items', jsonb_agg(item ORDER BY produc
 @dataclass
 class Refreshed:
     """What a refresh did: products seen, offers written, best offers and published
-    prices that changed, prices held, and seconds per stage."""
+    prices that changed, prices held (of those computed), prices settled (not computed
+    again: CHOICE_SQL), and seconds per stage."""
 
     products: int = 0
     offers: int = 0
     best_changed: int = 0
     published_changed: int = 0
     held: int = 0
+    settled: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
     def add(self, other: Refreshed) -> None:
@@ -505,6 +521,7 @@ class Refreshed:
         self.best_changed += other.best_changed
         self.published_changed += other.published_changed
         self.held += other.held
+        self.settled += other.settled
         for stage, took in other.seconds.items():
             self.seconds[stage] = self.seconds.get(stage, 0.0) + took
 
@@ -631,8 +648,9 @@ def _refresh_scope(
         _rule_tables(cursor)
         seconds["read"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        cursor.execute(CHOICE_SQL)
+        cursor.execute(CHOICE_SQL, {"config": config_id})
         cursor.execute(PRICES_SQL)
+        done.settled = done.products - cursor.rowcount
         seconds["decide"] = time.perf_counter() - clock
         clock = time.perf_counter()
         cursor.execute(WRITE_OFFERS_SQL)
@@ -889,13 +907,14 @@ def part_refresh(first: int, last: int) -> Refreshed:
 def _logged(scope: str, done: Refreshed) -> None:
     logger.info(
         "offers refreshed scope=%s products=%s offers=%s best_changed=%s"
-        " published_changed=%s held=%s seconds=%s",
+        " published_changed=%s held=%s settled=%s seconds=%s",
         scope,
         done.products,
         done.offers,
         done.best_changed,
         done.published_changed,
         done.held,
+        done.settled,
         " ".join(f"{stage}:{took:.2f}" for stage, took in done.seconds.items()),
         extra={"action": "offers_refresh"},
     )

@@ -162,6 +162,41 @@ def test_changes_are_announced_once_and_a_second_refresh_changes_nothing(world):
     assert PublishedVersion.objects.get().number == version
 
 
+def test_a_suppliers_refresh_leaves_a_price_whose_best_offer_stands_as_it_is(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    before = {p.product_id: (p.price, p.audit) for p in ProductPrice.objects.all()}
+    # The rouble supplier's next list: both products dearer there still (the dollar
+    # supplier's offers stay the best, for the same reasons): no price is computed again.
+    send(
+        world.roubles, [("R-1", "Болт", "1100", "1500", 5), ("R-2", "Гайка", "60", "", 0)], rrp=True
+    )
+    done = offers.config_offers_refresh(world.roubles.pk)
+    assert (done.products, done.settled, done.best_changed) == (2, 2, 0)
+    assert {p.product_id: (p.price, p.audit) for p in ProductPrice.objects.all()} == before
+    assert Offer.objects.get(product=world.bolt, config=world.roubles, price_type="").price == 1100
+    # ... and the prices are what computing everything again gives.
+    again = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert (again.settled, again.best_changed, again.published_changed) == (0, 0, 0)
+
+    # Its bolt now the cheapest: that price is computed again, the nut's is not.
+    send(
+        world.roubles, [("R-1", "Болт", "900", "1500", 5), ("R-2", "Гайка", "60", "", 0)], rrp=True
+    )
+    done = offers.config_offers_refresh(world.roubles.pk)
+    assert (done.settled, done.best_changed) == (1, 1)
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert (price.config, price.audit["offer"]["price_rub"]) == (world.roubles, "900.0000")
+
+    # The nut in stock there now: its best stands, but one more offer is in stock.
+    send(
+        world.roubles, [("R-1", "Болт", "900", "1500", 5), ("R-2", "Гайка", "60", "", 5)], rrp=True
+    )
+    done = offers.config_offers_refresh(world.roubles.pk)
+    assert done.settled == 0
+    nut = ProductPrice.objects.get(product=world.nut)
+    assert (nut.config, nut.audit["choice"]["in_stock"]) == (world.dollars, 2)
+
+
 def test_a_missing_rate_a_switched_off_supplier_and_a_stale_list_do_not_count(world):
     Rate.objects.all().delete()
     offers.offers_refresh([world.bolt.pk])

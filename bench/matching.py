@@ -18,7 +18,8 @@ catalogue of a million has):
   spelled otherwise, words reordered), the rest decoys and products we do not carry;
 * the whole cascade on them, as the outbox handler runs it (products.linking
   .links_match: keys refreshed, lines read and normalised, candidates found, decided,
-  links, events and candidates written, committed): the BAR line, lines per second;
+  links, events and candidates written, committed; as PRICEFEED_MATCH_PARTS parts side
+  by side): the BAR line, lines per second;
 * beside it, in the same run, a plain pg_trgm similarity join of ``--trgm-lines`` of
   the same lines' normalised names against every product's (``%`` through the GIN
   trigram index, the best per line): lines per second, for reference;
@@ -247,6 +248,8 @@ def main() -> None:
         took = time.perf_counter() - started
         print(f"keys of {keyed:,} products made in {took:.1f} s ({keyed / took:,.0f}/s); not a BAR")
 
+        from django.conf import settings
+
         started = time.perf_counter()
         outcome = linking.links_match(config_id=config_id, import_id=import_id)
         cascade = time.perf_counter() - started
@@ -254,7 +257,8 @@ def main() -> None:
         print(
             f"cascade: {outcome.lines:,} lines in {cascade:.2f} s ({rate:,.0f} lines/s): "
             f"{outcome.linked:,} linked ({outcome.by_kind}), {outcome.proposed:,} proposed, "
-            f"{outcome.unlinked:,} unlinked; seconds per stage: "
+            f"{outcome.unlinked:,} unlinked; {settings.PRICEFEED_MATCH_PARTS} parts, seconds "
+            "per stage summed over them: "
             + ", ".join(f"{stage} {took:.2f}" for stage, took in outcome.seconds.items())
         )
         sample = [linking.all_lines([line[:5]])[0].name_key for line in lines[: args.trgm_lines]]

@@ -143,3 +143,31 @@ def test_a_part_waits_for_its_lines_while_the_others_go_on(listed, no_queue):
     assert not worker.is_alive() and "error" not in result, result
     assert set(_links(config)) & waiting
     assert _announced(config) == 1
+
+
+def test_a_part_that_fails_leaves_the_others_done_and_a_second_run_completes(
+    listed, no_queue, monkeypatch
+):
+    config, price_import = listed
+    buckets = _buckets(config)
+    failing = {sku for sku, bucket in buckets.items() if bucket % 2 == 1}
+    match = linking.lines_match
+
+    def lines_match(config_id, lines, thresholds=None):
+        if any(line.sku in failing for line in lines):
+            raise RuntimeError("the database went away")
+        return match(config_id, lines, thresholds)
+
+    monkeypatch.setattr(linking, "lines_match", lines_match)
+    with pytest.raises(RuntimeError):
+        linking.links_match(config_id=config.pk, import_id=price_import.pk, parts=2)
+    # Part 0 committed; part 1 wrote nothing; nothing was announced (the import's event
+    # is retried).
+    assert set(_links(config)) and not set(_links(config)) & failing
+    assert _announced(config) == 0
+
+    monkeypatch.setattr(linking, "lines_match", match)
+    again = linking.links_match(config_id=config.pk, import_id=price_import.pk, parts=2)
+    assert set(_links(config)) & failing
+    assert again.changed == len(set(_links(config)) & failing)  # part 0's lines unchanged
+    assert _announced(config) == 1

@@ -191,15 +191,25 @@ SELECT o.id, o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLU
                      OFFSET 0) o
 """
 
+# What of an offer a price and its audit read (not the list's date nor its entry: a list
+# sent again with the same prices moves no price).
+PRICED_COLUMNS = (
+    "sku", "price", "currency", "price_rub", "rate", "rate_date", "quantity", "in_stock",
+    "status",
+)  # fmt: skip
+
 # Every offer of the products in scope as it will be (the best marks aside): the fresh
 # ones (typed as the table keeps them) and, when one config was refreshed, the others'
-# as they stand; each with what it was, and whether it changed.
+# as they stand; each with what it was, whether it changed, and whether what a price
+# reads of it did (moved).
 ALL_SQL = f"""
 CREATE TEMP TABLE o_all ON COMMIT DROP AS
 SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
        f.priority, o.best AS old_best, o.reason AS old_reason,
        o.id IS NULL OR ({_columns("o.", OFFER_COLUMNS)})
-                       IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)}) AS changed
+                       IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)}) AS changed,
+       o.id IS NULL OR ({_columns("o.", PRICED_COLUMNS)})
+                       IS DISTINCT FROM ({_columns("f.", PRICED_COLUMNS)}) AS moved
   FROM (SELECT product_id, config_id, price_type, sku, price::numeric(18, 4) AS price,
                currency, price_rub::numeric(18, 4) AS price_rub,
                rate::numeric(18, 8) AS rate, rate_date, quantity::numeric(18, 4) AS quantity,
@@ -210,7 +220,7 @@ SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
    AND o.price_type = f.price_type
 UNION ALL
 SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
-       COALESCE(t.priority, 100), o.best, o.reason, false
+       COALESCE(t.priority, 100), o.best, o.reason, false, false
   FROM o_old o
   LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
  WHERE o.config_id <> %(config)s::bigint
@@ -218,12 +228,14 @@ SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
 
 # Per product: the offer rule of its category, its offers of the rule's price type
 # counted, and the best of those that count (rules.choose, over sets), with why; and
-# whether its price is settled: in a config's refresh, the best is still another
-# config's offer (as it stood: not made again) that was the best already, for the same
-# reasons (the same counts), by a rule other than the average (which reads every
-# offer). The price then has the inputs it was computed from (the rules and the
-# product's category and brand, when they change, ask for a refresh of their own that
-# computes every price it reaches: pricing.refresh, products.changed).
+# whether its price is settled: in a config's refresh, the best is the offer that was
+# the best already, for the same reasons (the same counts), by a rule other than the
+# average (which reads every offer), and no offer of its config for the product moved,
+# came or went (the best itself, the recommended price beside it). The price then has
+# the inputs it was computed from (the rules and the product's category and brand, when
+# they change, ask for a refresh of their own that computes every price it reaches:
+# pricing.refresh, products.changed). Another config's offers are as they stood; a list
+# sent again with the same prices settles every price.
 CHOICE_SQL = """
 CREATE TEMP TABLE o_choice ON COMMIT DROP AS
 WITH p AS (
@@ -254,6 +266,16 @@ WITH p AS (
       FROM typed WHERE counts
      ORDER BY product_id, in_stock DESC,
               CASE WHEN strategy = 'priority' THEN priority END, price_rub, priority, config_id
+), touched AS (
+    -- The configs whose offers of a product moved or came (o_all), or went (the
+    -- refreshed config's offers as they stood that are no more).
+    SELECT product_id, config_id FROM o_all WHERE moved
+    UNION
+    SELECT o.product_id, o.config_id FROM o_old o
+     WHERE o.config_id = %(config)s::bigint
+       AND NOT EXISTS (SELECT 1 FROM o_all a
+                        WHERE a.product_id = o.product_id AND a.config_id = o.config_id
+                          AND a.price_type = o.price_type)
 ), chosen AS (
 SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
        b.old_best, b.old_reason,
@@ -282,8 +304,10 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
 )
 SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type, sku, price,
        currency, price_rub, rate, rate_date, quantity, in_stock, cost, available, reason,
-       COALESCE(%(config)s::bigint <> config_id AND strategy <> 'average' AND old_best
-                AND old_reason = reason, false) AS settled
+       COALESCE(%(config)s::bigint IS NOT NULL AND strategy <> 'average' AND old_best
+                AND old_reason = reason
+                AND NOT EXISTS (SELECT 1 FROM touched t WHERE t.product_id = chosen.product_id
+                                   AND t.config_id = chosen.config_id), false) AS settled
   FROM chosen
 """
 

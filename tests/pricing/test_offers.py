@@ -162,7 +162,7 @@ def test_changes_are_announced_once_and_a_second_refresh_changes_nothing(world):
     assert PublishedVersion.objects.get().number == version
 
 
-def test_a_suppliers_refresh_leaves_a_price_whose_best_offer_stands_as_it_is(world):
+def test_a_suppliers_refresh_leaves_a_price_whose_inputs_stand_as_they_were(world):
     offers.offers_refresh([world.bolt.pk, world.nut.pk])
     before = {p.product_id: (p.price, p.audit) for p in ProductPrice.objects.all()}
     # The rouble supplier's next list: both products dearer there still (the dollar
@@ -187,14 +187,31 @@ def test_a_suppliers_refresh_leaves_a_price_whose_best_offer_stands_as_it_is(wor
     price = ProductPrice.objects.get(product=world.bolt)
     assert (price.config, price.audit["offer"]["price_rub"]) == (world.roubles, "900.0000")
 
-    # The nut in stock there now: its best stands, but one more offer is in stock.
+    # The nut in stock there now: its best stands, but one more offer is in stock. The
+    # bolt's best is this supplier's own offer, as it was: settled.
     send(
         world.roubles, [("R-1", "Болт", "900", "1500", 5), ("R-2", "Гайка", "60", "", 5)], rrp=True
     )
     done = offers.config_offers_refresh(world.roubles.pk)
-    assert done.settled == 0
+    assert done.settled == 1
     nut = ProductPrice.objects.get(product=world.nut)
     assert (nut.config, nut.audit["choice"]["in_stock"]) == (world.dollars, 2)
+
+    # The bolt's recommended price there changed (beside its best offer): computed again.
+    send(
+        world.roubles, [("R-1", "Болт", "900", "1400", 5), ("R-2", "Гайка", "60", "", 5)], rrp=True
+    )
+    assert offers.config_offers_refresh(world.roubles.pk).settled == 1  # the nut
+    # ... as it is when the recommended price goes.
+    send(world.roubles, [("R-1", "Болт", "900", 5), ("R-2", "Гайка", "60", 5)])
+    assert offers.config_offers_refresh(world.roubles.pk).settled == 1
+
+    # The dollar supplier's list sent again as it was: no price moves, none is computed.
+    send(world.dollars, [("V-1", "Bolt", "10.50", 3), ("V-2", "Nut", "0.40", 100)])
+    done = offers.config_offers_refresh(world.dollars.pk)
+    assert (done.settled, done.best_changed, done.published_changed) == (2, 0, 0)
+    again = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert (again.best_changed, again.published_changed) == (0, 0)
 
 
 def test_a_missing_rate_a_switched_off_supplier_and_a_stale_list_do_not_count(world):

@@ -252,3 +252,42 @@ def test_the_worlds_reach_every_branch(db, no_queue):
             cursor.execute("ROLLBACK TO SAVEPOINT world")
     assert all(outcomes[key] for key in ("no_offer", "no_rule", "held", "published")), outcomes
     assert steps == {"cost", "markup", "add", "floor", "round", "rrp"}, steps
+
+
+def _prices() -> dict[int, tuple]:
+    return {
+        p.product_id: (
+            p.status, p.price, p.computed, p.cost, p.available, p.quantity, p.config_id,
+            p.rule_id, p.audit,
+        )
+        for p in ProductPrice.objects.all()
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_suppliers_refresh_leaves_only_prices_that_computing_again_would_not_move(
+    db, no_queue, seed
+):
+    """After a supplier's lines change, its refresh computes some prices and leaves the
+    settled ones as they are; computing every price again then changes none."""
+    rng = random.Random(seed)
+    product_ids = _world(rng)
+    PriceRule.objects.filter(hold_percent__isnull=True).update(hold_percent=D(5))
+    offers.offers_refresh(product_ids)
+    configs = sorted(SupplierTerms.objects.values_list("config_id", flat=True))
+    settled = computed = 0
+    for round_no in range(4):
+        config_id = configs[round_no % len(configs)]
+        for item in PriceItem.objects.filter(config_id=config_id):
+            if rng.random() < 0.3:
+                item.price = _money(rng, 1, 60 if item.currency == "USD" else 5000)
+                item.quantity = rng.choice([None, D(0), D(7)])
+                item.save(update_fields=["price", "quantity"])
+        done = offers.config_offers_refresh(config_id)
+        settled += done.settled
+        computed += done.products - done.settled
+        before = _prices()
+        again = offers.offers_refresh(product_ids)
+        assert (again.best_changed, again.published_changed) == (0, 0), round_no
+        assert _prices() == before, round_no
+    assert settled and computed, (settled, computed)

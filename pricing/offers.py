@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -40,6 +39,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.parts import side_by_side
 from outbox.services import publish, publish_select
 from pricefeed.parsing.table import gc_paused
 from products.events import LINKS_CHANGED, config_links_changed
@@ -842,56 +842,39 @@ def config_offers_refresh(config_id: int, parts: int | None = None) -> Refreshed
             done = _refresh_scope(None, config_id)
     else:
         done = Refreshed()
-        with gc_paused(), ThreadPoolExecutor(parts, thread_name_prefix="offers") as pool:
-            for part in pool.map(lambda share: _config_part(config_id, share), shares(parts)):
+        with gc_paused():
+            for part in side_by_side(
+                lambda share: _refresh_scope(None, config_id, share), LOCK_BUCKETS, parts, "offers"
+            ):
                 done.add(part)
     _logged(f"config {config_id}", done)
     return done
 
 
-def shares(parts: int) -> list[list[int]]:
-    """The buckets of each of ``parts`` parts: part k has the buckets b with b % parts = k."""
-    return [[b for b in range(LOCK_BUCKETS) if b % parts == k] for k in range(parts)]
-
-
-def _config_part(config_id: int, buckets: list[int]) -> Refreshed:
-    """One part of a config's refresh, in a thread: its own connection, closed after."""
-    try:
-        with transaction.atomic():
-            return _refresh_scope(None, config_id, buckets)
-    finally:
-        connection.close()
-
-
-def priced(product_ids: Iterable[int]) -> list[int]:
-    """Those of ``product_ids`` with a link that offers, an offer or a price (what a
-    refresh has something to compute or to take away for), in order."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT p FROM unnest(%s::bigint[]) p"
-            " WHERE EXISTS (SELECT 1 FROM products_supplierlink l WHERE l.product_id = p"
-            "               AND l.state IN ('auto', 'confirmed'))"
-            " OR EXISTS (SELECT 1 FROM pricing_offer o WHERE o.product_id = p)"
-            " OR EXISTS (SELECT 1 FROM pricing_productprice x WHERE x.product_id = p)"
-            " ORDER BY p",
-            [sorted(set(product_ids))],
-        )
-        return [row[0] for row in cursor.fetchall()]
-
-
-def _everything(first: int = 0, last: int = 2**63 - 1) -> list[int]:
-    """Every product with a link that offers, an offer or a price (from ``first`` to
-    ``last``), in order."""
-    within = "product_id BETWEEN %(first)s AND %(last)s"
+def _priced(within: str, params: dict[str, Any]) -> list[int]:
+    """The products with a link that offers, an offer or a price, of those ``within``
+    (a condition on product_id) selects, in order."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT product_id FROM products_supplierlink"
             f" WHERE state IN ('auto', 'confirmed') AND {within}"
             f" UNION SELECT product_id FROM pricing_offer WHERE {within}"
             f" UNION SELECT product_id FROM pricing_productprice WHERE {within}",
-            {"first": first, "last": last},
+            params,
         )
         return sorted(row[0] for row in cursor.fetchall())
+
+
+def priced(product_ids: Iterable[int]) -> list[int]:
+    """Those of ``product_ids`` with a link that offers, an offer or a price (what a
+    refresh has something to compute or to take away for), in order."""
+    return _priced("product_id = ANY (%(ids)s::bigint[])", {"ids": sorted(set(product_ids))})
+
+
+def _everything(first: int = 0, last: int = 2**63 - 1) -> list[int]:
+    """Every product with a link that offers, an offer or a price (from ``first`` to
+    ``last``), in order."""
+    return _priced("product_id BETWEEN %(first)s AND %(last)s", {"first": first, "last": last})
 
 
 def all_offers_refresh(chunk: int = ALL_CHUNK) -> Refreshed:

@@ -14,7 +14,7 @@ from .models import Product
 
 LINKS_CHANGED = "links.changed"
 PRODUCTS_CHANGED = "products.changed"
-# Products named by one products.changed event (each is recomputed as one transaction).
+# Products named by one event (each event's products are recomputed as one transaction).
 PRODUCTS_PER_EVENT = 10_000
 
 
@@ -27,18 +27,22 @@ def config_links_changed(config_id: int, import_id: int | None) -> None:
     )
 
 
+def _publish_products(event_type: str, product_ids: Iterable[int | None]) -> None:
+    """``event_type`` naming these products, PRODUCTS_PER_EVENT at most per event, in
+    product order (in the caller's transaction)."""
+    wanted = sorted({p for p in product_ids if p is not None})
+    for start in range(0, len(wanted), PRODUCTS_PER_EVENT):
+        chunk = wanted[start : start + PRODUCTS_PER_EVENT]
+        publish(event_type, Product(pk=chunk[0]), {"product_ids": chunk})
+
+
 def product_links_changed(product_ids: Iterable[int | None]) -> None:
     """Links of these products were made, changed or rejected (in the caller's
     transaction)."""
-    wanted = sorted({p for p in product_ids if p is not None})
-    if wanted:
-        publish(LINKS_CHANGED, Product(pk=wanted[0]), {"product_ids": wanted})
+    _publish_products(LINKS_CHANGED, product_ids)
 
 
 def products_changed(product_ids: Iterable[int]) -> None:
     """The category or brand of these products changed (in the caller's transaction):
     the price rules that apply to them may be others now."""
-    wanted = sorted(set(product_ids))
-    for start in range(0, len(wanted), PRODUCTS_PER_EVENT):
-        chunk = wanted[start : start + PRODUCTS_PER_EVENT]
-        publish(PRODUCTS_CHANGED, Product(pk=chunk[0]), {"product_ids": chunk})
+    _publish_products(PRODUCTS_CHANGED, product_ids)

@@ -44,13 +44,13 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
 
+from core.parts import side_by_side
 from pricefeed.imports.storage import COPY_ESCAPES
 from pricefeed.models import PriceImport, item_key
 from pricefeed.parsing.table import gc_paused
@@ -901,12 +901,14 @@ def links_match(
             # The list's prices reach the offers even when no link changed.
             events.config_links_changed(config_id, import_id)
     else:
-        with gc_paused(), ThreadPoolExecutor(parts, thread_name_prefix="links") as pool:
-            done = pool.map(
-                lambda share: _part_in_thread(config_id, import_id, thresholds, share),
-                shares(parts),
+        with gc_paused():
+            done = side_by_side(
+                lambda share: _part(config_id, import_id, thresholds, share),
+                SKU_BUCKETS,
+                parts,
+                "links",
             )
-            outcome = sum(done, Outcome())
+        outcome = sum(done, Outcome())
         # Once every part committed (a part that failed raised above: the import's event
         # is retried, and the parts done change nothing the second time).
         with transaction.atomic():
@@ -928,12 +930,6 @@ def links_match(
     return outcome
 
 
-def shares(parts: int) -> list[list[int]]:
-    """The SKU buckets of each of ``parts`` parts: part k has the buckets b with
-    b % parts = k."""
-    return [[b for b in range(SKU_BUCKETS) if b % parts == k] for k in range(parts)]
-
-
 def _part(
     config_id: int, import_id: int | None, thresholds: Thresholds, buckets: Sequence[int]
 ) -> Outcome:
@@ -947,17 +943,6 @@ def _part(
     outcome = lines_match(config_id, lines, thresholds)
     outcome.seconds["lines"] = read
     return outcome
-
-
-def _part_in_thread(
-    config_id: int, import_id: int | None, thresholds: Thresholds, buckets: Sequence[int]
-) -> Outcome:
-    """One part, in a thread: its own connection and transaction, closed after."""
-    try:
-        with transaction.atomic():
-            return _part(config_id, import_id, thresholds, buckets)
-    finally:
-        connection.close()
 
 
 def import_links_match(import_id: int) -> Outcome:

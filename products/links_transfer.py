@@ -39,8 +39,6 @@ MAX_FILE_BYTES = 100 * 2**20
 MAX_ROWS = 2_000_000
 # Rows refused are reported up to this many (all are counted).
 MAX_REASONS = 200
-# Products named by one links.changed event of an import of links.
-PRODUCTS_PER_EVENT = 10_000
 
 _EXPORT = """
 SELECT l.config_id, l.supplier_sku, p.own_code, l.state, l.kind, l.confidence
@@ -303,7 +301,5 @@ def _apply(changes: list[_Change], user: Any) -> int:
             )
             changed += 1
             touched.update(p for p in (before, change.product.pk) if p is not None)
-        ordered = sorted(touched)
-        for start in range(0, len(ordered), PRODUCTS_PER_EVENT):
-            product_links_changed(ordered[start : start + PRODUCTS_PER_EVENT])
+        product_links_changed(touched)
     return changed

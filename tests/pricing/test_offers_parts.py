@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from core.parts import shares
 from outbox.models import OutboxEvent
 from pricing import offers
 from pricing.models import ProductPrice
@@ -80,7 +81,7 @@ def test_a_part_waits_for_its_products_while_the_others_go_on(no_queue):
     # Another refresh holds the buckets of part 1 (as it would, mid-way, until it commits).
     holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
     with holder.cursor() as cursor:
-        cursor.execute(offers.LOCK_SQL, [offers.shares(2)[1]])
+        cursor.execute(offers.LOCK_SQL, [shares(offers.LOCK_BUCKETS, 2)[1]])
     result: dict[str, object] = {}
 
     def refresh() -> None:

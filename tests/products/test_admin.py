@@ -87,17 +87,21 @@ def test_the_product_page_shows_every_suppliers_offer_proposed_apart_and_history
     assert "12,50" in history and "12,50" not in offers
 
 
+# The bolt's change form as the world has it (world.bolt).
+BOLT_FORM = {
+    "own_code": "P-1",
+    "name": "Болт М8х40",
+    "brand": "Bosch",
+    "article": "A-1",
+    "barcodes": "4600000000008",
+    "unit": "шт",
+    "category": "Крепёж / Болты",
+}
+
+
 def test_a_viewer_cannot_change_a_product_and_an_operator_can(world):
     url = f"{LIST}{world.bolt.pk}/change/"
-    form = {
-        "own_code": "P-1",
-        "name": "Болт М8х40 DIN933",
-        "brand": "Bosch",
-        "article": "A-1",
-        "barcodes": "4600000000008",
-        "unit": "шт",
-        "category": "Крепёж / Болты",
-    }
+    form = BOLT_FORM | {"name": "Болт М8х40 DIN933"}
     assert person("viewer").post(url, form).status_code == 403
 
     response = person("operator").post(url, form)
@@ -108,15 +112,7 @@ def test_a_viewer_cannot_change_a_product_and_an_operator_can(world):
 
 def test_a_category_or_brand_changed_by_hand_is_announced_for_the_prices(world):
     url = f"{LIST}{world.bolt.pk}/change/"
-    form = {
-        "own_code": "P-1",
-        "name": "Болт М8х40",
-        "brand": "Bosch",
-        "article": "A-1",
-        "barcodes": "4600000000008",
-        "unit": "шт",
-        "category": "Крепёж / Болты",
-    }
+    form = BOLT_FORM
     operator = person("operator")
     assert operator.post(url, form | {"name": "Болт М8х40 DIN933"}).status_code == 302
     assert not OutboxEvent.objects.filter(kind=PRODUCTS_CHANGED).exists()  # the name only

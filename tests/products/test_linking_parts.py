@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from core.parts import shares
 from devkit import catalogue_set
 from outbox.models import OutboxEvent
 from products import linking
@@ -111,7 +112,7 @@ def test_a_part_waits_for_its_lines_while_the_others_go_on(listed, no_queue):
     # until it commits).
     holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
     with holder.cursor() as cursor:
-        cursor.execute(linking.LOCK_SQL, [config.pk, linking.shares(2)[1]])
+        cursor.execute(linking.LOCK_SQL, [config.pk, shares(linking.SKU_BUCKETS, 2)[1]])
     result: dict[str, object] = {}
 
     def match() -> None:

@@ -311,10 +311,17 @@ SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type,
   FROM chosen
 """
 
+PRICE_COLUMNS = (
+    "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
+    "audit",
+)  # fmt: skip
+
 # Per product: the first price rule that applies, our price by its steps
-# (rules.price_of, over sets), held or published, with the audit; and the price as it
-# stands, to write and announce only what changed.
-PRICES_SQL = """
+# (rules.price_of, over sets), held or published, with the audit; whether it differs
+# from the price as it stands (to write only what changed), and the published price
+# and availability before (to announce what moved). The old audit stays here: a row of
+# o_prices is half as wide without it.
+PRICES_SQL = f"""
 CREATE TEMP TABLE o_prices ON COMMIT DROP AS
 WITH ruled AS (
     SELECT c.*, r.id AS rule_id, r.name AS rule_name, r.markup_percent, r.fixed_add,
@@ -385,14 +392,14 @@ WITH ruled AS (
            CASE WHEN cost IS NOT NULL THEN config_id END AS config_id,
            rule_id,
            jsonb_build_object('choice', reason)
-           || CASE WHEN cost IS NULL THEN '{}' ELSE jsonb_build_object(
+           || CASE WHEN cost IS NULL THEN '{{}}' ELSE jsonb_build_object(
                   'offer', jsonb_build_object(
                       'config_id', config_id, 'sku', sku, 'price_type', price_type,
                       'price', price::text, 'currency', currency, 'rate', rate::text,
                       'rate_date', to_char(rate_date, 'YYYY-MM-DD'),
                       'price_rub', price_rub::text),
                   'cost', cost::text) END
-           || CASE WHEN rule_id IS NULL THEN '{}' ELSE jsonb_build_object(
+           || CASE WHEN rule_id IS NULL THEN '{{}}' ELSE jsonb_build_object(
                   'rule', jsonb_build_object('id', rule_id, 'name', rule_name),
                   'steps', jsonb_build_array(
                       jsonb_build_array('cost', '', cost::text),
@@ -410,10 +417,14 @@ WITH ruled AS (
                   'price', new_price::text) END
            || CASE WHEN held THEN jsonb_build_object('held', jsonb_build_object(
                   'published', old_price::text, 'hold_percent', hold_percent::text))
-                   ELSE '{}' END AS audit
+                   ELSE '{{}}' END AS audit
       FROM judged
 )
-SELECT made.*, status = 'published' AS published FROM made
+SELECT product_id, own_code, old_price, old_available, {_columns("", PRICE_COLUMNS)},
+       status = 'published' AS published,
+       NOT existed OR ({_columns("old_", PRICE_COLUMNS)})
+                      IS DISTINCT FROM ({_columns("", PRICE_COLUMNS)}) AS differs
+  FROM made
 """
 
 # What changed of the offers: the new and the different ones, and the best marks that
@@ -451,11 +462,6 @@ DELETE FROM pricing_offer WHERE id IN (
                           AND f.price_type = o.price_type))
 """
 
-PRICE_COLUMNS = (
-    "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
-    "audit",
-)  # fmt: skip
-
 # The prices that are new or differ; published_at moves when the published price or
 # availability does.
 WRITE_PRICES_SQL = f"""
@@ -464,8 +470,7 @@ INSERT INTO pricing_productprice (product_id, {_columns("", PRICE_COLUMNS)}, pub
 SELECT n.product_id, {_columns("n.", PRICE_COLUMNS)}, CASE WHEN n.published THEN now() END,
        now()
   FROM o_prices n
- WHERE NOT n.existed
-    OR ({_columns("n.old_", PRICE_COLUMNS)}) IS DISTINCT FROM ({_columns("n.", PRICE_COLUMNS)})
+ WHERE n.differs
 ON CONFLICT (product_id) DO UPDATE
    SET ({_columns("", PRICE_COLUMNS)}, published_at, computed_at) = (
        {_columns("EXCLUDED.", PRICE_COLUMNS)},

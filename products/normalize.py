@@ -268,10 +268,14 @@ def parse_name(name: str) -> Parsed:
         for short, full in _SLASHED_LONGEST_FIRST:
             text = text.replace(short, full)
     attributes: dict[str, list[str]] = {}
+    # The attributes' words (``size:m8x40``), taken out of the text as they are found:
+    # the text left is only ever words.
+    words: list[str] = []
 
     def keep(attribute: str, value: str) -> str:
         attributes.setdefault(attribute, []).append(value)
-        return f" {attribute}:{value} "
+        words.append(f"{attribute}:{value}")
+        return " "
 
     if "ral" in text or "рал" in text:
         text = _RAL.sub(lambda m: keep("colour", "ral" + m.group(1)), text)
@@ -283,16 +287,10 @@ def parse_name(name: str) -> Parsed:
         return match.group(0) if found is None else keep(*found)
 
     text = _MEASURE.sub(measure, text)
-    words: list[str] = []
-    for raw in text.split():
-        if ":" in raw and raw.split(":", 1)[0] in DECISIVE:
-            words.append(raw)
-            continue
-        found = _raw_words(raw)
+    for found, colours in map(_raw_words, text.split()):
         words.extend(found)
-        for word in found:
-            if word.startswith("colour:"):
-                attributes.setdefault("colour", []).append(word[len("colour:") :])
+        if colours:
+            attributes.setdefault("colour", []).extend(colours)
     return Parsed(
         words=tuple(words),
         attributes={k: ",".join(sorted(set(v))) for k, v in attributes.items()},
@@ -300,9 +298,9 @@ def parse_name(name: str) -> Parsed:
 
 
 @functools.lru_cache(maxsize=100_000)
-def _raw_words(raw: str) -> tuple[str, ...]:
-    """The canonical words of one whitespace-separated piece of a name (cached: a price
-    list repeats its words thousands of times)."""
+def _raw_words(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The canonical words of one whitespace-separated piece of a name, and the colours
+    among them (cached: a price list repeats its words thousands of times)."""
     words: list[str] = []
     for piece in _NOT_ALNUM.split(raw):
         if not piece:
@@ -310,7 +308,8 @@ def _raw_words(raw: str) -> tuple[str, ...]:
         for run in _RUNS.findall(_one_script(piece)):
             for word in ABBREVIATIONS.get(run, run).split():
                 words.extend(_word(word))
-    return tuple(words)
+    colours = tuple(w[len("colour:") :] for w in words if w.startswith("colour:"))
+    return tuple(words), colours
 
 
 def _word(word: str) -> list[str]:

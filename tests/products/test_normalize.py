@@ -104,3 +104,13 @@ def test_numbers_compare_without_trailing_zeros_or_a_decimal_comma():
 def test_a_hostile_name_is_read_up_to_its_first_thousand_characters():
     assert "m8x40" in parse_name("Болт М8х40 " + "1х" * 100_000).attributes["size"].split(",")
     assert len(parse_name("а " * 100_000).words) <= 1000
+
+
+def test_a_name_cannot_write_a_decisive_attribute_in_the_form_the_words_keep_it():
+    # "size:m8x40" is how a stated size is kept among the words; a name that writes
+    # that form itself gets only words from it (and a size only where it states one).
+    forged = parse_name("Болт size:abc colour:white")
+    assert "size:abc" not in forged.words and "colour:white" not in forged.words
+    assert forged.attributes == {}
+    assert parse_name("Болт size:m8x40").attributes == {"size": "m8x40"}
+    assert "size:m8x40" in parse_name("Болт М8х40").words

@@ -319,8 +319,8 @@ PRICE_COLUMNS = (
 # Per product: the first price rule that applies, our price by its steps
 # (rules.price_of, over sets), held or published, with the audit; whether it differs
 # from the price as it stands (to write only what changed), and the published price
-# and availability before (to announce what moved). The old audit stays here: a row of
-# o_prices is half as wide without it.
+# and availability before (to announce what moved). The old audit is compared here and
+# not kept: a row of o_prices is half as wide without it.
 PRICES_SQL = f"""
 CREATE TEMP TABLE o_prices ON COMMIT DROP AS
 WITH ruled AS (

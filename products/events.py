@@ -14,7 +14,8 @@ from .models import Product
 
 LINKS_CHANGED = "links.changed"
 PRODUCTS_CHANGED = "products.changed"
-# Products named by one event (each event's products are recomputed as one transaction).
+# Products named by one event at most (pricing recomputes a products.changed event's
+# products as one transaction; a batch of links.changed events' products together).
 PRODUCTS_PER_EVENT = 10_000
 
 

@@ -252,20 +252,25 @@ WITH p AS (
            a.rate, a.rate_date, a.quantity, a.in_stock, a.priority, a.old_best, a.old_reason,
            a.status = 'ok' AND a.price_rub IS NOT NULL AS counts, p.strategy
       FROM o_all a JOIN p ON p.product_id = a.product_id AND p.rule_type = a.price_type
-), counted AS (
-    SELECT product_id, count(*) AS offers, count(*) FILTER (WHERE counts) AS counted,
-           count(*) FILTER (WHERE counts AND in_stock) AS stocked,
+), ranked AS (
+    -- One sort: a product's offers best first (those that count before the others),
+    -- each row with the product's counts.
+    SELECT typed.*, row_number() OVER w AS rank, count(*) OVER w AS offers,
+           count(*) FILTER (WHERE counts) OVER w AS counted,
+           count(*) FILTER (WHERE counts AND in_stock) OVER w AS stocked,
            -- (averages only where the rule is the average: a numeric sum per product
            -- cost a sixth of the statement)
-           avg(price_rub) FILTER (WHERE counts AND in_stock AND strategy = 'average')
+           avg(price_rub) FILTER (WHERE counts AND in_stock AND strategy = 'average') OVER w
                AS stocked_average,
-           avg(price_rub) FILTER (WHERE counts AND strategy = 'average') AS average
-      FROM typed GROUP BY product_id
-), best AS (
-    SELECT DISTINCT ON (product_id) *
-      FROM typed WHERE counts
-     ORDER BY product_id, in_stock DESC,
-              CASE WHEN strategy = 'priority' THEN priority END, price_rub, priority, config_id
+           avg(price_rub) FILTER (WHERE counts AND strategy = 'average') OVER w AS average
+      FROM typed
+    WINDOW w AS (PARTITION BY product_id
+                 ORDER BY counts DESC, in_stock DESC,
+                          CASE WHEN strategy = 'priority' THEN priority END, price_rub,
+                          priority, config_id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+), n AS (
+    SELECT * FROM ranked WHERE rank = 1
 ), touched AS (
     -- The configs whose offers of a product moved or came (o_all), or went (the
     -- refreshed config's offers as they stood that are no more).
@@ -299,8 +304,8 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
                             ELSE '{}' END
           END AS reason
   FROM p
-  LEFT JOIN counted n ON n.product_id = p.product_id
-  LEFT JOIN best b ON b.product_id = p.product_id
+  LEFT JOIN n ON n.product_id = p.product_id
+  LEFT JOIN LATERAL (SELECT n.* WHERE n.counts) b ON true
 )
 SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type, sku, price,
        currency, price_rub, rate, rate_date, quantity, in_stock, cost, available, reason,

@@ -12,7 +12,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from outbox.models import OutboxEvent
@@ -160,6 +160,38 @@ def test_changes_are_announced_once_and_a_second_refresh_changes_nothing(world):
     assert len(events(offers.OFFER_CHANGED)) == 1
     assert len(events(offers.PRICE_CHANGED)) == 1
     assert PublishedVersion.objects.get().number == version
+
+
+def _one(cursor, sql):
+    cursor.execute(sql)
+    return cursor.fetchone()[0]
+
+
+def test_a_refresh_compresses_its_write_ahead_log_where_the_role_may(world):
+    with connection.cursor() as cursor:
+        server = _one(cursor, "SHOW wal_compression")
+        may = _one(cursor, "SELECT has_parameter_privilege('wal_compression', 'SET')")
+        offers.offers_refresh([world.bolt.pk, world.nut.pk])
+        # (The refresh's setting lasts until the outermost transaction ends: the test's.)
+        during = _one(cursor, "SHOW wal_compression")
+    if server == "off" and may:
+        assert during in ("lz4", "pglz")
+    else:
+        assert during == server
+    assert ProductPrice.objects.get(product=world.bolt).price == D("1157.00")
+
+
+def test_a_role_that_may_not_compress_the_log_leaves_it_as_the_server_has_it(db):
+    with connection.cursor() as cursor:
+        server = _one(cursor, "SHOW wal_compression")
+        # A role without the right to set it (a predefined one, for this transaction).
+        cursor.execute("SET LOCAL ROLE pg_read_all_settings")
+        try:
+            cursor.execute(offers.WAL_COMPRESSION_SQL)
+            assert cursor.fetchall() == []
+            assert _one(cursor, "SHOW wal_compression") == server
+        finally:
+            cursor.execute("RESET ROLE")
 
 
 def test_a_suppliers_refresh_leaves_a_price_whose_inputs_stand_as_they_were(world):

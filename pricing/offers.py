@@ -194,13 +194,17 @@ SELECT p.id AS product_id, p.own_code, p.category, p.brand
                       WHERE x.id = s.product_id OFFSET 0) p
 """
 
-# The offers of the products in scope as they stand now, with their marks.
+# The offers of the products in scope as they stand now, with their marks: of the
+# config refreshed, or of every config. (In a config's refresh the others' offers go
+# straight into o_all: copied here first, they were four rows in five of this table.)
 OLD_SQL = f"""
 CREATE TEMP TABLE o_old ON COMMIT DROP AS
 SELECT o.id, o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
        o.best, o.reason
   FROM o_scope s
- CROSS JOIN LATERAL (SELECT * FROM pricing_offer x WHERE x.product_id = s.product_id
+ CROSS JOIN LATERAL (SELECT * FROM pricing_offer x
+                      WHERE x.product_id = s.product_id
+                        AND (%(config)s::bigint IS NULL OR x.config_id = %(config)s::bigint)
                      OFFSET 0) o
 """
 
@@ -213,12 +217,12 @@ PRICED_COLUMNS = (
 
 # Every offer of the products in scope as it will be (the best marks aside): the fresh
 # ones (typed as the table keeps them) and, when one config was refreshed, the others'
-# as they stand; each with what it was, whether it changed, and whether what a price
-# reads of it did (moved).
+# as they stand (read here); each with what it was (old_id: its row), whether it
+# changed, and whether what a price reads of it did (moved).
 ALL_SQL = f"""
 CREATE TEMP TABLE o_all ON COMMIT DROP AS
 SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
-       f.priority, o.best AS old_best, o.reason AS old_reason,
+       f.priority, o.best AS old_best, o.reason AS old_reason, o.id AS old_id,
        o.id IS NULL OR ({_columns("o.", OFFER_COLUMNS)})
                        IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)}) AS changed,
        o.id IS NULL OR ({_columns("o.", PRICED_COLUMNS)})
@@ -233,10 +237,13 @@ SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
    AND o.price_type = f.price_type
 UNION ALL
 SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
-       COALESCE(t.priority, 100), o.best, o.reason, false, false
-  FROM o_old o
+       COALESCE(t.priority, 100), o.best, o.reason, o.id, false, false
+  FROM o_scope s
+ CROSS JOIN LATERAL (SELECT * FROM pricing_offer x
+                      WHERE x.product_id = s.product_id AND x.config_id <> %(config)s::bigint
+                     OFFSET 0) o
   LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
- WHERE o.config_id <> %(config)s::bigint
+ WHERE %(config)s::bigint IS NOT NULL
 """
 
 # Per product: the offer rule of its category, its offers of the rule's price type
@@ -517,7 +524,13 @@ SELECT c.product_id,
   FROM o_choice c
   LEFT JOIN (SELECT DISTINCT ON (product_id) product_id, config_id, price_type, price_rub,
                      in_stock
-                FROM o_old WHERE best ORDER BY product_id, id) o
+                FROM (SELECT id, product_id, config_id, price_type, price_rub, in_stock
+                        FROM o_old WHERE best
+                       UNION ALL
+                      -- (the other configs' offers in o_all are as they stood)
+                      SELECT old_id, product_id, config_id, price_type, price_rub, in_stock
+                        FROM o_all WHERE old_best AND config_id <> %(config)s::bigint) b
+               ORDER BY product_id, id) o
          ON o.product_id = c.product_id
   LEFT JOIN pricefeed_pricelistconfig now_at ON now_at.id = c.config_id
   LEFT JOIN pricefeed_pricelistconfig was_at ON was_at.id = o.config_id
@@ -537,10 +550,10 @@ SELECT product_id,
 """
 
 # The events of a table of items ({items}), EVENT_ITEMS products each, in product
-# order: (number, payload) for outbox.services.publish_select; {fields} are the
-# payload's other fields, before its items.
+# order: (number, payload) for outbox.services.publish_select.
 EVENTS_SQL = """
-SELECT part, jsonb_build_object({fields} 'items', jsonb_agg(item ORDER BY product_id))
+SELECT part, jsonb_build_object('items', jsonb_agg(item ORDER BY product_id))
+       AS payload
   FROM (SELECT product_id, item,
                (row_number() OVER (ORDER BY product_id) - 1) / %(per)s AS part
           FROM {items}) items
@@ -690,7 +703,7 @@ def _refresh_scope(
         clock = time.perf_counter()
         cursor.execute(PRODUCTS_SQL)
         done.products = cursor.rowcount
-        cursor.execute(OLD_SQL)
+        cursor.execute(OLD_SQL, {"config": config_id})
         cursor.execute(ALL_SQL, {"config": config_id})
         cursor.execute("ANALYZE o_all")
         _rule_tables(cursor)
@@ -707,7 +720,7 @@ def _refresh_scope(
         seconds["write"] = time.perf_counter() - clock
         clock = time.perf_counter()
         done.held = _rows(cursor, "SELECT count(*) FROM o_prices WHERE status = 'held'")[0][0]
-        cursor.execute(OFFER_ITEMS_SQL)
+        cursor.execute(OFFER_ITEMS_SQL, {"config": config_id})
         done.best_changed = cursor.rowcount
         cursor.execute(PRICE_ITEMS_SQL)
         done.published_changed = cursor.rowcount
@@ -794,28 +807,36 @@ def _price_item(
 
 def _announce(offer_items: int, price_items: int) -> None:
     """The events of the changes (o_offer_items, o_price_items: this many items each),
-    built and written by PostgreSQL, and a new published version when a price changed."""
-    if not offer_items and not price_items:
+    built and written by PostgreSQL, and a new published version when a price changed.
+    The version is raised last: its row stays locked until the transaction commits, and
+    a refresh side by side that changed prices too waits for it (so the versions'
+    order is the commits'); only writing the built events waits with it."""
+    if offer_items:
+        publish_select(
+            OFFER_CHANGED,
+            PublishedVersion(pk=1),
+            EVENTS_SQL.format(items="o_offer_items"),
+            {"per": EVENT_ITEMS},
+            most=-(-offer_items // EVENT_ITEMS),
+        )
+    if not price_items:
         return
-    version = version_raise() if price_items else PublishedVersion.objects.get_or_create(pk=1)[0]
-    for kind, table, count, fields, params in (
-        (OFFER_CHANGED, "o_offer_items", offer_items, "", {}),
-        (
-            PRICE_CHANGED,
-            "o_price_items",
-            price_items,
-            "'version', %(version)s::bigint,",
-            {"version": version.number},
-        ),
-    ):
-        if count:
-            publish_select(
-                kind,
-                version,
-                EVENTS_SQL.format(items=table, fields=fields),
-                {"per": EVENT_ITEMS, **params},
-                most=-(-count // EVENT_ITEMS),
-            )
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS o_price_events")
+        cursor.execute(
+            "CREATE TEMP TABLE o_price_events ON COMMIT DROP AS"
+            + EVENTS_SQL.format(items="o_price_items"),
+            {"per": EVENT_ITEMS},
+        )
+    version = version_raise()
+    publish_select(
+        PRICE_CHANGED,
+        version,
+        "SELECT part, payload || jsonb_build_object('version', %(version)s::bigint)"
+        " FROM o_price_events",
+        {"version": version.number},
+        most=-(-price_items // EVENT_ITEMS),
+    )
 
 
 def version_raise() -> PublishedVersion:

@@ -261,6 +261,9 @@ def step_actions(host: Host, tmp_root: Path) -> list[tuple[str, Callable[[str], 
         (r"\S*python3(\.\d+)? -m venv /opt/pricefeed/venv", lambda _: service_venv(host, tmp_root)),
         (r"/opt/pricefeed/venv/bin/pip install /opt/pricefeed/src", nothing),
         (r"sudo -u postgres create(user|db) .*", nothing),  # the deploy_database fixture
+        # The deploy database's role is the test server's superuser, which may set the
+        # parameter already (tests/pricing/test_offers.py holds both cases).
+        (r'sudo -u postgres psql -c "GRANT SET ON PARAMETER wal_compression TO \w+"', nothing),
         (r"install -m 0640 .*/pricefeed\.env /etc/pricefeed/pricefeed\.env", copy_environment_file),
         (r"pricefeed\(\) \{ .*", define_function),
         (r"pricefeed \w+.*", django_admin),

@@ -4,6 +4,7 @@ of each supplier (the surcharge on the rate, switched on, priority)."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
@@ -17,6 +18,12 @@ from pricefeed.models import PriceListConfig
 CURRENCY_CODE = RegexValidator(
     r"^[A-Z]{3}\Z", _("Enter a currency's ISO 4217 code: three capital Latin letters.")
 )
+
+
+def _text(value: Decimal | None) -> str | None:
+    """A number as PostgreSQL writes it (numeric::text: every place of its scale, never
+    an exponent)."""
+    return None if value is None else f"{value:f}"
 
 
 class Rate(models.Model):
@@ -450,7 +457,53 @@ class ProductPrice(models.Model):
         db_index=False,
         related_name="+",
     )
-    audit = models.JSONField(_("how it was computed"), default=dict)
+    # The audit, as typed columns (a row under half as wide as with the audit as JSON; the
+    # property ``audit`` tells it as before): the choice of the best offer (its offer
+    # rule's reason, as Offer.reason), the best offer as it was read ...
+    choice = models.JSONField(_("choice of the best offer"), default=dict)
+    offer_sku = models.CharField(_("best offer's code"), max_length=255, blank=True)
+    offer_price_type = models.CharField(_("best offer's price type"), max_length=32, blank=True)
+    offer_price = models.DecimalField(
+        _("best offer's price"), max_digits=18, decimal_places=4, null=True
+    )
+    offer_currency = models.CharField(_("best offer's currency"), max_length=10, blank=True)
+    offer_rate = models.DecimalField(
+        _("best offer's rate"), max_digits=18, decimal_places=8, null=True
+    )
+    offer_rate_date = models.DateField(_("best offer's rate date"), null=True)
+    offer_price_rub = models.DecimalField(
+        _("best offer's price in roubles"), max_digits=18, decimal_places=4, null=True
+    )
+    # ... and the rule's steps, each a setting and the price after it: the markup, the
+    # fixed add (where not 0), the floor (where it raised the price), the rounding, the
+    # recommended price (where it raised it); and the hold, where held. (The steps'
+    # prices are wider than the price's own: a step never fails the write.)
+    rule_name = models.CharField(_("price rule's name"), max_length=200, blank=True)
+    markup_percent = models.DecimalField(
+        _("markup, percent"), max_digits=7, decimal_places=2, null=True
+    )
+    marked = models.DecimalField(
+        _("price after the markup"), max_digits=24, decimal_places=4, null=True
+    )
+    fixed_add = models.DecimalField(_("add, roubles"), max_digits=18, decimal_places=2, null=True)
+    added = models.DecimalField(
+        _("price after the add"), max_digits=24, decimal_places=4, null=True
+    )
+    min_margin_percent = models.DecimalField(
+        _("minimum margin, percent"), max_digits=7, decimal_places=2, null=True
+    )
+    floor = models.DecimalField(_("floor"), max_digits=24, decimal_places=4, null=True)
+    rounding = models.CharField(_("rounding"), max_length=4, blank=True)
+    rounded = models.DecimalField(_("rounded price"), max_digits=24, decimal_places=2, null=True)
+    rrp = models.DecimalField(
+        _("recommended price, roubles"), max_digits=18, decimal_places=4, null=True
+    )
+    held_from = models.DecimalField(
+        _("published price it was held against"), max_digits=18, decimal_places=2, null=True
+    )
+    hold_percent = models.DecimalField(
+        _("hold a change above, percent"), max_digits=7, decimal_places=2, null=True
+    )
     computed_at = models.DateTimeField(_("computed at"), db_default=Now())
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -474,6 +527,54 @@ class ProductPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.product_id}: {self.price}"
+
+    @property
+    def audit(self) -> dict[str, Any]:
+        """How the price was computed, as pricing.audit.explain reads it (the numbers as
+        PostgreSQL writes them): the choice; the best offer and the cost; the rule, its
+        steps and the price; why it is held; who approved it."""
+        if not self.choice:
+            return {}
+        told: dict[str, Any] = {"choice": self.choice}
+        if self.cost is None:
+            return told
+        told["offer"] = {
+            "config_id": self.config_id,
+            "sku": self.offer_sku,
+            "price_type": self.offer_price_type,
+            "price": _text(self.offer_price),
+            "currency": self.offer_currency,
+            "rate": _text(self.offer_rate),
+            "rate_date": self.offer_rate_date.isoformat() if self.offer_rate_date else None,
+            "price_rub": _text(self.offer_price_rub),
+        }
+        told["cost"] = _text(self.cost)
+        if self.rule_id is None:
+            return told
+        steps = [
+            ["cost", "", _text(self.cost)],
+            ["markup", _text(self.markup_percent), _text(self.marked)],
+        ]
+        if self.added is not None:
+            steps.append(["add", _text(self.fixed_add), _text(self.added)])
+        if self.floor is not None:
+            steps.append(["floor", _text(self.min_margin_percent), _text(self.floor)])
+        steps.append(["round", self.rounding, _text(self.rounded)])
+        if self.rrp is not None:
+            steps.append(["rrp", _text(self.rrp), _text(self.computed)])
+        told.update(
+            rule={"id": self.rule_id, "name": self.rule_name},
+            steps=steps,
+            price=_text(self.computed),
+        )
+        if self.hold_percent is not None:
+            told["held"] = {
+                "published": _text(self.held_from),
+                "hold_percent": _text(self.hold_percent),
+            }
+        if self.approved_by is not None:
+            told["approved_by"] = self.approved_by.get_username()
+        return told
 
 
 class PublishedVersion(models.Model):

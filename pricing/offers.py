@@ -181,8 +181,9 @@ OFFER_COLUMNS = (
 )  # fmt: skip
 
 
-def _columns(prefix: str, columns: tuple[str, ...]) -> str:
-    return ", ".join(f"{prefix}{column}" for column in columns)
+def _columns(prefix: str, columns: tuple[str, ...], alias: str = "") -> str:
+    """``prefix`` before each column; ``alias`` ("AS old_"): each named, that before."""
+    return ", ".join(f"{prefix}{column}{alias and alias + column}" for column in columns)
 
 
 # The products in scope as the rules read them.
@@ -336,15 +337,22 @@ SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type,
   FROM chosen
 """
 
+# The audit (ProductPrice.audit), as typed columns.
+AUDIT_COLUMNS = (
+    "choice", "offer_sku", "offer_price_type", "offer_price", "offer_currency", "offer_rate",
+    "offer_rate_date", "offer_price_rub", "rule_name", "markup_percent", "marked",
+    "fixed_add", "added", "min_margin_percent", "floor", "rounding", "rounded", "rrp",
+    "held_from", "hold_percent",
+)  # fmt: skip
 PRICE_COLUMNS = (
     "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
-    "audit",
+    *AUDIT_COLUMNS,
 )  # fmt: skip
 
 # Per product: the first price rule that applies, our price by its steps
 # (rules.price_of, over sets), held or published, with the audit; whether it differs
 # from the price as it stands (to write only what changed), and the published price
-# and availability before (to announce what moved). The old audit is compared here and
+# and availability before (to announce what moved). The old row is compared here and
 # not kept: a row of o_prices is half as wide without it.
 PRICES_SQL = f"""
 CREATE TEMP TABLE o_prices ON COMMIT DROP AS
@@ -395,9 +403,10 @@ WITH ruled AS (
     SELECT priced.*, old.product_id IS NOT NULL AS existed, old.status AS old_status,
            old.price AS old_price, old.computed AS old_computed, old.cost AS old_cost,
            old.available AS old_available, old.quantity AS old_quantity,
-           old.config_id AS old_config_id, old.rule_id AS old_rule_id, old.audit AS old_audit,
-           old.price IS NOT NULL AND hold_percent IS NOT NULL AND old.price > 0
-           AND abs(new_price - old.price) * 100 > hold_percent * old.price
+           old.config_id AS old_config_id, old.rule_id AS old_rule_id,
+           {_columns("old.", AUDIT_COLUMNS, " AS old_")},
+           old.price IS NOT NULL AND priced.hold_percent IS NOT NULL AND old.price > 0
+           AND abs(new_price - old.price) * 100 > priced.hold_percent * old.price
            AND old.price <> new_price AS held
       FROM priced
       LEFT JOIN LATERAL (SELECT * FROM pricing_productprice x
@@ -405,7 +414,8 @@ WITH ruled AS (
     OFFSET 0
 ), made AS (
     SELECT product_id, own_code, existed, old_status, old_price, old_computed, old_cost,
-           old_available, old_quantity, old_config_id, old_rule_id, old_audit,
+           old_available, old_quantity, old_config_id, old_rule_id,
+           {_columns("old_", AUDIT_COLUMNS)},
            CASE WHEN cost IS NULL THEN 'no_offer' WHEN rule_id IS NULL THEN 'no_rule'
                 WHEN held THEN 'held' ELSE 'published' END AS status,
            CASE WHEN cost IS NULL OR rule_id IS NULL OR held THEN old_price
@@ -416,33 +426,26 @@ WITH ruled AS (
            CASE WHEN cost IS NOT NULL THEN quantity END AS quantity,
            CASE WHEN cost IS NOT NULL THEN config_id END AS config_id,
            rule_id,
-           jsonb_build_object('choice', reason)
-           || CASE WHEN cost IS NULL THEN '{{}}' ELSE jsonb_build_object(
-                  'offer', jsonb_build_object(
-                      'config_id', config_id, 'sku', sku, 'price_type', price_type,
-                      'price', price::text, 'currency', currency, 'rate', rate::text,
-                      'rate_date', to_char(rate_date, 'YYYY-MM-DD'),
-                      'price_rub', price_rub::text),
-                  'cost', cost::text) END
-           || CASE WHEN rule_id IS NULL THEN '{{}}' ELSE jsonb_build_object(
-                  'rule', jsonb_build_object('id', rule_id, 'name', rule_name),
-                  'steps', jsonb_build_array(
-                      jsonb_build_array('cost', '', cost::text),
-                      jsonb_build_array('markup', markup_percent::text,
-                                        round(marked, 4)::text))
-                   || CASE WHEN fixed_add <> 0 THEN jsonb_build_array(jsonb_build_array(
-                          'add', fixed_add::text, round(added, 4)::text)) ELSE '[]' END
-                   || CASE WHEN raised THEN jsonb_build_array(jsonb_build_array(
-                          'floor', min_margin_percent::text, round(floor, 4)::text))
-                           ELSE '[]' END
-                   || jsonb_build_array(jsonb_build_array('round', rounding,
-                                                          round_price::text))
-                   || CASE WHEN to_rrp THEN jsonb_build_array(jsonb_build_array(
-                          'rrp', rrp::text, new_price::text)) ELSE '[]' END,
-                  'price', new_price::text) END
-           || CASE WHEN held THEN jsonb_build_object('held', jsonb_build_object(
-                  'published', old_price::text, 'hold_percent', hold_percent::text))
-                   ELSE '{{}}' END AS audit
+           -- the audit: the choice; the best offer, where one counts ...
+           reason AS choice,
+           CASE WHEN cost IS NOT NULL THEN sku ELSE '' END AS offer_sku,
+           CASE WHEN cost IS NOT NULL THEN price_type ELSE '' END AS offer_price_type,
+           CASE WHEN cost IS NOT NULL THEN price END AS offer_price,
+           CASE WHEN cost IS NOT NULL THEN currency ELSE '' END AS offer_currency,
+           CASE WHEN cost IS NOT NULL THEN rate END AS offer_rate,
+           CASE WHEN cost IS NOT NULL THEN rate_date END AS offer_rate_date,
+           CASE WHEN cost IS NOT NULL THEN price_rub END AS offer_price_rub,
+           -- ... the rule's steps, where one applies (its columns NULL where none) ...
+           COALESCE(rule_name, '') AS rule_name, markup_percent, round(marked, 4) AS marked,
+           CASE WHEN fixed_add <> 0 THEN fixed_add END AS fixed_add,
+           CASE WHEN fixed_add <> 0 THEN round(added, 4) END AS added,
+           CASE WHEN raised THEN min_margin_percent END AS min_margin_percent,
+           CASE WHEN raised THEN round(floor, 4) END AS floor,
+           COALESCE(rounding, '') AS rounding, round_price AS rounded,
+           CASE WHEN to_rrp THEN rrp END AS rrp,
+           -- ... and the hold
+           CASE WHEN held THEN old_price END AS held_from,
+           CASE WHEN held THEN hold_percent END AS hold_percent
       FROM judged
 )
 SELECT product_id, own_code, old_price, old_available, {_columns("", PRICE_COLUMNS)},
@@ -488,7 +491,8 @@ DELETE FROM pricing_offer WHERE id IN (
 """
 
 # The prices that are new or differ; published_at moves when the published price or
-# availability does.
+# availability does; an approval stays while the price approved does (the same
+# computed price, published).
 WRITE_PRICES_SQL = f"""
 INSERT INTO pricing_productprice (product_id, {_columns("", PRICE_COLUMNS)}, published_at,
                                   computed_at)
@@ -497,12 +501,15 @@ SELECT n.product_id, {_columns("n.", PRICE_COLUMNS)}, CASE WHEN n.published THEN
   FROM o_prices n
  WHERE n.differs
 ON CONFLICT (product_id) DO UPDATE
-   SET ({_columns("", PRICE_COLUMNS)}, published_at, computed_at) = (
+   SET ({_columns("", PRICE_COLUMNS)}, published_at, computed_at, approved_by_id) = (
        {_columns("EXCLUDED.", PRICE_COLUMNS)},
        CASE WHEN (EXCLUDED.price, EXCLUDED.available)
                  IS DISTINCT FROM (pricing_productprice.price, pricing_productprice.available)
             THEN now() ELSE pricing_productprice.published_at END,
-       now())
+       now(),
+       CASE WHEN (EXCLUDED.status, EXCLUDED.computed)
+                 = (pricing_productprice.status, pricing_productprice.computed)
+            THEN pricing_productprice.approved_by_id END)
 """
 
 # The items of the events, one per product: the products whose best offer moved (its
@@ -1047,7 +1054,6 @@ def price_approve(product_id: int, *, computed: Decimal, user: Any) -> ProductPr
         price.price = price.computed
         price.approved_by = user
         price.published_at = timezone.now()
-        price.audit = {**price.audit, "approved_by": user.get_username()}
         price.save()
         version = version_raise()
         publish(

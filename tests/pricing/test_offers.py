@@ -316,10 +316,18 @@ def test_a_big_move_is_held_until_approved(world):
     approved = events(offers.PRICE_CHANGED)[-1]
     assert approved.payload["items"][0]["price"] == "1543.00"
     assert approved.payload["items"][0]["before"] == "1157.00"
-    # Computed again, it stays published.
+    assert price.audit["approved_by"] == "operator"
+    assert price.audit["held"] == {"published": "1157.00", "hold_percent": "25.00"}
+    # Computed again, it stays published, and approved while the price approved stands.
     offers.offers_refresh([world.bolt.pk])
     price.refresh_from_db()
-    assert price.status == "published"
+    assert (price.status, price.approved_by) == ("published", user)
+    # A new price within the hold is published; the approval was of the old one.
+    PriceRule.objects.update(markup_percent=D(62))
+    offers.offers_refresh([world.bolt.pk])
+    price.refresh_from_db()
+    assert (price.status, price.price, price.approved_by) == ("published", D("1562.00"), None)
+    assert "approved_by" not in price.audit and "held" not in price.audit
 
 
 def test_a_product_whose_links_went_loses_its_offers(world):

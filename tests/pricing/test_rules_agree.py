@@ -246,8 +246,8 @@ def test_the_worlds_reach_every_branch(db, no_queue):
         offers.offers_refresh(product_ids)
         for key, count in _check(product_ids, published).items():
             outcomes[key] = outcomes.get(key, 0) + count
-        for audit in ProductPrice.objects.values_list("audit", flat=True):
-            steps.update(step[0] for step in audit.get("steps", []))
+        for price in ProductPrice.objects.all():
+            steps.update(step[0] for step in price.audit.get("steps", []))
         with connection.cursor() as cursor:
             cursor.execute("ROLLBACK TO SAVEPOINT world")
     assert all(outcomes[key] for key in ("no_offer", "no_rule", "held", "published")), outcomes

@@ -59,8 +59,11 @@ SETUP_SQL = [
       FROM generate_series(1, %(n)s) i
     """,
     """
-    INSERT INTO pricing_productprice (product_id, status, price, available, quantity, choice)
-    SELECT id, 'published', (id %% 10000) + 0.99, id %% 3 <> 0, id %% 100, '{}'::jsonb
+    INSERT INTO pricing_productprice (product_id, status, price, available, quantity, choice,
+                                      offer_sku, offer_price_type, offer_currency, rule_name,
+                                      rounding)
+    SELECT id, 'published', (id %% 10000) + 0.99, id %% 3 <> 0, id %% 100, '{}'::jsonb,
+           '', '', '', '', ''
       FROM products_product
     """,
     """

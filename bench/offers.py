@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
     bar_line,
+    base_database_url,
     bench_database,
     django_on,
     drop_database,
@@ -53,6 +54,9 @@ from bench.benchdb import (  # noqa: E402
 )
 
 BENCH_DB = bench_database("offers")
+# The server's database the others' benches make theirs beside (django_on points this
+# process's DATABASE_URL at this bench's own database, which is gone when they run).
+BASE_URL = base_database_url()
 TARGET_SECONDS = 5.0
 
 PEER_SQL = """
@@ -295,7 +299,9 @@ def _others(quick: bool) -> int:
         path = ROOT / "bench" / script
         print(f"--- bench/{script}", flush=True)
         done = subprocess.run(
-            [sys.executable, str(path), *(["--quick"] if quick else [])], cwd=ROOT
+            [sys.executable, str(path), *(["--quick"] if quick else [])],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": BASE_URL},
         )
         status = status or done.returncode
     return status

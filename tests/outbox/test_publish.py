@@ -8,6 +8,7 @@ import pytest
 from django.db import DataError, IntegrityError, connection, transaction
 
 from devkit.samples import price_list_csv
+from outbox import services as outbox_services
 from outbox.exceptions import NotInTransaction
 from outbox.models import OutboxEvent, time_ordered_uuid
 from outbox.services import publish, publish_many, publish_select
@@ -48,6 +49,35 @@ def test_a_transaction_that_publishes_and_rolls_back_leaves_no_event(mailbox):
         publish("mailbox.touched", mailbox, {})
         raise Abort
     assert not OutboxEvent.objects.exists()
+
+
+def test_a_transaction_wakes_the_dispatchers_once_however_many_events_it_publishes(
+    transactional_db,
+):
+    class Abort(Exception):
+        pass
+
+    def wakes():
+        """The wake-ups the transaction will send when it commits."""
+        hooks = connection.run_on_commit
+        return sum(1 for _sids, func, _robust in hooks if func is outbox_services._wake_dispatchers)
+
+    mailbox = create_mailbox()
+    with transaction.atomic():
+        for n in range(3):
+            publish("mailbox.touched", mailbox, {"n": n})
+        publish_many("mailbox.touched", [(mailbox, {}, time_ordered_uuid())])
+        assert wakes() == 1
+    # The wake-up of a savepoint rolled back goes with it; the next event registers one.
+    with transaction.atomic():
+        with pytest.raises(Abort), transaction.atomic():
+            publish("mailbox.touched", mailbox, {})
+            assert wakes() == 1
+            raise Abort
+        assert wakes() == 0
+        publish("mailbox.touched", mailbox, {})
+        assert wakes() == 1
+    assert OutboxEvent.objects.count() == 5
 
 
 def test_each_import_outcome_is_published_once_in_its_transaction(mailbox, config):

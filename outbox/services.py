@@ -185,7 +185,8 @@ def _wake_on_commit(using: str) -> None:
     1,000 of them for a transaction of 1,000). A wake-up registered in a savepoint rolled
     back since is gone from the list, and registered again here."""
     hooks = connections[using].run_on_commit
-    if not any(func is _wake_dispatchers for _savepoints, func, _robust in hooks):
+    # (savepoints, function, robust): django-stubs know the first two
+    if not any(hook[1] is _wake_dispatchers for hook in hooks):
         transaction.on_commit(_wake_dispatchers, using=using)
 
 

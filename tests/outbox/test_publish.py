@@ -60,7 +60,7 @@ def test_a_transaction_wakes_the_dispatchers_once_however_many_events_it_publish
     def wakes():
         """The wake-ups the transaction will send when it commits."""
         hooks = connection.run_on_commit
-        return sum(1 for _sids, func, _robust in hooks if func is outbox_services._wake_dispatchers)
+        return sum(1 for hook in hooks if hook[1] is outbox_services._wake_dispatchers)
 
     mailbox = create_mailbox()
     with transaction.atomic():

@@ -226,9 +226,9 @@ def raw_amqp(broker: Broker, n: int) -> float:
 
 def _publish(n: int):
     """N price.changed events in one transaction; PostgreSQL's clock as the transaction
-    ends (its last statement), and the ids. (Read after the commit, the clock read late:
-    the receiver's thread in this process, busy with the first requests, kept this one
-    from its next statement, and the webhook's rounds came out negative.)"""
+    ends (its last statement), and the ids. (Read after the commit, the clock came after
+    the commit's hooks, which then held a wake-up per event, while the dispatcher was
+    already delivering: the webhook's rounds came out negative.)"""
     from django.db import connection, transaction
 
     from delivery.models import Webhook

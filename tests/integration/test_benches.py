@@ -49,8 +49,6 @@ BARS = {
         "delivery_amqp_vs_raw",
     ],
 }
-# Options besides --quick.
-OPTIONS: dict[str, list[str]] = {}
 BAR_LINE = re.compile(r"^BAR (\w+) (met|missed) (.+)$", re.MULTILINE)
 
 
@@ -84,10 +82,11 @@ def test_a_quick_pass_reports_every_target_and_leaves_no_database(bench, transac
         if key != "DJANGO_SETTINGS_MODULE" and not key.startswith("PRICEFEED_")
     }
     env |= {"DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1"}
-    own = f"{connection.settings_dict['NAME']}_bench_{bench}"
+    prefix = f"{connection.settings_dict['NAME']}_bench_"
+    own = prefix + bench
     try:
         done = subprocess.run(
-            [sys.executable, f"bench/{bench}.py", "--quick", *OPTIONS.get(bench, [])],
+            [sys.executable, f"bench/{bench}.py", "--quick"],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -98,7 +97,7 @@ def test_a_quick_pass_reports_every_target_and_leaves_no_database(bench, transac
     finally:
         # Whatever the bench did, the server is left as it was found (the benches it
         # runs in turn make theirs beside it).
-        made = {n for n in _databases() - before if n.startswith(f"{own.rsplit('_', 1)[0]}_")}
+        made = {name for name in _databases() - before if name.startswith(prefix)}
         with closing(_server()) as c:
             for name in made | {own}:
                 c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

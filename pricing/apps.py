@@ -12,9 +12,9 @@ class PricingConfig(AppConfig):
     def ready(self) -> None:
         from core import sweeps
 
-        from . import handlers, offers, services
+        from . import handlers, offers, services, signals
 
-        del handlers  # imported for its outbox handlers
+        del handlers, signals  # imported for their outbox handlers and receivers
 
         # Every listen_mail supervisor checks whether today's or tomorrow's rates are due
         # and hands a due fetch to the queue (services.rates_sweep).

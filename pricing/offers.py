@@ -13,7 +13,9 @@ changed is written back with one statement per table, each row once, and announc
 the same transaction as ``offer.changed`` and ``price.changed`` outbox events, each
 carrying up to EVENT_ITEMS products, made by PostgreSQL (outbox.services.publish_select:
 the items never come to Python). A price that moves more than its rule allows is
-held for approval (``price_approve``).
+held for approval (``price_approve``). A config's refresh makes that config's offers
+again and reads the others' only for the products whose price does not say enough of
+them (KNOWN_SQL).
 
 Refreshes of the same products never interleave, and each sees the last one's result:
 a refresh holds, until it commits, the advisory locks of its products' buckets (a
@@ -112,7 +114,8 @@ WITH links AS (
      ) x
 ), entries AS (
     SELECT l.product_id, l.config_id, l.supplier_sku AS sku, e.id AS entry_id,
-           e.price, upper(btrim(e.currency)) AS currency, e.quantity, e.stock_kind, e.prices,
+           e.price, upper(btrim(COALESCE(e.currency, ''))) AS currency, e.quantity,
+           e.stock_kind, e.prices,
            CASE WHEN e.id IS NOT NULL THEN d.list_date END AS list_date,
            COALESCE(t.enabled, true) AS enabled, COALESCE(t.priority, 100) AS priority,
            COALESCE(t.stale_days, %(stale_days)s) AS stale_days,
@@ -216,10 +219,26 @@ PRICED_COLUMNS = (
     "status",
 )  # fmt: skip
 
-# Every offer of the products in scope as it will be (the best marks aside): the fresh
-# ones (typed as the table keeps them) and, when one config was refreshed, the others'
-# as they stand (read here); each with what it was (old_id: its row), whether it
-# changed, and whether what a price reads of it did (moved).
+# The audit (ProductPrice.audit), as typed columns.
+AUDIT_COLUMNS = (
+    "choice", "offer_sku", "offer_price_type", "offer_price", "offer_currency", "offer_rate",
+    "offer_rate_date", "offer_price_rub", "rule_name", "markup_percent", "marked",
+    "fixed_add", "added", "min_margin_percent", "floor", "rounding", "rounded", "rrp",
+    "held_from", "hold_percent",
+)  # fmt: skip
+PRICE_COLUMNS = (
+    "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
+    *AUDIT_COLUMNS,
+)  # fmt: skip
+
+# Every offer of the products in scope as it will be (the best marks aside), as fresh
+# from the lists (typed as the table keeps them), each with what it was (old_id: its
+# row), whether it changed, and whether what a price reads of it did (moved). In a
+# config's refresh these are that config's; the others' follow (KNOWN_SQL), a row per
+# product where the product's price says enough of them (rest), else as they stand
+# (OTHERS_SQL). A rest row stands for all the other configs' offers of the rule's price
+# type: their best (if one counts) and their counts (rest_offers, rest_counted,
+# rest_stocked).
 ALL_SQL = f"""
 CREATE TEMP TABLE o_all ON COMMIT DROP AS
 SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
@@ -227,7 +246,9 @@ SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
        o.id IS NULL OR ({_columns("o.", OFFER_COLUMNS)})
                        IS DISTINCT FROM ({_columns("f.", OFFER_COLUMNS)}) AS changed,
        o.id IS NULL OR ({_columns("o.", PRICED_COLUMNS)})
-                       IS DISTINCT FROM ({_columns("f.", PRICED_COLUMNS)}) AS moved
+                       IS DISTINCT FROM ({_columns("f.", PRICED_COLUMNS)}) AS moved,
+       false AS rest, NULL::int AS rest_offers, NULL::int AS rest_counted,
+       NULL::int AS rest_stocked
   FROM (SELECT product_id, config_id, price_type, sku, price::numeric(18, 4) AS price,
                currency, price_rub::numeric(18, 4) AS price_rub,
                rate::numeric(18, 8) AS rate, rate_date, quantity::numeric(18, 4) AS quantity,
@@ -236,15 +257,94 @@ SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
   LEFT JOIN o_old o
     ON o.product_id = f.product_id AND o.config_id = f.config_id
    AND o.price_type = f.price_type
-UNION ALL
+"""
+
+# Per product: its price as it stands (existed: it has one; PRICES_SQL compares with it)
+# and, in a config's refresh, what it says of the last choice, made over every config's
+# offers as they stood, and whether that is enough to choose again
+# without reading the other configs' offers (known). It is when the offer rule is the
+# same one (not the average, which reads every offer) and the refreshed config's offer
+# of the rule's price type was not the best, or was and is as good still: the others'
+# offers have not changed since (only a refresh writes offers, and it computes the
+# prices of the products it touches), so their best is the price's best offer (or,
+# where this config's was the best, beaten by this config's new one), and their counts
+# are the choice's less this config's old offer. A price that names no config although
+# an offer was the best (its supplier deleted), or none at all, is not known.
+KNOWN_SQL = f"""
+CREATE TEMP TABLE o_known ON COMMIT DROP AS
+WITH p AS (
+    SELECT p.product_id, COALESCE(c.strategy, 'cheapest') AS strategy,
+           COALESCE(c.price_type, '') AS rule_type
+      FROM o_product p
+      LEFT JOIN o_category c ON c.category = p.category
+), x AS (
+    SELECT p.*, o.id AS old_id, o.best AS old_best,
+           o.status = 'ok' AND o.price_rub IS NOT NULL AS old_counts,
+           o.in_stock AS old_in_stock, o.price_rub AS old_price_rub,
+           a.status = 'ok' AND a.price_rub IS NOT NULL AS new_counts,
+           a.in_stock AS new_in_stock, a.price_rub AS new_price_rub
+      FROM p
+      LEFT JOIN o_old o ON %(config)s::bigint IS NOT NULL AND o.product_id = p.product_id
+                       AND o.price_type = p.rule_type
+      LEFT JOIN o_all a ON %(config)s::bigint IS NOT NULL AND a.product_id = p.product_id
+                       AND a.price_type = p.rule_type
+)
+SELECT x.product_id, x.rule_type, w.product_id IS NOT NULL AS existed,
+       {_columns("w.", PRICE_COLUMNS)},
+       COALESCE(%(config)s::bigint IS NOT NULL AND x.strategy <> 'average'
+                AND w.choice->>'strategy' = x.strategy
+                AND w.choice->>'price_type' = x.rule_type
+                AND CASE WHEN w.choice->>'why' = 'none_counts'
+                         THEN w.config_id IS NULL AND x.old_best IS NOT TRUE
+                         WHEN w.config_id = %(config)s::bigint
+                         THEN x.old_best AND x.new_counts
+                              AND (NOT x.new_in_stock, x.new_price_rub)
+                                  <= (NOT x.old_in_stock, x.old_price_rub)
+                         ELSE w.config_id IS NOT NULL AND x.old_best IS NOT TRUE END,
+                false) AS known,
+       (w.choice->>'offers')::int - (x.old_id IS NOT NULL)::int AS offers,
+       (w.choice->>'counted')::int - COALESCE(x.old_counts, false)::int AS counted,
+       COALESCE((w.choice->>'in_stock')::int, 0)
+       - COALESCE(x.old_counts AND x.old_in_stock, false)::int AS stocked
+  FROM x
+  LEFT JOIN LATERAL (SELECT * FROM pricing_productprice y
+                      WHERE y.product_id = x.product_id OFFSET 0) w ON true
+"""
+
+# The rest rows of o_all (ALL_SQL): the other configs' best as the price names it, where
+# it is another config's offer (else none counts), and their counts.
+REST_SQL = """
+INSERT INTO o_all (product_id, config_id, price_type, sku, price, currency, price_rub, rate,
+                   rate_date, quantity, in_stock, status, priority, old_best, old_reason,
+                   changed, moved, rest, rest_offers, rest_counted, rest_stocked)
+SELECT k.product_id, b.config_id, k.rule_type, b.offer_sku, b.offer_price, b.offer_currency,
+       b.offer_price_rub, b.offer_rate, b.offer_rate_date, b.quantity,
+       COALESCE(b.in_stock, false), COALESCE(b.status, 'rest'),
+       COALESCE(t.priority, 100), b.config_id IS NOT NULL, b.choice, false, false, true,
+       k.offers, k.counted, k.stocked
+  FROM o_known k
+  LEFT JOIN LATERAL (
+      SELECT k.config_id, k.offer_sku, k.offer_price, k.offer_currency, k.offer_price_rub,
+             k.offer_rate, k.offer_rate_date, k.quantity, k.choice,
+             (k.choice->>'in_stock')::int > 0 AS in_stock, 'ok' AS status
+       WHERE k.config_id <> %(config)s::bigint
+  ) b ON true
+  LEFT JOIN pricing_supplierterms t ON t.config_id = b.config_id
+ WHERE k.known AND k.offers > 0
+"""
+
+# The other configs' offers as they stand, of the products not known.
+OTHERS_SQL = f"""
+INSERT INTO o_all
 SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
-       COALESCE(t.priority, 100), o.best, o.reason, o.id, false, false
-  FROM o_scope s
+       COALESCE(t.priority, 100), o.best, o.reason, o.id, false, false, false, NULL, NULL,
+       NULL
+  FROM o_known k
  CROSS JOIN LATERAL (SELECT * FROM pricing_offer x
-                      WHERE x.product_id = s.product_id AND x.config_id <> %(config)s::bigint
+                      WHERE x.product_id = k.product_id AND x.config_id <> %(config)s::bigint
                      OFFSET 0) o
   LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
- WHERE %(config)s::bigint IS NOT NULL
+ WHERE NOT k.known
 """
 
 # Per product: the offer rule of its category, its offers of the rule's price type
@@ -271,14 +371,20 @@ WITH p AS (
 ), typed AS (
     SELECT a.product_id, a.config_id, a.price_type, a.sku, a.price, a.currency, a.price_rub,
            a.rate, a.rate_date, a.quantity, a.in_stock, a.priority, a.old_best, a.old_reason,
-           a.status = 'ok' AND a.price_rub IS NOT NULL AS counts, p.strategy
+           a.status = 'ok' AND a.price_rub IS NOT NULL AS counts, p.strategy, a.rest,
+           -- (a rest row counts for the other configs' offers: ALL_SQL)
+           COALESCE(a.rest_offers, 1) AS offers_of,
+           COALESCE(a.rest_counted, (a.status = 'ok' AND a.price_rub IS NOT NULL)::int)
+               AS counted_of,
+           COALESCE(a.rest_stocked,
+                    (a.status = 'ok' AND a.price_rub IS NOT NULL AND a.in_stock)::int)
+               AS stocked_of
       FROM o_all a JOIN p ON p.product_id = a.product_id AND p.rule_type = a.price_type
 ), ranked AS (
     -- One sort: a product's offers best first (those that count before the others),
     -- each row with the product's counts.
-    SELECT typed.*, row_number() OVER w AS rank, count(*) OVER w AS offers,
-           count(*) FILTER (WHERE counts) OVER w AS counted,
-           count(*) FILTER (WHERE counts AND in_stock) OVER w AS stocked,
+    SELECT typed.*, row_number() OVER w AS rank, sum(offers_of) OVER w AS offers,
+           sum(counted_of) OVER w AS counted, sum(stocked_of) OVER w AS stocked,
            -- (averages only where the rule is the average: a numeric sum per product
            -- cost a sixth of the statement)
            avg(price_rub) FILTER (WHERE counts AND in_stock AND strategy = 'average') OVER w
@@ -304,7 +410,7 @@ WITH p AS (
                           AND a.price_type = o.price_type)
 ), chosen AS (
 SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
-       b.old_best, b.old_reason,
+       b.old_best, b.old_reason, b.rest,
        b.config_id, b.price_type, b.sku, b.price, b.currency, b.price_rub, b.rate,
        b.rate_date, b.quantity, b.in_stock,
        CASE WHEN b.product_id IS NULL THEN NULL
@@ -330,24 +436,13 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
 )
 SELECT product_id, own_code, category_rules, brand_rules, config_id, price_type, sku, price,
        currency, price_rub, rate, rate_date, quantity, in_stock, cost, available, reason,
+       COALESCE(rest, false) AS rest,
        COALESCE(%(config)s::bigint IS NOT NULL AND strategy <> 'average' AND old_best
                 AND old_reason = reason
                 AND NOT EXISTS (SELECT 1 FROM touched t WHERE t.product_id = chosen.product_id
                                    AND t.config_id = chosen.config_id), false) AS settled
   FROM chosen
 """
-
-# The audit (ProductPrice.audit), as typed columns.
-AUDIT_COLUMNS = (
-    "choice", "offer_sku", "offer_price_type", "offer_price", "offer_currency", "offer_rate",
-    "offer_rate_date", "offer_price_rub", "rule_name", "markup_percent", "marked",
-    "fixed_add", "added", "min_margin_percent", "floor", "rounding", "rounded", "rrp",
-    "held_from", "hold_percent",
-)  # fmt: skip
-PRICE_COLUMNS = (
-    "status", "price", "computed", "cost", "available", "quantity", "config_id", "rule_id",
-    *AUDIT_COLUMNS,
-)  # fmt: skip
 
 # Per product: the first price rule that applies, our price by its steps
 # (rules.price_of, over sets), held or published, with the audit; whether it differs
@@ -359,7 +454,7 @@ CREATE TEMP TABLE o_prices ON COMMIT DROP AS
 WITH ruled AS (
     SELECT c.*, r.id AS rule_id, r.name AS rule_name, r.markup_percent, r.fixed_add,
            r.rounding, r.min_margin_percent, r.hold_percent,
-           CASE WHEN r.respect_rrp THEN rrp.price_rub END AS rrp,
+           CASE WHEN r.respect_rrp THEN COALESCE(rrp.price_rub, stored.price_rub) END AS rrp,
            c.cost * (1 + r.markup_percent / 100) AS marked,
            c.cost * (1 + r.markup_percent / 100) + r.fixed_add AS added,
            c.cost * (1 + r.min_margin_percent / 100) AS floor
@@ -376,6 +471,13 @@ WITH ruled AS (
       LEFT JOIN o_all rrp
         ON rrp.product_id = c.product_id AND rrp.config_id = c.config_id
        AND rrp.price_type = r.rrp_type AND rrp.status = 'ok'
+      -- (the best from a rest row: its config's recommended price as it stands)
+      LEFT JOIN LATERAL (
+          SELECT x.price_rub FROM pricing_offer x
+           WHERE c.rest AND r.respect_rrp AND x.product_id = c.product_id
+             AND x.config_id = c.config_id AND x.price_type = r.rrp_type
+             AND x.status = 'ok' OFFSET 0
+      ) stored ON true
      WHERE NOT c.settled
     OFFSET 0
 ), floored AS (
@@ -400,7 +502,7 @@ WITH ruled AS (
                 ELSE round_price END AS new_price
       FROM rounded OFFSET 0
 ), judged AS (
-    SELECT priced.*, old.product_id IS NOT NULL AS existed, old.status AS old_status,
+    SELECT priced.*, old.existed, old.status AS old_status,
            old.price AS old_price, old.computed AS old_computed, old.cost AS old_cost,
            old.available AS old_available, old.quantity AS old_quantity,
            old.config_id AS old_config_id, old.rule_id AS old_rule_id,
@@ -409,8 +511,7 @@ WITH ruled AS (
            AND abs(new_price - old.price) * 100 > priced.hold_percent * old.price
            AND old.price <> new_price AS held
       FROM priced
-      LEFT JOIN LATERAL (SELECT * FROM pricing_productprice x
-                          WHERE x.product_id = priced.product_id OFFSET 0) old ON true
+      JOIN o_known old ON old.product_id = priced.product_id
     OFFSET 0
 ), made AS (
     SELECT product_id, own_code, existed, old_status, old_price, old_computed, old_cost,
@@ -469,8 +570,9 @@ SELECT a.product_id, a.config_id, a.price_type, {_columns("a.", OFFER_COLUMNS)},
  CROSS JOIN LATERAL (
      SELECT COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false) AS best
  ) m
- WHERE a.changed OR a.old_best IS DISTINCT FROM m.best
-    OR (m.best AND a.old_reason IS DISTINCT FROM c.reason)
+ WHERE NOT a.rest
+   AND (a.changed OR a.old_best IS DISTINCT FROM m.best
+        OR (m.best AND a.old_reason IS DISTINCT FROM c.reason))
  ORDER BY a.config_id, a.product_id, a.price_type
 ON CONFLICT (product_id, config_id, price_type) DO UPDATE
    SET ({_columns("", OFFER_COLUMNS)}, best, reason, updated_at)
@@ -478,6 +580,20 @@ ON CONFLICT (product_id, config_id, price_type) DO UPDATE
         CASE WHEN ({_columns("pricing_offer.", OFFER_COLUMNS)})
                   IS DISTINCT FROM ({_columns("EXCLUDED.", OFFER_COLUMNS)})
              THEN now() ELSE pricing_offer.updated_at END)
+"""
+
+# The best of a rest row (ALL_SQL) that is the best no more, or for other reasons.
+REST_MARKS_SQL = """
+UPDATE pricing_offer o
+   SET best = m.best, reason = CASE WHEN m.best THEN c.reason ELSE '{}'::jsonb END
+  FROM o_all a
+  JOIN o_choice c ON c.product_id = a.product_id
+ CROSS JOIN LATERAL (
+     SELECT COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false) AS best
+ ) m
+ WHERE a.rest AND a.old_best AND o.product_id = a.product_id
+   AND o.config_id = a.config_id AND o.price_type = a.price_type
+   AND (NOT m.best OR a.old_reason IS DISTINCT FROM c.reason)
 """
 
 # Offers of products in scope (of the config refreshed, if one) that are no more.
@@ -572,7 +688,8 @@ SELECT part, jsonb_build_object('items', jsonb_agg(item ORDER BY product_id))
 class Refreshed:
     """What a refresh did: products seen, offers written, best offers and published
     prices that changed, prices held (of those computed), prices settled (not computed
-    again: CHOICE_SQL), and seconds per stage."""
+    again: CHOICE_SQL), products whose other configs' offers were read in a config's
+    refresh (KNOWN_SQL: the others not), and seconds per stage."""
 
     products: int = 0
     offers: int = 0
@@ -580,6 +697,7 @@ class Refreshed:
     published_changed: int = 0
     held: int = 0
     settled: int = 0
+    others_read: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
     def add(self, other: Refreshed) -> None:
@@ -589,6 +707,7 @@ class Refreshed:
         self.published_changed += other.published_changed
         self.held += other.held
         self.settled += other.settled
+        self.others_read += other.others_read
         for stage, took in other.seconds.items():
             self.seconds[stage] = self.seconds.get(stage, 0.0) + took
 
@@ -658,7 +777,7 @@ def _scope(
 # The statements' own tables (dropped first: a second refresh within one outer
 # transaction, as in tests, finds the first one's).
 TEMP_TABLES = (
-    "o_fresh", "o_product", "o_old", "o_all", "o_choice", "o_prices", "o_offer_items",
+    "o_fresh", "o_product", "o_old", "o_all", "o_known", "o_choice", "o_prices", "o_offer_items",
     "o_price_items",
 )  # fmt: skip
 
@@ -710,10 +829,15 @@ def _refresh_scope(
         clock = time.perf_counter()
         cursor.execute(PRODUCTS_SQL)
         done.products = cursor.rowcount
-        cursor.execute(OLD_SQL, {"config": config_id})
-        cursor.execute(ALL_SQL, {"config": config_id})
-        cursor.execute("ANALYZE o_all")
         _rule_tables(cursor)
+        cursor.execute(OLD_SQL, {"config": config_id})
+        cursor.execute(ALL_SQL)
+        cursor.execute(KNOWN_SQL, {"config": config_id})
+        if config_id is not None:
+            cursor.execute(REST_SQL, {"config": config_id})
+            cursor.execute(OTHERS_SQL, {"config": config_id})
+            done.others_read = _rows(cursor, "SELECT count(*) FROM o_known WHERE NOT known")[0][0]
+        cursor.execute("ANALYZE o_all")
         seconds["read"] = time.perf_counter() - clock
         clock = time.perf_counter()
         cursor.execute(CHOICE_SQL, {"config": config_id})
@@ -722,6 +846,8 @@ def _refresh_scope(
         seconds["decide"] = time.perf_counter() - clock
         clock = time.perf_counter()
         cursor.execute(WRITE_OFFERS_SQL)
+        if config_id is not None:
+            cursor.execute(REST_MARKS_SQL)
         cursor.execute(GONE_OFFERS_SQL, {"config": config_id})
         cursor.execute(WRITE_PRICES_SQL)
         seconds["write"] = time.perf_counter() - clock
@@ -966,7 +1092,7 @@ def part_refresh(first: int, last: int) -> Refreshed:
 def _logged(scope: str, done: Refreshed) -> None:
     logger.info(
         "offers refreshed scope=%s products=%s offers=%s best_changed=%s"
-        " published_changed=%s held=%s settled=%s seconds=%s",
+        " published_changed=%s held=%s settled=%s others_read=%s seconds=%s",
         scope,
         done.products,
         done.offers,
@@ -974,6 +1100,7 @@ def _logged(scope: str, done: Refreshed) -> None:
         done.published_changed,
         done.held,
         done.settled,
+        done.others_read,
         " ".join(f"{stage}:{took:.2f}" for stage, took in done.seconds.items()),
         extra={"action": "offers_refresh"},
     )

@@ -246,6 +246,55 @@ def test_a_suppliers_refresh_leaves_a_price_whose_inputs_stand_as_they_were(worl
     assert (again.best_changed, again.published_changed) == (0, 0)
 
 
+def test_a_line_the_suppliers_next_list_leaves_out_stops_counting(world):
+    """A linked line missing from the supplier's next list: its offer stays, without a
+    price (it counts no more, and the operator sees that the supplier dropped it), and
+    the other supplier's offer becomes the best."""
+    send(
+        world.roubles, [("R-1", "Болт", "900", "1500", 5), ("R-2", "Гайка", "50", "", 0)], rrp=True
+    )
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert ProductPrice.objects.get(product=world.bolt).config == world.roubles
+    send(world.roubles, [("R-2", "Гайка", "50", "", 0)], rrp=True)
+    done = offers.config_offers_refresh(world.roubles.pk)
+    assert (done.products, done.others_read) == (2, 1)  # the bolt's best was this list's
+    dropped = Offer.objects.get(product=world.bolt, config=world.roubles)
+    assert (dropped.status, dropped.price, dropped.currency, dropped.best) == (
+        "no_price",
+        None,
+        "RUB",
+        False,
+    )
+    assert Offer.objects.get(product=world.bolt, best=True).config == world.dollars
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert (price.config, price.audit["choice"]["counted"]) == (world.dollars, 1)
+    again = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert (again.best_changed, again.published_changed) == (0, 0)
+
+
+def test_a_deleted_supplier_has_every_price_computed_again(world):
+    """Its offers go with it; a price that named one as the best, or counted them, is
+    computed again by the refresh of everything the deletion asks for."""
+    send(
+        world.roubles, [("R-1", "Болт", "900", "1500", 5), ("R-2", "Гайка", "50", "", 0)], rrp=True
+    )
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert ProductPrice.objects.get(product=world.bolt).config == world.roubles
+    OutboxEvent.objects.all().delete()
+    PriceImport.objects.filter(config=world.roubles).delete()  # (they protect the config)
+    world.roubles.delete()
+    assert len(events(offers.REFRESH)) == 1
+    deliver_everything()
+    for product in (world.bolt, world.nut):
+        price = ProductPrice.objects.get(product=product)
+        assert (price.config, price.audit["choice"]["offers"]) == (world.dollars, 1)
+    OutboxEvent.objects.all().delete()
+    Offer.objects.filter(config=world.dollars).delete()
+    PriceImport.objects.filter(config=world.dollars).delete()
+    world.dollars.delete()  # (no offers: nothing to compute again)
+    assert events(offers.REFRESH) == []
+
+
 def test_a_missing_rate_a_switched_off_supplier_and_a_stale_list_do_not_count(world):
     Rate.objects.all().delete()
     offers.offers_refresh([world.bolt.pk])

@@ -254,40 +254,85 @@ def test_the_worlds_reach_every_branch(db, no_queue):
     assert steps == {"cost", "markup", "add", "floor", "round", "rrp"}, steps
 
 
-def _prices() -> dict[int, tuple]:
+def _prices(products: set[int] | None = None) -> dict[int, tuple]:
     return {
         p.product_id: (
             p.status, p.price, p.computed, p.cost, p.available, p.quantity, p.config_id,
             p.rule_id, p.audit,
         )
         for p in ProductPrice.objects.all()
+        if products is None or p.product_id in products
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", range(3))
+def _offers() -> dict[tuple, tuple]:
+    return {
+        (o.product_id, o.config_id, o.price_type): (
+            o.price_rub,
+            o.in_stock,
+            o.status,
+            o.best,
+            o.reason,
+        )
+        for o in Offer.objects.all()
+    }
+
+
+def _edit(rng: random.Random, config_id: int) -> None:
+    """Some of a supplier's current lines at a new price or stock, some ended, some
+    ended lines current again."""
+    for item in PriceItem.objects.filter(config_id=config_id):
+        draw = rng.random()
+        if item.valid_to is not None:
+            if draw < 0.5:
+                item.valid_to = None
+                item.save(update_fields=["valid_to"])
+        elif draw < 0.3:
+            item.price = _money(rng, 1, 60 if item.currency == "USD" else 5000)
+            item.quantity = rng.choice([None, D(0), D(7)])
+            item.save(update_fields=["price", "quantity"])
+        elif draw < 0.36:
+            item.valid_to = timezone.now()
+            item.save(update_fields=["valid_to"])
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_a_suppliers_refresh_leaves_only_prices_that_computing_again_would_not_move(
     db, no_queue, seed
 ):
     """After a supplier's lines change, its refresh computes some prices and leaves the
-    settled ones as they are; computing every price again then changes none."""
+    settled ones as they are, and reads the other suppliers' offers only for products
+    whose price does not say enough of them; computing every offer and price again then
+    changes none, whatever the refreshes before it did (several in a row, lines that
+    went and came back, an offer rule changed with no refresh of everything yet)."""
     rng = random.Random(seed)
     product_ids = _world(rng)
     PriceRule.objects.filter(hold_percent__isnull=True).update(hold_percent=D(5))
     offers.offers_refresh(product_ids)
     configs = sorted(SupplierTerms.objects.values_list("config_id", flat=True))
-    settled = computed = 0
-    for round_no in range(4):
-        config_id = configs[round_no % len(configs)]
-        for item in PriceItem.objects.filter(config_id=config_id):
-            if rng.random() < 0.3:
-                item.price = _money(rng, 1, 60 if item.currency == "USD" else 5000)
-                item.quantity = rng.choice([None, D(0), D(7)])
-                item.save(update_fields=["price", "quantity"])
-        done = offers.config_offers_refresh(config_id)
-        settled += done.settled
-        computed += done.products - done.settled
-        before = _prices()
+    settled = computed = read = products = 0
+    for round_no in range(9):
+        refreshed = [rng.choice(configs) for _ in range(1 + round_no % 3)]
+        if round_no == 5:
+            # An offer rule changed (as an operator's change would be before the refresh
+            # of everything it asks for runs) and every supplier's list refreshed.
+            OfferRule.objects.filter(strategy="priority").update(strategy="cheapest")
+            OfferRule.objects.filter(strategy="average").update(price_type="opt")
+            refreshed = configs
+        for config_id in refreshed:
+            _edit(rng, config_id)
+            done = offers.config_offers_refresh(config_id)
+            settled += done.settled
+            computed += done.products - done.settled
+            read += done.others_read
+            products += done.products
+        # (a product no supplier offers, in no supplier's refresh, is left to the refresh
+        # of everything the rule's change asks for)
+        offered = set(Offer.objects.values_list("product_id", flat=True))
+        before, before_offers = _prices(offered), _offers()
         again = offers.offers_refresh(product_ids)
+        assert _offers() == before_offers, round_no
+        assert _prices(offered) == before, round_no
         assert (again.best_changed, again.published_changed) == (0, 0), round_no
-        assert _prices() == before, round_no
     assert settled and computed, (settled, computed)
+    assert 0 < read < products, (read, products)

@@ -556,6 +556,9 @@ SELECT product_id, own_code, old_price, old_available, {_columns("", PRICE_COLUM
   FROM made
 """
 
+# Whether offer a (o_all) is the best o_choice c chose for its product.
+BEST = "COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false)"
+
 # What changed of the offers: the new and the different ones, and the best marks that
 # move (the best with why; the others unmarked), each row written once; new ones in
 # config order, so that a config's offers share pages (its next list rewrites them
@@ -567,9 +570,7 @@ SELECT a.product_id, a.config_id, a.price_type, {_columns("a.", OFFER_COLUMNS)},
        CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END, now()
   FROM o_all a
   LEFT JOIN o_choice c ON c.product_id = a.product_id
- CROSS JOIN LATERAL (
-     SELECT COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false) AS best
- ) m
+ CROSS JOIN LATERAL (SELECT {BEST} AS best) m
  WHERE NOT a.rest
    AND (a.changed OR a.old_best IS DISTINCT FROM m.best
         OR (m.best AND a.old_reason IS DISTINCT FROM c.reason))
@@ -583,14 +584,12 @@ ON CONFLICT (product_id, config_id, price_type) DO UPDATE
 """
 
 # The best of a rest row (ALL_SQL) that is the best no more, or for other reasons.
-REST_MARKS_SQL = """
+REST_MARKS_SQL = f"""
 UPDATE pricing_offer o
-   SET best = m.best, reason = CASE WHEN m.best THEN c.reason ELSE '{}'::jsonb END
+   SET best = m.best, reason = CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END
   FROM o_all a
   JOIN o_choice c ON c.product_id = a.product_id
- CROSS JOIN LATERAL (
-     SELECT COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false) AS best
- ) m
+ CROSS JOIN LATERAL (SELECT {BEST} AS best) m
  WHERE a.rest AND a.old_best AND o.product_id = a.product_id
    AND o.config_id = a.config_id AND o.price_type = a.price_type
    AND (NOT m.best OR a.old_reason IS DISTINCT FROM c.reason)

@@ -12,16 +12,15 @@ every case), then read back through gunicorn as the web unit serves it, in Russi
   200 characters, and the imports list and the import's page answer at once (they took
   52.7 s when the cell was stored whole).
 
-Each page must answer within PAGE_SECONDS, the issue's bound (generous: these pages take
-tens of milliseconds; the best of three tries counts, so one stall of a shared
-two-core machine does not fail the test).
+How soon the pages answer (the issue's second) is a bar of bench/hostile.py, measured
+beside a peer: a shared machine makes it no assertion here. What makes them slow is
+asserted instead: no page holds more of the cell than its cut.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +48,6 @@ CASES = [
 RECORDED_WITHIN = 30.0
 SETTLED_WITHIN = 120.0
 WORKER_TREE_RSS_LIMIT = 2 * 10**9
-PAGE_SECONDS = 1.0
 # What a page may hold of the 128 KiB cell: the cut value (200 characters) and a little.
 CELL_RUN = "по запросу " * 30
 
@@ -76,21 +74,14 @@ def web_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def timed_get(server: Gunicorn, path: str, headers: dict[str, str]) -> tuple[str, float]:
-    """The page's text and the best of three answer times."""
-    times = []
-    for _ in range(3):
-        started = time.monotonic()
-        response = server.get(path, headers)
-        times.append(time.monotonic() - started)
-        assert response.status == 200, (path, response.status, response.text[:500])
-    return response.text, min(times)
+def page(server: Gunicorn, path: str, headers: dict[str, str]) -> str:
+    response = server.get(path, headers)
+    assert response.status == 200, (path, response.status, response.text[:500])
+    return response.text
 
 
 @pytest.mark.timeout(len(CASES) * (SETTLED_WITHIN + 60) + 120)
-def test_header_sender_and_cell_attacks_end_in_a_visible_state_and_their_pages_answer_at_once(
-    rig, tmp_path
-):
+def test_header_sender_and_cell_attacks_end_in_a_visible_state_their_pages_say_why(rig, tmp_path):
     hostile = {}
     for case in CASES:
         result = rig.run(case.name, recorded_within=RECORDED_WITHIN, settled_within=SETTLED_WITHIN)
@@ -146,10 +137,7 @@ def test_header_sender_and_cell_attacks_end_in_a_visible_state_and_their_pages_a
     pages["/admin/pricefeed/priceimport/"] = "нет ни одной корректной строки"
     pages[f"/admin/pricefeed/priceimport/{cell_import.pk}/change/"] = "не число"
     with Gunicorn(command, web_env(tmp_path), ROOT, tmp_path) as server:
-        server.get("/admin/", headers)  # the first request loads the application
-        answers = {path: timed_get(server, path, headers) for path in pages}
+        answers = {path: page(server, path, headers) for path in pages}
     for path, expected in pages.items():
-        text, seconds = answers[path]
-        assert expected in text, path
-        assert CELL_RUN not in text, path
-        assert seconds <= PAGE_SECONDS, f"{path} answered in {seconds:.2f} s"
+        assert expected in answers[path], path
+        assert CELL_RUN not in answers[path], path

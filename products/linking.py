@@ -907,6 +907,8 @@ def links_match(
                 SKU_BUCKETS,
                 parts,
                 "links",
+                # (the cascade is mostly Python: in threads, its parts took turns)
+                processes=True,
             )
         outcome = sum(done, Outcome())
         # Once every part committed (a part that failed raised above: the import's event

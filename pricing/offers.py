@@ -418,18 +418,25 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
             THEN round(CASE WHEN n.stocked > 0 THEN n.stocked_average ELSE n.average END, 4)
             ELSE b.price_rub END AS cost,
        COALESCE(n.stocked, 0) > 0 AS available,
-       jsonb_build_object('strategy', p.strategy, 'rule_category', p.rule_category,
-                          'price_type', p.rule_type, 'offers', COALESCE(n.offers, 0),
-                          'counted', COALESCE(n.counted, 0))
-       || CASE WHEN b.product_id IS NULL THEN jsonb_build_object('why', 'none_counts')
-               ELSE jsonb_build_object(
-                        'in_stock', n.stocked,
-                        'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END)
-                    || CASE WHEN p.strategy = 'average'
-                            THEN jsonb_build_object('average_of', CASE WHEN n.stocked > 0
-                                                    THEN n.stocked ELSE n.counted END)
-                            ELSE '{}' END
-          END AS reason
+       -- (each reason one call: joining objects with || costs a third more)
+       CASE WHEN b.product_id IS NULL
+            THEN jsonb_build_object(
+                     'strategy', p.strategy, 'rule_category', p.rule_category,
+                     'price_type', p.rule_type, 'offers', COALESCE(n.offers, 0),
+                     'counted', COALESCE(n.counted, 0), 'why', 'none_counts')
+            WHEN p.strategy = 'average'
+            THEN jsonb_build_object(
+                     'strategy', p.strategy, 'rule_category', p.rule_category,
+                     'price_type', p.rule_type, 'offers', n.offers, 'counted', n.counted,
+                     'in_stock', n.stocked,
+                     'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END,
+                     'average_of', CASE WHEN n.stocked > 0 THEN n.stocked ELSE n.counted END)
+            ELSE jsonb_build_object(
+                     'strategy', p.strategy, 'rule_category', p.rule_category,
+                     'price_type', p.rule_type, 'offers', n.offers, 'counted', n.counted,
+                     'in_stock', n.stocked,
+                     'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END)
+       END AS reason
   FROM p
   LEFT JOIN n ON n.product_id = p.product_id
   LEFT JOIN LATERAL (SELECT n.* WHERE n.counts) b ON true

@@ -19,6 +19,7 @@ Two ways to run them:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -88,9 +89,10 @@ def _in_processes(work: Callable[[list[int]], T], parts: list[list[int]], name: 
                 results.append(("ok", work(parts[0])))
         except Exception as exc:  # raised below, once the other parts have ended
             results.append(("error", exc))
-        for number, (pid, reader) in enumerate(children, start=1):
+        for number in range(1, len(parts)):
+            pid, reader = children[0]
             results.append(_collected(pid, reader, f"{name} part {number}"))
-        children.clear()
+            children.pop(0)
     finally:
         # Interrupted (a signal, Ctrl-C): the children are ended, their transactions
         # rolled back with their connections.
@@ -183,9 +185,11 @@ def _collected(pid: int, reader: int, name: str) -> tuple[str, Any]:
 
 
 def _end(pid: int, reader: int) -> None:
-    try:
+    """A child ended and reaped (perhaps reaped already, its pipe closed, if the caller
+    was interrupted while collecting it)."""
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    os.close(reader)
-    os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.close(reader)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)

@@ -140,6 +140,8 @@ def _child(
                 result: tuple[str, Any] = ("ok", work(share))
             code = 0
         except BaseException as exc:
+            # (its traceback stays here: the caller gets the exception without it)
+            logger.exception("%s failed (pid %s)", name, os.getpid())
             result = ("error", exc)
         finally:
             connections.close_all()
@@ -176,7 +178,10 @@ def _collected(pid: int, reader: int, name: str) -> tuple[str, Any]:
         payload = source.read()
     _pid, status = os.waitpid(pid, 0)
     if payload:
-        return pickle.loads(payload)
+        kind, value = pickle.loads(payload)
+        if kind == "error":
+            value.add_note(f"(raised in {name}, process {pid}: its traceback is in the log)")
+        return kind, value
     if os.WIFSIGNALED(status):
         ended = f"killed by signal {os.WTERMSIG(status)}"
     else:

@@ -72,8 +72,9 @@ def test_a_failing_part_raises_as_itself_once_the_others_committed(table):
             raise ValueError(f"no bucket {share}")
         return _record(share)
 
-    with pytest.raises(ValueError, match=r"no bucket \[1, 3, 5, 7\]"):
+    with pytest.raises(ValueError, match=r"no bucket \[1, 3, 5, 7\]") as raised:
         side_by_side(work, BUCKETS, 2, "test", processes=True)
+    assert "raised in test part 1" in raised.value.__notes__[0]
     assert _done() == [0, 2, 4, 6]
 
 

@@ -1198,8 +1198,8 @@ SETTINGS: tuple[Setting, ...] = (
         default="`2`",
         doc=(
             "a config's lines are matched as this many transactions side by side, each on "
-            "its own connection (1: one transaction); one part's Python goes on while "
-            "another's statements run in the database"
+            "its own connection (1: one transaction): part 0 in the worker, the others in "
+            "processes forked from it, so that their Python runs on as many cores"
         ),
         reads=("products.linking",),
         section="Matching supplier lines to our products",

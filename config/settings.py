@@ -451,7 +451,7 @@ PRICEFEED_CRASH_MAX_ATTEMPTS = env.int("PRICEFEED_CRASH_MAX_ATTEMPTS", default=2
 PRICEFEED_MATCH_AUTO = env.float("PRICEFEED_MATCH_AUTO", default=0.8)
 PRICEFEED_MATCH_REVIEW = env.float("PRICEFEED_MATCH_REVIEW", default=0.5)
 # A config's lines matched as this many transactions side by side (products.linking):
-# one part's Python goes on while another's statements run in the database.
+# part 0 in the worker, the others in processes forked from it (core.parts).
 PRICEFEED_MATCH_PARTS = env.int("PRICEFEED_MATCH_PARTS", default=2)
 # The Bank of Russia's daily rates and their use (pricing, docs/pricing.md).
 PRICEFEED_RATES_URL = env.str(

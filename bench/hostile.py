@@ -51,12 +51,15 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.benchdb import (  # noqa: E402
+    bar_line,
     bench_database,
     django_on,
     drop_database,
@@ -241,12 +244,9 @@ def admin_pages(rig, results: list, rounds: int = PAGE_ROUNDS) -> None:
     list. The BAR holds the slowest hostile page's median against issue 30's second (a
     128 KiB price cell once made the imports list take 52.7 s;
     tests/integration/test_hostile_pages.py asserts what the pages hold)."""
-    from statistics import median
-
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from bench.benchdb import bar_line
     from mailboxes.models import InboundMessage
     from pricefeed.models import PriceImport
 
@@ -288,17 +288,24 @@ def admin_pages(rig, results: list, rounds: int = PAGE_ROUNDS) -> None:
     print("-" * len(header))
     for name in times:
         print(f"{name:<32} {median(times[name]):>9.3f} s {sizes[name]:>8,} B")
-    slowest = max(hostile_pages, key=lambda name: median(times[name]))
+    print(slowest_bar("hostile_pages_answer", times, peer_pages, PAGE_ANSWERED_WITHIN, 3))
+
+
+def slowest_bar(
+    bar: str, times: dict[str, list[float]], peers: Iterable[str], limit: float, digits: int
+) -> str:
+    """The BAR line of the slowest median of ``times`` that is not a peer's, against
+    ``limit`` seconds, with the slowest peer's median beside it."""
+    peer_names = set(peers)
+    slowest = max((n for n in times if n not in peer_names), key=lambda n: median(times[n]))
     took = median(times[slowest])
-    peer = max((median(times[name]) for name in peer_pages), default=float("nan"))
-    print(
-        bar_line(
-            "hostile_pages_answer",
-            took <= PAGE_ANSWERED_WITHIN,
-            f"{took:.3f} s ({slowest}; peer {peer:.3f} s)",
-            f"≤ {PAGE_ANSWERED_WITHIN:g} s",
-            quick=False,
-        )
+    peer = max((median(times[n]) for n in peer_names), default=float("nan"))
+    return bar_line(
+        bar,
+        took <= limit,
+        f"{took:.{digits}f} s ({slowest}; peer {peer:.{digits}f} s)",
+        f"≤ {limit:g} s",
+        quick=False,
     )
 
 
@@ -391,9 +398,6 @@ def preview_uploads(rounds: int = PREVIEW_ROUNDS) -> None:
     the same preview. The BAR holds the slowest hostile file's median against the
     issue's second (tests/deploy/test_preview_hostile.py asserts the answers and the
     memory, not the time: the machine is shared)."""
-    from statistics import median
-
-    from bench.benchdb import bar_line
     from devkit import hostile, hostile_files
     from devkit.samples import price_list_xlsx, price_rows
     from mailboxes.models import Mailbox
@@ -431,18 +435,8 @@ def preview_uploads(rounds: int = PREVIEW_ROUNDS) -> None:
     for name in files:
         took = median(times[name])
         print(f"{name:<22} {took:>9.2f} s {megabytes(peaks[name]):>10}  {answers[name][:90]}")
-    slowest = max((n for n in files if not n.startswith("peer")), key=lambda n: median(times[n]))
-    took = median(times[slowest])
-    peer = median(times["peer: 2,000 rows.xlsx"])
-    print(
-        bar_line(
-            "preview_hostile_answer",
-            took <= PREVIEW_ANSWERED_WITHIN,
-            f"{took:.2f} s ({slowest}; peer {peer:.2f} s)",
-            f"≤ {PREVIEW_ANSWERED_WITHIN:g} s",
-            quick=False,
-        )
-    )
+    peers = [name for name in files if name.startswith("peer")]
+    print(slowest_bar("preview_hostile_answer", times, peers, PREVIEW_ANSWERED_WITHIN, 2))
 
 
 def metrics_slowloris(rig, port: int) -> None:

@@ -358,14 +358,22 @@ SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
 # they change, ask for a refresh of their own that computes every price it reaches:
 # pricing.refresh, products.changed). Another config's offers are as they stood; a list
 # sent again with the same prices settles every price.
-CHOICE_SQL = """
+# What a product's reason (o_choice) says in every case: the rule it was chosen by; and
+# when an offer counts, the offers' counts and why the best is best.
+REASON_RULE = "'strategy', p.strategy, 'rule_category', p.rule_category, 'price_type', p.rule_type"
+REASON_STOCK = (
+    "'offers', n.offers, 'counted', n.counted, 'in_stock', n.stocked,"
+    " 'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END"
+)
+
+CHOICE_SQL = f"""
 CREATE TEMP TABLE o_choice ON COMMIT DROP AS
 WITH p AS (
     SELECT p.product_id, p.own_code, COALESCE(c.strategy, 'cheapest') AS strategy,
            COALESCE(c.rule_category, '') AS rule_category,
            COALESCE(c.price_type, '') AS rule_type,
-           COALESCE(c.price_rules, '{}') AS category_rules,
-           COALESCE(b.price_rules, '{}') AS brand_rules
+           COALESCE(c.price_rules, '{{}}') AS category_rules,
+           COALESCE(b.price_rules, '{{}}') AS brand_rules
       FROM o_product p
       LEFT JOIN o_category c ON c.category = p.category
       LEFT JOIN o_brand b ON b.brand = p.brand
@@ -421,22 +429,13 @@ SELECT p.product_id, p.own_code, p.category_rules, p.brand_rules, p.strategy,
        COALESCE(n.stocked, 0) > 0 AS available,
        -- (each reason one call: joining objects with || costs a third more)
        CASE WHEN b.product_id IS NULL
-            THEN jsonb_build_object(
-                     'strategy', p.strategy, 'rule_category', p.rule_category,
-                     'price_type', p.rule_type, 'offers', COALESCE(n.offers, 0),
-                     'counted', COALESCE(n.counted, 0), 'why', 'none_counts')
+            THEN jsonb_build_object({REASON_RULE}, 'offers', COALESCE(n.offers, 0),
+                                    'counted', COALESCE(n.counted, 0), 'why', 'none_counts')
             WHEN p.strategy = 'average'
-            THEN jsonb_build_object(
-                     'strategy', p.strategy, 'rule_category', p.rule_category,
-                     'price_type', p.rule_type, 'offers', n.offers, 'counted', n.counted,
-                     'in_stock', n.stocked,
-                     'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END,
-                     'average_of', CASE WHEN n.stocked > 0 THEN n.stocked ELSE n.counted END)
-            ELSE jsonb_build_object(
-                     'strategy', p.strategy, 'rule_category', p.rule_category,
-                     'price_type', p.rule_type, 'offers', n.offers, 'counted', n.counted,
-                     'in_stock', n.stocked,
-                     'why', CASE WHEN n.stocked > 0 THEN p.strategy ELSE 'out_of_stock' END)
+            THEN jsonb_build_object({REASON_RULE}, {REASON_STOCK},
+                                    'average_of', CASE WHEN n.stocked > 0 THEN n.stocked
+                                                       ELSE n.counted END)
+            ELSE jsonb_build_object({REASON_RULE}, {REASON_STOCK})
        END AS reason
   FROM p
   LEFT JOIN n ON n.product_id = p.product_id

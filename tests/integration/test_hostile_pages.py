@@ -9,8 +9,8 @@ every case), then read back through gunicorn as the web unit serves it, in Russi
   attacker (so the supplier's config does not match: IGNORED) and the message page
   warns that the name shows another address.
 - A 128 KiB price cell: the import FAILS with a row error that quotes the cell cut to
-  200 characters, and the imports list and the import's page answer at once (they took
-  52.7 s when the cell was stored whole).
+  200 characters, and the imports list and the import's page hold only that cut (they
+  took 52.7 s when the cell was stored whole).
 
 How soon the pages answer (the issue's second) is a bar of bench/hostile.py, measured
 beside a peer: a shared machine makes it no assertion here. What makes them slow is

@@ -181,6 +181,29 @@ def test_a_refresh_compresses_its_write_ahead_log_where_the_role_may(world):
     assert ProductPrice.objects.get(product=world.bolt).price == D("1157.00")
 
 
+def test_a_refresh_stores_its_wide_values_with_lz4_where_the_server_has_it(world):
+    with connection.cursor() as cursor:
+        server = _one(cursor, "SHOW default_toast_compression")
+        has_lz4 = _one(
+            cursor,
+            "SELECT 'lz4' = ANY (enumvals) FROM pg_settings"
+            " WHERE name = 'default_toast_compression'",
+        )
+        offers.offers_refresh([world.bolt.pk, world.nut.pk])
+        # (The refresh's setting lasts until the outermost transaction ends: the test's.)
+        during = _one(cursor, "SHOW default_toast_compression")
+        # A value wide enough to be compressed, stored after the refresh in its transaction.
+        cursor.execute(
+            "CREATE TEMP TABLE wide ON COMMIT DROP AS"
+            " SELECT jsonb_agg(jsonb_build_object('own_code', 'P-' || n)) AS payload"
+            " FROM generate_series(1, 500) n"
+        )
+        stored = _one(cursor, "SELECT pg_column_compression(payload) FROM wide")
+    assert during == ("lz4" if has_lz4 else server)
+    assert stored == during
+    assert ProductPrice.objects.get(product=world.bolt).price == D("1157.00")
+
+
 def test_a_role_that_may_not_compress_the_log_leaves_it_as_the_server_has_it(db):
     with connection.cursor() as cursor:
         server = _one(cursor, "SHOW wal_compression")

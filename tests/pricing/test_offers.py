@@ -217,6 +217,32 @@ def test_a_role_that_may_not_compress_the_log_leaves_it_as_the_server_has_it(db)
             cursor.execute("RESET ROLE")
 
 
+def test_an_offer_is_updated_when_it_changes_and_only_its_mark_when_it_stops_being_best(world):
+    offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    usd = Offer.objects.get(product=world.bolt, config=world.dollars, price_type="")
+    assert usd.best  # 963.90 roubles against the rouble supplier's 1,000
+    # (Every refresh of the test's one transaction writes the same now(): an earlier time
+    # shows which rows a refresh updated.)
+    earlier = timezone.now() - timedelta(days=3)
+    Offer.objects.update(updated_at=earlier)
+    send(
+        world.roubles,
+        [("R-1", "Болт", "900.00", "1500.00", 5), ("R-2", "Гайка", "50", "", 0)],
+        rrp=True,
+    )
+    # (Every supplier's offers made again: the dollar one goes through the same write.)
+    done = offers.offers_refresh([world.bolt.pk, world.nut.pk])
+    assert done.best_changed == 1
+    rub = Offer.objects.get(product=world.bolt, config=world.roubles, price_type="")
+    assert (rub.price_rub, rub.best, rub.reason["why"]) == (D("900.0000"), True, "cheapest")
+    assert rub.updated_at > earlier
+    usd.refresh_from_db()
+    # The dollar offer is as it was: only its mark and its reason went.
+    assert (usd.price_rub, usd.best, usd.reason) == (D("963.9000"), False, {})
+    assert usd.updated_at == earlier
+    assert Offer.objects.filter(best=True).count() == 2  # one per product
+
+
 def test_a_suppliers_refresh_leaves_a_price_whose_inputs_stand_as_they_were(world):
     offers.offers_refresh([world.bolt.pk, world.nut.pk])
     before = {p.product_id: (p.price, p.audit) for p in ProductPrice.objects.all()}

@@ -575,55 +575,49 @@ SELECT product_id, own_code, old_price, old_available, {_columns("", PRICE_COLUM
 
 # Whether offer a (o_all) is the best o_choice c chose for its product.
 BEST = "COALESCE(c.config_id = a.config_id AND c.price_type = a.price_type, false)"
+# The offers of o_all (a), each with its product's choice (c) and its mark (m.best) ...
+MARKED = f"""o_all a
+  LEFT JOIN o_choice c ON c.product_id = a.product_id
+ CROSS JOIN LATERAL (SELECT {BEST} AS best) m"""
+# ... and the reason that goes with the mark: why, for the best; nothing for the others.
+MARK_REASON = "CASE WHEN m.best THEN c.reason ELSE '{}'::jsonb END"
 
-# What changed of the offers: the different ones and the best marks that move (the best
-# with why; the others unmarked), each row written once, found by its id (o_all.old_id):
-# an UPDATE rather than an INSERT ... ON CONFLICT, which first locks each row it finds,
-# a log record of its own per row (the writes of a list's refresh took ~10 % less).
+# What changed of the offers: the different ones and the best marks that move, each row
+# written once, found by its id (o_all.old_id): an UPDATE rather than an INSERT ... ON
+# CONFLICT, which first locks each row it finds, a log record of its own per row (the
+# writes of a list's refresh took ~10 % less).
 UPDATE_OFFERS_SQL = f"""
 UPDATE pricing_offer o
    SET ({_columns("", OFFER_COLUMNS)}, best, reason, updated_at)
-     = ({_columns("a.", OFFER_COLUMNS)}, m.best,
-        CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END,
+     = ({_columns("a.", OFFER_COLUMNS)}, m.best, {MARK_REASON},
         CASE WHEN ({_columns("o.", OFFER_COLUMNS)})
                   IS DISTINCT FROM ({_columns("a.", OFFER_COLUMNS)})
              THEN now() ELSE o.updated_at END)
-  FROM o_all a
-  LEFT JOIN o_choice c ON c.product_id = a.product_id
- CROSS JOIN LATERAL (SELECT {BEST} AS best) m
+  FROM {MARKED}
  WHERE o.id = a.old_id AND NOT a.rest
    AND (a.changed OR a.old_best IS DISTINCT FROM m.best
         OR (m.best AND a.old_reason IS DISTINCT FROM c.reason))
 """
 
 # ... and the new ones, in config order, so that a config's offers share pages (its next
-# list rewrites them together: fewer pages dirtied and logged). (One that is there after
-# all is updated as above.)
+# list rewrites them together: fewer pages dirtied and logged). A new one has no row yet:
+# the offers of the products in scope are read (o_old) under the locks of their buckets,
+# and only a refresh, holding them, writes offers.
 NEW_OFFERS_SQL = f"""
 INSERT INTO pricing_offer (product_id, config_id, price_type, {_columns("", OFFER_COLUMNS)},
                            best, reason, updated_at)
 SELECT a.product_id, a.config_id, a.price_type, {_columns("a.", OFFER_COLUMNS)}, m.best,
-       CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END, now()
-  FROM o_all a
-  LEFT JOIN o_choice c ON c.product_id = a.product_id
- CROSS JOIN LATERAL (SELECT {BEST} AS best) m
+       {MARK_REASON}, now()
+  FROM {MARKED}
  WHERE NOT a.rest AND a.old_id IS NULL
  ORDER BY a.config_id, a.product_id, a.price_type
-ON CONFLICT (product_id, config_id, price_type) DO UPDATE
-   SET ({_columns("", OFFER_COLUMNS)}, best, reason, updated_at)
-     = ({_columns("EXCLUDED.", OFFER_COLUMNS)}, EXCLUDED.best, EXCLUDED.reason,
-        CASE WHEN ({_columns("pricing_offer.", OFFER_COLUMNS)})
-                  IS DISTINCT FROM ({_columns("EXCLUDED.", OFFER_COLUMNS)})
-             THEN now() ELSE pricing_offer.updated_at END)
 """
 
 # The best of a rest row (ALL_SQL) that is the best no more, or for other reasons.
 REST_MARKS_SQL = f"""
 UPDATE pricing_offer o
-   SET best = m.best, reason = CASE WHEN m.best THEN c.reason ELSE '{{}}'::jsonb END
-  FROM o_all a
-  JOIN o_choice c ON c.product_id = a.product_id
- CROSS JOIN LATERAL (SELECT {BEST} AS best) m
+   SET best = m.best, reason = {MARK_REASON}
+  FROM {MARKED}
  WHERE a.rest AND a.old_best AND o.product_id = a.product_id
    AND o.config_id = a.config_id AND o.price_type = a.price_type
    AND (NOT m.best OR a.old_reason IS DISTINCT FROM c.reason)

@@ -428,6 +428,44 @@ def test_a_big_move_is_held_until_approved(world):
     assert "approved_by" not in price.audit and "held" not in price.audit
 
 
+def test_a_price_updated_in_place_after_the_refresh_read_it_is_still_written(world):
+    offers.offers_refresh([world.bolt.pk])
+    PriceRule.objects.update(markup_percent=D(30))  # 963.90 × 1.3 = 1253.07
+    ran = []
+
+    def moved_first(execute, sql, params, many, context):
+        ran.append(sql)
+        if sql is offers.UPDATE_PRICES_SQL:
+            # (What an approval does meanwhile: the row updated in place, its new
+            # version elsewhere than the refresh read it.)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE pricing_productprice SET computed_at = computed_at"
+                    " WHERE product_id = %s",
+                    [world.bolt.pk],
+                )
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(moved_first):
+        done = offers.offers_refresh([world.bolt.pk])
+    assert offers.MOVED_PRICES_SQL in ran  # found by its key instead
+    price = ProductPrice.objects.get(product=world.bolt)
+    assert (done.published_changed, price.status, price.price) == (1, "published", D("1254.00"))
+    assert events(offers.PRICE_CHANGED)[-1].payload["items"][0]["price"] == "1254.00"
+    # Where nothing moved the row, it is written where it was read, and only there.
+    PriceRule.objects.update(markup_percent=D(35))
+    ran.clear()
+
+    def recorded(execute, sql, params, many, context):
+        ran.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(recorded):
+        offers.offers_refresh([world.bolt.pk])
+    assert offers.UPDATE_PRICES_SQL in ran and offers.MOVED_PRICES_SQL not in ran
+    assert ProductPrice.objects.get(product=world.bolt).price == D("1302.00")  # 1301.27
+
+
 def test_a_product_whose_links_went_loses_its_offers(world):
     offers.offers_refresh([world.bolt.pk])
     SupplierLink.objects.filter(product=world.bolt).delete()

@@ -5,7 +5,7 @@ For the products in scope: every linked line of every supplier (links ``auto`` o
 converted to roubles at the list's date (the config's newest accepted list's: its
 catalogue is as of it); the best offer and our price with its audit follow by the rules
 of pricing.rules. All of it is done in PostgreSQL over the whole set, a statement per
-step into temporary tables (o_fresh, o_all, o_choice, o_prices): a product at a time in
+step into temporary tables (o_all, o_choice, o_prices): a product at a time in
 Python cost ~80 µs each, most of it moving rows to Python and back. Python only maps
 the few distinct categories and brands in scope to their rules (rules.offer_rule_for,
 rules.in_category, casefold), so that the statements compare as the rules do. What
@@ -19,11 +19,12 @@ them (KNOWN_SQL).
 
 Refreshes of the same products never interleave, and each sees the last one's result:
 a refresh holds, until it commits, the advisory locks of its products' buckets (a
-product's bucket: a hash of its id, one of LOCK_BUCKETS), taken in ascending order. A
-config's refresh outside a transaction runs as ``PRICEFEED_OFFERS_PARTS`` parts side by
-side, each a transaction on its own connection with the buckets of its own (part k of
-n: the buckets b with b % n = k): the statements are PostgreSQL's work, and one session
-uses one of the server's cores. Each part commits with its events; a part that fails
+product's bucket: its block of BUCKET_IDS consecutive ids, the blocks dealt out to the
+LOCK_BUCKETS buckets in turn), taken in ascending order. A config's refresh outside a
+transaction runs as ``PRICEFEED_OFFERS_PARTS`` parts side by side, each a transaction
+on its own connection with the buckets of its own (part k of n: the buckets b with
+b % n = k): the statements are PostgreSQL's work, and one session uses one of the
+server's cores. Each part commits with its events; a part that fails
 leaves the others done, and running the refresh again completes it (a refresh only
 writes and announces what differs).
 """
@@ -60,8 +61,15 @@ ALL_CHUNK = 10_000  # products per transaction in a refresh of everything
 WORK_MEM = "64MB"  # per sort or hash of a refresh
 STATISTICS_TARGET = 10  # of the offers in scope (o_all): a sample of 300 x this many rows
 LOCK_BUCKETS = 16  # advisory locks over the products (a fixed power of 2: every instance's)
-# A product's bucket, in SQL (hashint8 spreads ids that share a step, as a list's do).
-BUCKET = f"(hashint8(product_id) & {LOCK_BUCKETS - 1})"
+BUCKET_IDS = 1024  # consecutive product ids per block (a power of 2)
+# A product's bucket, in SQL: its block of BUCKET_IDS ids, the blocks dealt out to the
+# buckets in turn. The offers and prices of a block's products lie together on disk (a
+# config's offers and the prices are in product order), so the parts of a refresh,
+# each with its own buckets, read and write pages of their own: by a hash of the id,
+# both parts touched nearly every page, each one dirtying and writing out pages the
+# other read (docs/benchmarks.md). A list's products, spread over the catalogue, fall in
+# every bucket; a list of ids close together (a few thousand) can fall in a few.
+BUCKET = f"((product_id / {BUCKET_IDS}) & {LOCK_BUCKETS - 1})"
 # The locks of the buckets given, in the order given (ascending, as every refresh takes
 # them: no deadlock), held until the transaction ends.
 LOCK_SQL = (
@@ -103,9 +111,8 @@ NO_RULE = ProductPrice.Status.NO_RULE.value
 # config's main price (price type "") and each of its other prices, in roubles at the
 # rate in effect on the list's date (Moscow) plus the supplier's surcharge. Two SKUs of
 # one supplier linked to one product give one offer: the one that counts, in stock,
-# cheapest.
+# cheapest. (A query of its own: ALL_SQL reads it.)
 FRESH_SQL = """
-CREATE TEMP TABLE o_fresh ON COMMIT DROP AS
 WITH links AS (
     SELECT l.product_id, l.config_id, l.supplier_sku
       FROM o_scope s
@@ -247,13 +254,13 @@ PRICE_COLUMNS = (
 )  # fmt: skip
 
 # Every offer of the products in scope as it will be (the best marks aside), as fresh
-# from the lists (typed as the table keeps them), each with what it was (old_id and
-# old_tid: its row and where it is), whether it changed, and whether what a price reads of it did (moved). In a
-# config's refresh these are that config's; the others' follow (KNOWN_SQL), a row per
-# product where the product's price says enough of them (rest), else as they stand
-# (OTHERS_SQL). A rest row stands for all the other configs' offers of the rule's price
-# type: their best (if one counts) and their counts (rest_offers, rest_counted,
-# rest_stocked).
+# from the lists (FRESH_SQL, typed as the table keeps them), each with what it was
+# (old_id and old_tid: its row and where it is), whether it changed, and whether what a
+# price reads of it did (moved). In a config's refresh these are that config's; the
+# others' follow (KNOWN_SQL), a row per product where the product's price says enough
+# of them (rest), else as they stand (OTHERS_SQL). A rest row stands for all the other
+# configs' offers of the rule's price type: their best (if one counts) and their counts
+# (rest_offers, rest_counted, rest_stocked).
 ALL_SQL = f"""
 CREATE TEMP TABLE o_all ON COMMIT DROP AS
 SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
@@ -269,7 +276,7 @@ SELECT f.product_id, f.config_id, f.price_type, {_columns("f.", OFFER_COLUMNS)},
                currency, price_rub::numeric(18, 4) AS price_rub,
                rate::numeric(18, 8) AS rate, rate_date, quantity::numeric(18, 4) AS quantity,
                in_stock, list_date, entry_id, status, priority
-          FROM o_fresh) f
+          FROM ({FRESH_SQL}) fresh) f
   LEFT JOIN o_old o
     ON o.product_id = f.product_id AND o.config_id = f.config_id
    AND o.price_type = f.price_type
@@ -639,7 +646,7 @@ GONE_OFFERS_SQL = """
 DELETE FROM pricing_offer WHERE id IN (
     SELECT o.id FROM o_old o
      WHERE (%(config)s::bigint IS NULL OR o.config_id = %(config)s::bigint)
-       AND NOT EXISTS (SELECT 1 FROM o_fresh f
+       AND NOT EXISTS (SELECT 1 FROM o_all f
                         WHERE f.product_id = o.product_id AND f.config_id = o.config_id
                           AND f.price_type = o.price_type))
 """
@@ -836,7 +843,7 @@ def _scope(
 # The statements' own tables (dropped first: a second refresh within one outer
 # transaction, as in tests, finds the first one's).
 TEMP_TABLES = (
-    "o_fresh", "o_product", "o_old", "o_all", "o_known", "o_choice", "o_prices", "o_offer_items",
+    "o_product", "o_old", "o_all", "o_known", "o_choice", "o_prices", "o_offer_items",
     "o_price_items",
 )  # fmt: skip
 
@@ -876,8 +883,9 @@ def _refresh_scope(
         _scope(cursor, product_ids, config_id, buckets)
         for table in TEMP_TABLES:
             cursor.execute(f"DROP TABLE IF EXISTS {table}")
+        cursor.execute(OLD_SQL, {"config": config_id})
         cursor.execute(
-            FRESH_SQL,
+            ALL_SQL,
             {
                 "stale_days": STALE_DAYS,
                 "window": settings.PRICEFEED_RATES_WINDOW_DAYS,
@@ -890,8 +898,6 @@ def _refresh_scope(
         cursor.execute(PRODUCTS_SQL)
         done.products = cursor.rowcount
         _rule_tables(cursor)
-        cursor.execute(OLD_SQL, {"config": config_id})
-        cursor.execute(ALL_SQL)
         cursor.execute(KNOWN_SQL, {"config": config_id})
         if config_id is not None:
             cursor.execute(REST_SQL, {"config": config_id})
@@ -957,13 +963,15 @@ def _rule_tables(cursor: Any) -> None:
         folded = brand.casefold().strip()
         brands.append((brand, [r.id for r in price_rules if not r.brand or r.brand == folded]))
     cursor.executemany("INSERT INTO o_brand VALUES (%s, %s)", brands)
+    # (Keyed by their order: the first rule that applies to a price is found walking
+    # them in order, not by sorting them for each price.)
     _temp(
         cursor,
         "o_rule",
         "(id bigint, ordinal int, name text, config_id bigint, cost_from numeric,"
         " cost_below numeric, markup_percent numeric, fixed_add numeric, rounding text,"
         " min_margin_percent numeric, respect_rrp boolean, rrp_type text,"
-        " hold_percent numeric)",
+        " hold_percent numeric, PRIMARY KEY (ordinal))",
     )
     cursor.executemany(
         "INSERT INTO o_rule VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",

@@ -38,8 +38,20 @@ def _configs() -> list[int]:
     return sorted(set(SupplierLink.objects.values_list("config_id", flat=True)))
 
 
+def _spread_world(rng: random.Random) -> list[int]:
+    """The world of the rules' test, each product in a block of ids of its own (and so
+    in every bucket in turn: a product's bucket is its block's)."""
+    return _world(rng, id_step=offers.BUCKET_IDS)
+
+
+def test_a_products_bucket_is_its_block_of_ids_dealt_out_in_turn(db):
+    size, buckets = offers.BUCKET_IDS, offers.LOCK_BUCKETS
+    found = _buckets([1, size - 1, size, 2 * size + 5, buckets * size, (buckets + 3) * size])
+    assert list(found.values()) == [0, 0, 1, 2, 0, 3]
+
+
 def test_the_parts_decide_as_one_transaction_does(no_queue):
-    product_ids = _world(random.Random(3))
+    product_ids = _spread_world(random.Random(3))
     buckets = _buckets(product_ids)
     assert {bucket % 3 for bucket in buckets.values()} == {0, 1, 2}  # every part has work
     for n, config_id in enumerate(_configs()):
@@ -69,7 +81,7 @@ def test_the_parts_decide_as_one_transaction_does(no_queue):
 
 
 def test_a_part_waits_for_its_products_while_the_others_go_on(no_queue):
-    product_ids = _world(random.Random(4))
+    product_ids = _spread_world(random.Random(4))
     buckets = _buckets(product_ids)
     config_id = _configs()[0]
     linked = set(

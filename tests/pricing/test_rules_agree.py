@@ -31,13 +31,14 @@ def _money(rng: random.Random, low: int = 1, high: int = 5000) -> D:
     return D(rng.randint(low * 100, high * 100)) / 100
 
 
-def _world(rng: random.Random) -> list[int]:
+def _world(rng: random.Random, *, id_step: int = 0) -> list[int]:
     """Products, three suppliers' current lists, links, rates and rules; the products'
-    ids."""
+    ids (with ``id_step``: made ``id_step`` apart, from far above the sequence's)."""
     now = timezone.now()
     Rate.objects.create(currency="USD", date=timezone.localdate(), rate=D("91.5"))
     products = [
         Product.objects.create(
+            **({"id": 10**9 + n * id_step} if id_step else {}),
             own_code=f"P-{n}",
             name=f"Товар {n}",
             brand=rng.choice(BRANDS),

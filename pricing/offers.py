@@ -356,7 +356,10 @@ SELECT k.product_id, b.config_id, k.rule_type, b.offer_sku, b.offer_price, b.off
  WHERE k.known AND k.offers > 0
 """
 
-# The other configs' offers as they stand, of the products not known.
+# The other configs' offers as they stand, of the products not known. (Written as the
+# two ranges of configs on either side rather than <>: both are searched in the index,
+# so the refreshed config's own offer, on a page of its own, is not fetched to be left
+# out: a third fewer pages read.)
 OTHERS_SQL = f"""
 INSERT INTO o_all
 SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
@@ -364,7 +367,8 @@ SELECT o.product_id, o.config_id, o.price_type, {_columns("o.", OFFER_COLUMNS)},
        NULL, NULL
   FROM o_known k
  CROSS JOIN LATERAL (SELECT *, ctid AS tid FROM pricing_offer x
-                      WHERE x.product_id = k.product_id AND x.config_id <> %(config)s::bigint
+                      WHERE x.product_id = k.product_id
+                        AND (x.config_id < %(config)s::bigint OR x.config_id > %(config)s::bigint)
                      OFFSET 0) o
   LEFT JOIN pricing_supplierterms t ON t.config_id = o.config_id
  WHERE NOT k.known

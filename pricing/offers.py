@@ -24,9 +24,9 @@ LOCK_BUCKETS buckets in turn), taken in ascending order. A config's refresh outs
 transaction runs as ``PRICEFEED_OFFERS_PARTS`` parts side by side, each a transaction
 on its own connection with the buckets of its own (part k of n: the buckets b with
 b % n = k): the statements are PostgreSQL's work, and one session uses one of the
-server's cores. Each part commits with its events; a part that fails
-leaves the others done, and running the refresh again completes it (a refresh only
-writes and announces what differs).
+server's cores. Each part commits with its events; a part that fails leaves the others
+done, and running the refresh again completes it (a refresh only writes and announces
+what differs).
 """
 
 from __future__ import annotations
@@ -650,9 +650,9 @@ GONE_OFFERS_SQL = """
 DELETE FROM pricing_offer WHERE id IN (
     SELECT o.id FROM o_old o
      WHERE (%(config)s::bigint IS NULL OR o.config_id = %(config)s::bigint)
-       AND NOT EXISTS (SELECT 1 FROM o_all f
-                        WHERE f.product_id = o.product_id AND f.config_id = o.config_id
-                          AND f.price_type = o.price_type))
+       AND NOT EXISTS (SELECT 1 FROM o_all a
+                        WHERE a.product_id = o.product_id AND a.config_id = o.config_id
+                          AND a.price_type = o.price_type))
 """
 
 # The prices that differ, each found where KNOWN_SQL read it (o_prices.tid, and checked

@@ -96,27 +96,37 @@ def product_key(
     of the name; a line with no brand given whose name has every word of a known brand
     (``brands``, known_brands) has that brand."""
     parsed = normalize.parse_name(name)
-    brand_key = _brand_key(brand)
-    words = set(parsed.words)
-    words.difference_update(NOISE_WORDS)
-    if brand_key:
-        words.difference_update(brand_words(brand))
-    elif brands:
-        found = [b for w in words for b in brands.get(w, ()) if b[0] <= words]
-        if found:
-            known, brand_key = max(found, key=lambda b: (len(b[0]), b[1]))
-            words.difference_update(known)
+    words, brand_key = words_and_brand(parsed.words, brand, brands)
     article_key = normalize.article_key(article) if article else ""
-    frozen = frozenset(words)
     return Key(
-        product_id=product_id,
-        article_key=article_key,
-        brand_key=brand_key,
-        name_key=" ".join(sorted(frozen)),
-        attributes=parsed.attributes,
-        words=frozen,
-        tokens=line_tokens(frozen, article_key, barcodes or ()),
+        product_id,
+        article_key,
+        brand_key,
+        " ".join(sorted(words)),
+        parsed.attributes,
+        words,
+        line_tokens(words, article_key, barcodes or ()),
     )
+
+
+def words_and_brand(
+    words: Iterable[str], brand: str, brands: BrandIndex | None = None
+) -> tuple[frozenset[str], str]:
+    """A name's words as compared (noise and the brand's own words left out) and the
+    brand's key: the one given, or for a line with none, the known brand (``brands``)
+    every word of which the name has (the longest, then the greatest key, then the
+    words)."""
+    kept = set(words)
+    kept -= NOISE_WORDS
+    brand_key = _brand_key(brand) if brand else ""
+    if brand_key:
+        kept -= brand_words(brand)
+    elif brands:
+        found = [b for w in brands.keys() & kept for b in brands[w] if b[0] <= kept]
+        if found:
+            known, brand_key = max(found, key=lambda b: (len(b[0]), b[1], sorted(b[0])))
+            kept -= known
+    return frozenset(kept), brand_key
 
 
 @functools.lru_cache(maxsize=10_000)

@@ -115,7 +115,16 @@ class Line:
     barcodes: list[str]
     words: frozenset[str]
     attributes: dict[str, str]
-    tokens: frozenset[str]
+
+    def tokens(self) -> Iterable[str]:
+        """The tokens the line is found by (as products.keys.line_tokens gives them)."""
+        for word in self.words:
+            yield "w:" + word
+        if self.article_key:
+            yield "a:" + self.article_key
+        for barcode in dict.fromkeys(self.barcodes):
+            if barcode:
+                yield "b:" + barcode
 
 
 @dataclass(slots=True)
@@ -209,16 +218,18 @@ def _line(
     barcodes: list[str],
     brands: keys.BrandIndex | None = None,
 ) -> Line:
-    key = keys.product_key(0, name or "", brand or "", article or "", barcodes or (), brands)
+    """A line's key, as products.keys.product_key makes a product's (without its tokens:
+    ``Line.tokens``)."""
+    parsed = normalize.parse_name(name or "")
+    words, brand_key = keys.words_and_brand(parsed.words, brand or "", brands)
     return Line(
-        sku=sku,
-        name_key=key.name_key,
-        brand_key=key.brand_key,
-        article_key=key.article_key,
-        barcodes=list(barcodes or ()),
-        words=key.words,
-        attributes=key.attributes,
-        tokens=key.tokens,
+        sku,
+        " ".join(sorted(words)),
+        brand_key,
+        normalize.article_key(article) if article else "",
+        list(barcodes or ()),
+        words,
+        parsed.attributes,
     )
 
 
@@ -244,45 +255,38 @@ def lines_of(
 # -- candidates -------------------------------------------------------------------------------
 
 _SETUP = """
-CREATE TEMP TABLE IF NOT EXISTS m_line_token (n int, token text) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_df (token text PRIMARY KEY, df int) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_line_code (n int, token text) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_token (token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_block (n int, rare text, other text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_exact (n int PRIMARY KEY) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_pair (
   n int, product_id bigint, by_barcode bool, by_article bool) ON COMMIT DROP;
-TRUNCATE m_line_token, m_df, m_block, m_line_name, m_exact, m_pair;
-"""
-# How many active products have each token of the lines (TokenCount, kept by
-# keys_refresh; counted up to the cap, as weights and blocking read them).
-_DF = f"""
-INSERT INTO m_df
-SELECT d.token, least(coalesce(
-         (SELECT c.products FROM products_tokencount c WHERE c.token = d.token), 0),
-         {WORD_DF_CAP + 1})
-  FROM (SELECT DISTINCT token FROM m_line_token lt
-         WHERE lt.token LIKE 'a:%%'
-            OR (lt.token LIKE 'w:%%' AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n))) d;
-ANALYZE m_df;
-"""
-# The products whose name has exactly the line's words (hash index on name_key).
-_EXACT = """
-INSERT INTO m_pair
-SELECT l.n, k.product_id, false, false
-  FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
- WHERE NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = l.n);
-ANALYZE m_pair;
+TRUNCATE m_line_code, m_token, m_block, m_line_name, m_pair;
 """
 # The products with a barcode or the article of a line: the first steps of the cascade
 # (kept aside first: joined with the keys once their number is known, the planner
 # hashes the few pairs, not a million keys).
 _CODES = """
 INSERT INTO m_pair
-SELECT lt.n, t.product_id, bool_or(lt.token LIKE 'b:%%'), bool_or(lt.token LIKE 'a:%%')
-  FROM m_line_token lt JOIN products_matchtoken t ON t.token = lt.token
- WHERE lt.token LIKE 'b:%%' OR lt.token LIKE 'a:%%'
- GROUP BY lt.n, t.product_id;
+SELECT lc.n, t.product_id, bool_or(lc.token LIKE 'b:%%'), bool_or(lc.token LIKE 'a:%%')
+  FROM m_line_code lc JOIN products_matchtoken t ON t.token = lc.token
+ GROUP BY lc.n, t.product_id;
 ANALYZE m_pair;
+"""
+# The products whose name has exactly the line's words (hash index on name_key), for
+# the lines the codes left (m_line_name holds only those).
+_EXACT = """
+INSERT INTO m_pair
+SELECT l.n, k.product_id, false, false
+  FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
+"""
+_EXACT_LINES = "SELECT DISTINCT n FROM m_pair"
+# How many active products have each of the tokens (TokenCount, kept by keys_refresh;
+# counted up to the cap, as weights and blocking read them): those no product has are
+# left out.
+_DF = f"""
+SELECT c.token, least(c.products, {WORD_DF_CAP + 1})
+  FROM m_token t JOIN products_tokencount c ON c.token = t.token
 """
 # The pairs kept aside; and the keys of their products, each once (a product is a
 # candidate of many lines that share their rarest words).
@@ -291,18 +295,6 @@ _PAIR_PRODUCTS = """
 SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM products_productkey k
  WHERE k.product_id IN (SELECT product_id FROM m_pair)
-"""
-# The words candidates are found by for a line that neither its codes nor its exact
-# name settle: its two rarest (``rare`` the rarer; ``other`` null when it has one).
-_BLOCK = f"""
-INSERT INTO m_block
-SELECT n, max(token) FILTER (WHERE r = 1), max(token) FILTER (WHERE r = 2) FROM (
-  SELECT lt.n, lt.token, row_number() OVER (PARTITION BY lt.n ORDER BY d.df, lt.token) AS r
-    FROM m_line_token lt JOIN m_df d USING (token)
-   WHERE lt.token LIKE 'w:%%' AND d.df BETWEEN 1 AND {WORD_DF_CAP}
-     AND NOT EXISTS (SELECT 1 FROM m_exact e WHERE e.n = lt.n)
-) b WHERE r <= {BLOCK_WORDS} GROUP BY n;
-ANALYZE m_block;
 """
 # Per line, the products that have both its rarest words, then those with either, each
 # in product order, the first CANDIDATES_SCORED of them. Both lists are read from the
@@ -346,23 +338,17 @@ ANALYZE m_pair;
 
 def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str, int]]:
     """Per line (by position), the products found through its tokens; and how many
-    products have each of its tokens (up to the cap)."""
+    products have each token looked up (up to the cap; one no product has is left out).
+
+    In the cascade's order, each step for the lines the steps before left: the codes
+    (barcodes and articles) for every line; the exact name for the lines the codes do not
+    settle; the rarest words for the lines neither settles."""
     with connection.cursor() as cursor:
         cursor.execute(_SETUP)
-        with cursor.cursor.copy("COPY m_line_token (n, token) FROM STDIN") as copy:
-            copy.write(
-                _copy_text(
-                    [f"{n}\t{token}\n" for n, line in enumerate(lines) for token in line.tokens]
-                )
-            )
-        with cursor.cursor.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
-            copy.write(
-                _copy_text(
-                    [f"{n}\t{line.name_key}\n" for n, line in enumerate(lines) if line.name_key]
-                )
-            )
-        cursor.execute("ANALYZE m_line_token")
-        cursor.execute("ANALYZE m_line_name")
+        raw = cursor.cursor
+        with raw.copy("COPY m_line_code (n, token) FROM STDIN") as copy:
+            copy.write(_copy_text(_code_rows(lines)))
+        cursor.execute("ANALYZE m_line_code")
         cursor.execute("SET LOCAL work_mem = '64MB'")
         # Short statements over many rows: compiling them (JIT) costs more than it saves.
         cursor.execute("SET LOCAL jit = off")
@@ -370,35 +356,70 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         products: dict[int, tuple] = {}
 
         def pairs() -> None:
-            """The pairs of the last step (m_pair) as candidates; emptied after."""
+            """The pairs kept aside (m_pair) as candidates; emptied after."""
             cursor.execute(_PAIR_PRODUCTS)
             _products(cursor.fetchall(), products)
             cursor.execute(_PAIRS)
             _collect(cursor.fetchall(), products, found)
             cursor.execute("TRUNCATE m_pair")
 
-        # The cascade's first steps for every line; the later ones only for the lines
-        # these leave (m_exact: the lines settled so far).
         cursor.execute(_CODES)
         pairs()
-        settled = [n for n, by_product in found.items() if _settled(lines[n], by_product)]
-        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
-            for n in settled:
-                copy.write_row((n,))
+        coded = set(found)
+        left = [n for n in range(len(lines)) if n not in coded or not _settled(lines[n], found[n])]
+        with raw.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
+            copy.write(
+                _copy_text([f"{n}\t{lines[n].name_key}\n" for n in left if lines[n].name_key])
+            )
+        cursor.execute("ANALYZE m_line_name")
         cursor.execute(_EXACT)
-        exact = set(found)
-        pairs()
-        with cursor.cursor.copy("COPY m_exact (n) FROM STDIN") as copy:
-            for n in set(found) - exact:
-                copy.write_row((n,))
-        cursor.execute("ANALYZE m_exact")
+        cursor.execute(_EXACT_LINES)
+        named = {n for (n,) in cursor.fetchall()}
+        # The lines by name: those the codes found nothing for and a name names.
+        words_left = [n for n in left if n in coded or n not in named]
+        tokens = {"a:" + line.article_key for line in lines if line.article_key}
+        for n in words_left:
+            tokens.update(["w:" + word for word in lines[n].words])
+        with raw.copy("COPY m_token (token) FROM STDIN") as copy:
+            for token in tokens:
+                copy.write_row((token,))
+        cursor.execute("ANALYZE m_token")
         cursor.execute(_DF)
-        cursor.execute("SELECT token, df FROM m_df")
         df = dict(cursor.fetchall())
-        cursor.execute(_BLOCK)
+        with raw.copy("COPY m_block (n, rare, other) FROM STDIN") as copy:
+            for n in words_left:
+                rarest = _rarest(lines[n], df)
+                if rarest:
+                    copy.write_row((n, rarest[0], rarest[1] if len(rarest) > 1 else None))
+        cursor.execute("ANALYZE m_block")
         cursor.execute(_CANDIDATES)
         pairs()
     return {n: list(by_product.values()) for n, by_product in found.items()}, df
+
+
+def _code_rows(lines: list[Line]) -> list[str]:
+    """COPY rows (n, token) of the lines' barcode and article tokens."""
+    rows = []
+    for n, line in enumerate(lines):
+        if line.article_key:
+            rows.append(f"{n}\ta:{line.article_key}\n")
+        for barcode in dict.fromkeys(line.barcodes):
+            if barcode:
+                rows.append(f"{n}\tb:{barcode}\n")
+    return rows
+
+
+def _rarest(line: Line, df: dict[str, int]) -> list[str]:
+    """The tokens of the line's BLOCK_WORDS rarest words that some product has and not
+    too many (at most WORD_DF_CAP), rarest first (ties in token order)."""
+    counted = []
+    for word in line.words:
+        token = "w:" + word
+        count = df.get(token, 0)
+        if 1 <= count <= WORD_DF_CAP:
+            counted.append((count, token))
+    counted.sort()
+    return [token for _, token in counted[:BLOCK_WORDS]]
 
 
 def _copy_text(rows: list[str]) -> str:

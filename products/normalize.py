@@ -214,14 +214,17 @@ def _plain(value: Decimal) -> str:
 
 def _one_script(word: str) -> str:
     """A word written in two alphabets in the one it mostly uses (a word with digits,
-    an article or a size, in Latin)."""
-    if any(c.isdigit() for c in word) or all(c in _LOOKALIKES for c in word):
+    an article or a size, in Latin). ``word`` is letters and digits only (a piece of
+    _NOT_ALNUM's split)."""
+    if not word.isalpha() or _LOOKALIKES.issuperset(word):
         # A size, an article, or a word every letter of which could be either (НSS-Со,
         # В, Р): the same in Latin on both sides.
         return word.translate(TO_LATIN)
-    cyrillic = len(_CYRILLIC_LETTER.findall(word))
+    if word.isascii():
+        return word
     latin = len(_LATIN_LETTER.findall(word))
-    if cyrillic and latin:
+    if latin:
+        cyrillic = len(_CYRILLIC_LETTER.findall(word))
         return word.translate(TO_CYRILLIC if cyrillic >= latin else TO_LATIN)
     return word
 
@@ -312,15 +315,18 @@ def _raw_words(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(words), colours
 
 
-def _word(word: str) -> list[str]:
+@functools.lru_cache(maxsize=100_000)
+def _word(word: str) -> tuple[str, ...]:
+    """One word (a run of letters or of digits) as compared: none for a stop word or a
+    unit (cached: a list's words are a few thousand)."""
     colour = _COLOUR.fullmatch(word)
     if colour:
-        return [f"colour:{COLOURS[colour.group(1)]}"]
+        return (f"colour:{COLOURS[colour.group(1)]}",)
     if word in STOPWORDS or word in UNITS:
-        return []
-    if word.isdigit():
-        return [number(word)]
-    return [_stem(word)]
+        return ()
+    if word.isdigit():  # ASCII digits only (_RUNS): leading zeros dropped
+        return (str(int(word)),)
+    return (_stem(word),)
 
 
 def _stem(word: str) -> str:

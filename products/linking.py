@@ -92,6 +92,14 @@ LOCK_SQL = (
 )
 
 
+# How a candidate was found (bits): by a barcode of the line, by its article.
+BY_BARCODE = 1
+BY_ARTICLE = 2
+# The keys of the candidate products, by product: (brand key, article key, the name's
+# words, the decisive attributes).
+Products = dict[int, tuple[str, str, frozenset[str], dict[str, str]]]
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """The operator's thresholds of name similarity (0..1)."""
@@ -290,7 +298,10 @@ SELECT c.token, least(c.products, {WORD_DF_CAP + 1})
 """
 # The pairs kept aside; and the keys of their products, each once (a product is a
 # candidate of many lines that share their rarest words).
-_PAIRS = "SELECT n, product_id, by_barcode, by_article FROM m_pair"
+_PAIRS = (
+    f"SELECT n, product_id, (CASE WHEN by_barcode THEN {BY_BARCODE} ELSE 0 END)"
+    f" | (CASE WHEN by_article THEN {BY_ARTICLE} ELSE 0 END) FROM m_pair"
+)
 _PAIR_PRODUCTS = """
 SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM products_productkey k
@@ -336,9 +347,10 @@ ANALYZE m_pair;
 """
 
 
-def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str, int]]:
-    """Per line (by position), the products found through its tokens; and how many
-    products have each token looked up (up to the cap; one no product has is left out).
+def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products, dict[str, int]]:
+    """Per line (by position), the products found through its tokens (product id → how:
+    BY_BARCODE, BY_ARTICLE or neither); those products' keys; and how many products have
+    each token looked up (up to the cap; one no product has is left out).
 
     In the cascade's order, each step for the lines the steps before left: the codes
     (barcodes and articles) for every line; the exact name for the lines the codes do not
@@ -352,21 +364,25 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         cursor.execute("SET LOCAL work_mem = '64MB'")
         # Short statements over many rows: compiling them (JIT) costs more than it saves.
         cursor.execute("SET LOCAL jit = off")
-        found: dict[int, dict[int, Candidate]] = defaultdict(dict)
-        products: dict[int, tuple] = {}
+        found: dict[int, dict[int, int]] = defaultdict(dict)
+        products: Products = {}
 
         def pairs() -> None:
             """The pairs kept aside (m_pair) as candidates; emptied after."""
             cursor.execute(_PAIR_PRODUCTS)
             _products(cursor.fetchall(), products)
             cursor.execute(_PAIRS)
-            _collect(cursor.fetchall(), products, found)
+            _collect(cursor.fetchall(), found)
             cursor.execute("TRUNCATE m_pair")
 
         cursor.execute(_CODES)
         pairs()
         coded = set(found)
-        left = [n for n in range(len(lines)) if n not in coded or not _settled(lines[n], found[n])]
+        left = [
+            n
+            for n in range(len(lines))
+            if n not in coded or not _settled(lines[n], found[n], products)
+        ]
         with raw.copy("COPY m_line_name (n, name_key) FROM STDIN") as copy:
             copy.write(
                 _copy_text([f"{n}\t{lines[n].name_key}\n" for n in left if lines[n].name_key])
@@ -394,7 +410,7 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, list[Candidate]], dict[str
         cursor.execute("ANALYZE m_block")
         cursor.execute(_CANDIDATES)
         pairs()
-    return {n: list(by_product.values()) for n, by_product in found.items()}, df
+    return found, products, df
 
 
 def _code_rows(lines: list[Line]) -> list[str]:
@@ -441,37 +457,33 @@ def _copy_text(rows: list[str]) -> str:
     return "".join(escaped)
 
 
-def _settled(line: Line, by_product: dict[int, Candidate]) -> bool:
+def _settled(line: Line, pairs: dict[int, int], products: Products) -> bool:
     """Whether a line's barcode or article and brand name one product: the later steps
     have nothing to add."""
-    barcode = [c for c in by_product.values() if c.by_barcode]
-    article = [c for c in by_product.values() if c.by_article and c.brand_key == line.brand_key]
+    barcode = [product_id for product_id, how in pairs.items() if how & BY_BARCODE]
+    article = [
+        product_id
+        for product_id, how in pairs.items()
+        if how & BY_ARTICLE and products[product_id][0] == line.brand_key
+    ]
     if len(barcode) == 1:
-        return all(c.product_id == barcode[0].product_id for c in article)
+        return all(product_id == barcode[0] for product_id in article)
     return not barcode and len(article) == 1 and bool(line.brand_key)
 
 
-def _products(rows: Iterable[tuple], products: dict[int, tuple]) -> None:
+def _products(rows: Iterable[tuple], products: Products) -> None:
     """Candidate products' keys as the decisions read them, by product."""
     for product_id, brand, article, name, attrs in rows:
         if product_id not in products:
             products[product_id] = (brand, article, frozenset(name.split()), _attributes(attrs))
 
 
-def _collect(
-    rows: Iterable[tuple], products: dict[int, tuple], found: dict[int, dict[int, Candidate]]
-) -> None:
-    for n, product_id, by_barcode, by_article in rows:
-        by_product = found[n]
-        known = by_product.get(product_id)
-        if known is not None:
-            known.by_barcode |= by_barcode
-            known.by_article |= by_article
-            continue
-        brand, article, words, attributes = products[product_id]
-        by_product[product_id] = Candidate(
-            product_id, by_barcode, by_article, brand, article, words, attributes
-        )
+def _collect(rows: Iterable[tuple[int, int, int]], found: dict[int, dict[int, int]]) -> None:
+    """The pairs (line, product, how) into ``found``: how a product was found by several
+    steps is what each found."""
+    for n, product_id, how in rows:
+        pairs = found[n]
+        pairs[product_id] = pairs.get(product_id, 0) | how
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -494,37 +506,53 @@ class Weights:
     """The weights of words by how many products have them, for one run: a count is
     at most the cap, so each weight is computed once."""
 
-    __slots__ = ("by_count", "df")
+    __slots__ = ("by_count", "by_word", "df")
 
     def __init__(self, df: dict[str, int], total: int) -> None:
         self.df = df
         self.by_count = [_weight(count, total) for count in range(WORD_DF_CAP + 2)]
+        # Each word's, once it was asked for (lines share most of their words).
+        self.by_word: dict[str, float] = {}
 
     def of(self, line: Line) -> dict[str, float]:
         """The weight of each word of the line."""
-        df, by_count = self.df, self.by_count
-        return {w: by_count[df.get("w:" + w, 1)] for w in line.words}
+        by_word = self.by_word
+        weights = {}
+        for word in line.words:
+            weight = by_word.get(word)
+            if weight is None:
+                weight = by_word[word] = self.by_count[self.df.get("w:" + word, 1)]
+            weights[word] = weight
+        return weights
 
 
-def name_score(
-    line: Line, candidate: Candidate, weights: dict[str, float], line_total: float | None = None
-) -> float:
-    """How alike the names are, 0..1: the weighted share of the words both have (Dice),
-    with the brand weighed in (the same brand: a bonus; another brand: a penalty).
-    ``line_total``: the sum of ``weights`` (given by a caller scoring many candidates)."""
-    common = line.words & candidate.words
-    if not common:
-        return 0.0
-    shared = sum([weights[w] for w in common])
-    if line_total is None:
-        line_total = sum(weights.values())
+def _scored(
+    line: Line, pairs: dict[int, int], products: Products, weights: dict[str, float]
+) -> list[tuple[float, int, int]]:
+    """The line's candidates as (-score, product, how), best first (ties in product
+    order: the same data gives the same links whatever order the database returned the
+    candidates in). The score says how alike the names are, 0..1: the weighted share of
+    the words both have (Dice), with the brand weighed in (the same brand: a bonus;
+    another brand: a penalty)."""
+    words, brand = line.words, line.brand_key
+    line_total = sum(weights.values())
     # The product's own words not on the line: weighed as the line's words are on average.
-    mean = line_total / len(line.words)
-    product_total = shared + mean * (len(candidate.words) - len(common))
-    score = 2 * shared / (line_total + product_total)
-    if line.brand_key and candidate.brand_key:
-        score = min(1.0, score + 0.05) if line.brand_key == candidate.brand_key else score * 0.8
-    return score
+    mean = line_total / len(words) if words else 0.0
+    scored = []
+    for product_id, how in pairs.items():
+        product_brand, _, product_words, _ = products[product_id]
+        common = words & product_words
+        if common:
+            shared = sum([weights[w] for w in common])
+            product_total = shared + mean * (len(product_words) - len(common))
+            score = 2 * shared / (line_total + product_total)
+            if brand and product_brand:
+                score = min(1.0, score + 0.05) if brand == product_brand else score * 0.8
+        else:
+            score = 0.0
+        scored.append((-score, product_id, how))
+    scored.sort()
+    return scored
 
 
 def _screen(line: Line, candidate: Candidate) -> None:
@@ -568,13 +596,14 @@ def _annotate(line: Line, candidate: Candidate) -> None:
 
 def decide(
     line: Line,
-    found: list[Candidate],
+    pairs: dict[int, int],
+    products: Products,
     weighing: Weights,
     thresholds: Thresholds,
     rejected: set[int],
 ) -> Decision:
-    """The cascade for one line."""
-    decision = _decide(line, found, weighing, thresholds, rejected)
+    """The cascade for one line, from the products found for it (product id → how)."""
+    decision = _decide(line, pairs, products, weighing, thresholds, rejected)
     if decision.state != State.AUTO:
         for candidate in decision.candidates:
             _annotate(line, candidate)
@@ -583,24 +612,28 @@ def decide(
 
 def _decide(
     line: Line,
-    found: list[Candidate],
+    pairs: dict[int, int],
+    products: Products,
     weighing: Weights,
     thresholds: Thresholds,
     rejected: set[int],
 ) -> Decision:
     if rejected:
-        found = [c for c in found if c.product_id not in rejected]
-    weights = weighing.of(line)
-    line_total = sum(weights.values())
-    for candidate in found:
-        candidate.score = name_score(line, candidate, weights, line_total)
+        pairs = {p: how for p, how in pairs.items() if p not in rejected}
     # Only the candidates that can count are looked at closer: those found by a code, and
     # the closest by name.
-    # (Ties in product order: the same data gives the same links whatever order the
-    # database returned the candidates in.)
-    found.sort(key=lambda c: (-c.score, c.product_id))
     found = [
-        c for i, c in enumerate(found) if i < CANDIDATES_CLOSER or c.by_barcode or c.by_article
+        Candidate(
+            product_id,
+            bool(how & BY_BARCODE),
+            bool(how & BY_ARTICLE),
+            *products[product_id],
+            score=-negative,
+        )
+        for i, (negative, product_id, how) in enumerate(
+            _scored(line, pairs, products, weighing.of(line))
+        )
+        if i < CANDIDATES_CLOSER or how
     ]
     for candidate in found:
         _screen(line, candidate)
@@ -856,7 +889,7 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     skus = [line.sku for line in lines]
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    found, df = _candidates(lines)
+    found, products, df = _candidates(lines)
     seconds["candidates"] = time.perf_counter() - started
     total = max(_total_products(), 1)
     _skus_aside(skus)
@@ -866,7 +899,14 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     weighing = Weights(df, total)
     no_products: set[int] = set()
     decisions = [
-        decide(line, found.get(n, []), weighing, thresholds, rejected.get(line.sku, no_products))
+        decide(
+            line,
+            found.get(n, {}),
+            products,
+            weighing,
+            thresholds,
+            rejected.get(line.sku, no_products),
+        )
         for n, line in enumerate(lines)
     ]
     seconds["decide"] = time.perf_counter() - started

@@ -295,22 +295,32 @@ def parse_name(name: str) -> Parsed:
         if colours:
             attributes.setdefault("colour", []).extend(colours)
     return Parsed(
-        words=tuple(words),
-        attributes={k: ",".join(sorted(set(v))) for k, v in attributes.items()},
+        tuple(words),
+        {k: v[0] if len(v) == 1 else ",".join(sorted(set(v))) for k, v in attributes.items()},
     )
 
 
 @functools.lru_cache(maxsize=100_000)
 def _raw_words(raw: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The canonical words of one whitespace-separated piece of a name, and the colours
-    among them (cached: a price list repeats its words thousands of times)."""
+    among them (cached: a price list repeats its words thousands of times; a piece seen
+    first, such as a series code ``ab-1234``, is mostly made of parts seen before)."""
+    parts = [_part_words(part) for part in _NOT_ALNUM.split(raw) if part]
+    if len(parts) == 1:
+        return parts[0]
+    return (
+        tuple([word for words, _ in parts for word in words]),
+        tuple([colour for _, colours in parts for colour in colours]),
+    )
+
+
+@functools.lru_cache(maxsize=100_000)
+def _part_words(part: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The canonical words of a run of letters and digits, and the colours among them."""
     words: list[str] = []
-    for piece in _NOT_ALNUM.split(raw):
-        if not piece:
-            continue
-        for run in _RUNS.findall(_one_script(piece)):
-            for word in ABBREVIATIONS.get(run, run).split():
-                words.extend(_word(word))
+    for run in _RUNS.findall(_one_script(part)):
+        for word in ABBREVIATIONS.get(run, run).split():
+            words.extend(_word(word))
     colours = tuple(w[len("colour:") :] for w in words if w.startswith("colour:"))
     return tuple(words), colours
 

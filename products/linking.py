@@ -799,8 +799,7 @@ def _skus_aside(skus: list[str]) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_SKUS)
         with cursor.cursor.copy("COPY m_sku FROM STDIN") as copy:
-            for sku in skus:
-                copy.write_row((sku,))
+            copy.write("".join([f"{sku.translate(COPY_ESCAPES)}\n" for sku in skus]))
         cursor.execute("ANALYZE m_sku")
 
 
@@ -962,6 +961,8 @@ def links_match(
             # The list's prices reach the offers even when no link changed.
             events.config_links_changed(config_id, import_id)
     else:
+        # Read once here, not by each part (a child has its parent's copy).
+        keys.known_brands()
         with gc_paused():
             done = side_by_side(
                 lambda share: _part(config_id, import_id, thresholds, share),

@@ -555,16 +555,39 @@ def _scored(
     return scored
 
 
-def _screen(line: Line, candidate: Candidate) -> None:
-    """Whether a candidate may be linked automatically (no decisive attribute nor the
-    brand differs) and whether its words are the line's: all the decision needs. What
-    matched and differed is written out (``_annotate``) only for the candidates kept."""
-    ours, theirs = line.attributes, candidate.attributes
-    candidate.blocking = bool(
-        (line.brand_key and candidate.brand_key and line.brand_key != candidate.brand_key)
-        or (ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys()))
-    )
-    candidate.same_words = line.words == candidate.words
+def _closer(
+    line: Line, scored: list[tuple[float, int, int]], products: Products
+) -> list[Candidate]:
+    """The candidates that can count, looked at closer: those found by a code, and the
+    closest by name; each with whether it may be linked automatically (no decisive
+    attribute nor the brand differs) and whether its words are the line's: all the
+    decision needs. What matched and differed is written out (``_annotate``) only for
+    the candidates kept."""
+    ours, brand, words = line.attributes, line.brand_key, line.words
+    closer = []
+    for i, (negative, product_id, how) in enumerate(scored):
+        if i >= CANDIDATES_CLOSER and not how:
+            continue
+        product_brand, article, product_words, theirs = products[product_id]
+        blocking = bool(
+            (brand and product_brand and brand != product_brand)
+            or (ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys()))
+        )
+        closer.append(
+            Candidate(
+                product_id,
+                bool(how & BY_BARCODE),
+                bool(how & BY_ARTICLE),
+                product_brand,
+                article,
+                product_words,
+                theirs,
+                score=-negative,
+                blocking=blocking,
+                same_words=words == product_words,
+            )
+        )
+    return closer
 
 
 def _annotate(line: Line, candidate: Candidate) -> None:
@@ -620,23 +643,7 @@ def _decide(
 ) -> Decision:
     if rejected:
         pairs = {p: how for p, how in pairs.items() if p not in rejected}
-    # Only the candidates that can count are looked at closer: those found by a code, and
-    # the closest by name.
-    found = [
-        Candidate(
-            product_id,
-            bool(how & BY_BARCODE),
-            bool(how & BY_ARTICLE),
-            *products[product_id],
-            score=-negative,
-        )
-        for i, (negative, product_id, how) in enumerate(
-            _scored(line, pairs, products, weighing.of(line))
-        )
-        if i < CANDIDATES_CLOSER or how
-    ]
-    for candidate in found:
-        _screen(line, candidate)
+    found = _closer(line, _scored(line, pairs, products, weighing.of(line)), products)
     decision = Decision(sku=line.sku)
     by_barcode = [c for c in found if c.by_barcode]
     by_article = [

@@ -402,16 +402,20 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
         for n in words_left:
             tokens.update(["w:" + word for word in lines[n].words])
         with raw.copy("COPY m_token (token) FROM STDIN") as copy:
-            for token in tokens:
+            for token in sorted(tokens):
                 copy.write_row((token,))
         cursor.execute("ANALYZE m_token")
         cursor.execute(_DF)
         df = dict(cursor.fetchall())
+        blocks = []
+        for n in words_left:
+            rarest = _rarest(lines[n], df)
+            if rarest:
+                blocks.append((rarest[0], n, rarest[1] if len(rarest) > 1 else None))
+        blocks.sort(key=lambda block: block[:2])
         with raw.copy("COPY m_block (n, rare, other) FROM STDIN") as copy:
-            for n in words_left:
-                rarest = _rarest(lines[n], df)
-                if rarest:
-                    copy.write_row((n, rarest[0], rarest[1] if len(rarest) > 1 else None))
+            for rare, n, other in blocks:
+                copy.write_row((n, rare, other))
         cursor.execute("ANALYZE m_block")
         cursor.execute(_CANDIDATES)
         pairs()
@@ -419,15 +423,17 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
 
 
 def _code_rows(lines: list[Line]) -> list[str]:
-    """COPY rows (n, token) of the lines' barcode and article tokens."""
-    rows = []
+    """COPY rows (n, token) of the lines' barcode and article tokens, in token order (the
+    index of the tokens is then searched in its own order: next to the page before)."""
+    codes = []
     for n, line in enumerate(lines):
         if line.article_key:
-            rows.append(f"{n}\ta:{line.article_key}\n")
+            codes.append(("a:" + line.article_key, n))
         for barcode in dict.fromkeys(line.barcodes):
             if barcode:
-                rows.append(f"{n}\tb:{barcode}\n")
-    return rows
+                codes.append(("b:" + barcode, n))
+    codes.sort()
+    return [f"{n}\t{token}\n" for token, n in codes]
 
 
 def _rarest(line: Line, df: dict[str, int]) -> list[str]:

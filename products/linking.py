@@ -126,16 +126,6 @@ class Line:
     words: frozenset[str]
     attributes: dict[str, str]
 
-    def tokens(self) -> Iterable[str]:
-        """The tokens the line is found by (as products.keys.line_tokens gives them)."""
-        for word in self.words:
-            yield "w:" + word
-        if self.article_key:
-            yield "a:" + self.article_key
-        for barcode in dict.fromkeys(self.barcodes):
-            if barcode:
-                yield "b:" + barcode
-
 
 @dataclass(slots=True)
 class Candidate:

@@ -310,3 +310,14 @@ def test_a_refresh_with_no_product_written_since_looks_at_nothing(
     assert keys.keys_refresh() == 0
     Product.objects.filter(pk=catalogue["OWN-1"].pk).update(name="Винт М8", updated_at=Now())
     assert keys.keys_refresh() == 1
+
+
+def test_a_lines_rarest_words_are_those_some_product_has_and_not_too_many():
+    from products.linking import WORD_DF_CAP, Line, _rarest
+
+    line = Line("L-1", "", "", "", [], frozenset({"болт", "m8", "din", "zz", "ab"}), {})
+    counts = {"w:болт": WORD_DF_CAP + 1, "w:m8": 40, "w:din": 7, "w:ab": 7}
+    # No product has zz, болт is too common; din and ab are as rare: in token order.
+    assert _rarest(line, counts) == ["w:ab", "w:din"]
+    assert _rarest(line, {"w:m8": 3}) == ["w:m8"]
+    assert _rarest(line, {"w:zz": 0}) == []

@@ -114,3 +114,19 @@ def test_a_name_cannot_write_a_decisive_attribute_in_the_form_the_words_keep_it(
     assert forged.attributes == {}
     assert parse_name("Болт size:m8x40").attributes == {"size": "m8x40"}
     assert "size:m8x40" in parse_name("Болт М8х40").words
+
+
+def test_a_names_words_are_the_same_whatever_was_read_before():
+    """The words of a piece first seen (a series code) are made of its runs' cached
+    words: the same as when nothing was cached."""
+    from products import normalize
+
+    names = ["Саморез по дер. 4,2х16 ав-0012 оцинк.", "ав-0012 черн. гайка М8", "ав 0012"]
+    warm = [parse_name(name) for name in names]
+    normalize._raw_words.cache_clear()
+    normalize._part_words.cache_clear()
+    normalize._word.cache_clear()
+    cold = [parse_name(name) for name in reversed(names)]
+    assert warm == cold[::-1]
+    assert "ab" in warm[1].words and "12" in warm[1].words
+    assert warm[1].attributes == {"colour": "black", "size": "m8"}

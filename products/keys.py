@@ -72,10 +72,15 @@ class Key(NamedTuple):
 def line_tokens(words: Iterable[str], article_key: str, barcodes: Iterable[str]) -> frozenset[str]:
     """The tokens a product or a line is found by."""
     tokens = {"w:" + word for word in words}
-    if article_key:
-        tokens.add("a:" + article_key)
-    tokens.update("b:" + barcode for barcode in barcodes if barcode)
+    tokens.update(code_tokens(article_key, barcodes))
     return frozenset(tokens)
+
+
+def code_tokens(article_key: str, barcodes: Iterable[str]) -> list[str]:
+    """The tokens of a product's or a line's codes: its article's and its barcodes'."""
+    tokens = ["a:" + article_key] if article_key else []
+    tokens.extend(["b:" + barcode for barcode in dict.fromkeys(barcodes) if barcode])
+    return tokens
 
 
 @functools.lru_cache(maxsize=10_000)

@@ -415,13 +415,11 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
 def _code_rows(lines: list[Line]) -> list[str]:
     """COPY rows (n, token) of the lines' barcode and article tokens, in token order (the
     index of the tokens is then searched in its own order: next to the page before)."""
-    codes = []
-    for n, line in enumerate(lines):
-        if line.article_key:
-            codes.append(("a:" + line.article_key, n))
-        for barcode in dict.fromkeys(line.barcodes):
-            if barcode:
-                codes.append(("b:" + barcode, n))
+    codes = [
+        (token, n)
+        for n, line in enumerate(lines)
+        for token in keys.code_tokens(line.article_key, line.barcodes)
+    ]
     codes.sort()
     return [f"{n}\t{token}\n" for token, n in codes]
 

@@ -100,21 +100,30 @@ def product_key(
     """The key of a product (or of a supplier line). The brand's words are not words
     of the name; a line with no brand given whose name has every word of a known brand
     (``brands``, known_brands) has that brand."""
-    parsed = normalize.parse_name(name)
-    words, brand_key = words_and_brand(parsed.words, brand, brands)
-    article_key = normalize.article_key(article) if article else ""
+    article_key, brand_key, name_key, attributes, words = compared(name, brand, article, brands)
     return Key(
         product_id,
         article_key,
         brand_key,
-        " ".join(sorted(words)),
-        parsed.attributes,
+        name_key,
+        attributes,
         words,
         line_tokens(words, article_key, barcodes or ()),
     )
 
 
-def words_and_brand(
+def compared(
+    name: str, brand: str, article: str, brands: BrandIndex | None = None
+) -> tuple[str, str, str, dict[str, str], frozenset[str]]:
+    """A product's or a line's article key, brand key, name key, decisive attributes
+    and words, as the matching compares them (product_key's)."""
+    parsed = normalize.parse_name(name)
+    words, brand_key = _words_and_brand(parsed.words, brand, brands)
+    article_key = normalize.article_key(article) if article else ""
+    return article_key, brand_key, " ".join(sorted(words)), parsed.attributes, words
+
+
+def _words_and_brand(
     words: Iterable[str], brand: str, brands: BrandIndex | None = None
 ) -> tuple[frozenset[str], str]:
     """A name's words as compared (noise and the brand's own words left out) and the

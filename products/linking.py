@@ -218,19 +218,12 @@ def _line(
     barcodes: list[str],
     brands: keys.BrandIndex | None = None,
 ) -> Line:
-    """A line's key, as products.keys.product_key makes a product's (without its tokens:
-    ``Line.tokens``)."""
-    parsed = normalize.parse_name(name or "")
-    words, brand_key = keys.words_and_brand(parsed.words, brand or "", brands)
-    return Line(
-        sku,
-        " ".join(sorted(words)),
-        brand_key,
-        normalize.article_key(article) if article else "",
-        list(barcodes or ()),
-        words,
-        parsed.attributes,
+    """A line as compared: as products.keys.product_key compares a product (its codes'
+    tokens made when they are COPYed, _code_rows)."""
+    article_key, brand_key, name_key, attributes, words = keys.compared(
+        name or "", brand or "", article or "", brands
     )
+    return Line(sku, name_key, brand_key, article_key, list(barcodes or ()), words, attributes)
 
 
 def lines_of(
@@ -259,16 +252,16 @@ CREATE TEMP TABLE IF NOT EXISTS m_line_code (n int, token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_token (token text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_block (n int, rare text, other text) ON COMMIT DROP;
 CREATE TEMP TABLE IF NOT EXISTS m_line_name (n int, name_key text) ON COMMIT DROP;
-CREATE TEMP TABLE IF NOT EXISTS m_pair (
-  n int, product_id bigint, by_barcode bool, by_article bool) ON COMMIT DROP;
+CREATE TEMP TABLE IF NOT EXISTS m_pair (n int, product_id bigint, how int) ON COMMIT DROP;
 TRUNCATE m_line_code, m_token, m_block, m_line_name, m_pair;
 """
 # The products with a barcode or the article of a line: the first steps of the cascade
 # (kept aside first: joined with the keys once their number is known, the planner
 # hashes the few pairs, not a million keys).
-_CODES = """
+_CODES = f"""
 INSERT INTO m_pair
-SELECT lc.n, t.product_id, bool_or(lc.token LIKE 'b:%%'), bool_or(lc.token LIKE 'a:%%')
+SELECT lc.n, t.product_id,
+       bit_or(CASE WHEN lc.token LIKE 'b:%%' THEN {BY_BARCODE} ELSE {BY_ARTICLE} END)
   FROM m_line_code lc JOIN products_matchtoken t ON t.token = lc.token
  GROUP BY lc.n, t.product_id;
 ANALYZE m_pair;
@@ -277,7 +270,7 @@ ANALYZE m_pair;
 # the lines the codes left (m_line_name holds only those).
 _EXACT = """
 INSERT INTO m_pair
-SELECT l.n, k.product_id, false, false
+SELECT l.n, k.product_id, 0
   FROM m_line_name l JOIN products_productkey k ON k.name_key = l.name_key
 """
 _EXACT_LINES = "SELECT DISTINCT n FROM m_pair"
@@ -290,10 +283,7 @@ SELECT c.token, least(c.products, {WORD_DF_CAP + 1})
 """
 # The pairs kept aside; and the keys of their products, each once (a product is a
 # candidate of many lines that share their rarest words).
-_PAIRS = (
-    f"SELECT n, product_id, (CASE WHEN by_barcode THEN {BY_BARCODE} ELSE 0 END)"
-    f" | (CASE WHEN by_article THEN {BY_ARTICLE} ELSE 0 END) FROM m_pair"
-)
+_PAIRS = "SELECT n, product_id, how FROM m_pair"
 _PAIR_PRODUCTS = """
 SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM products_productkey k
@@ -305,7 +295,7 @@ SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
 # whole, nor all lines' pairs sorted together.
 _CANDIDATES = f"""
 INSERT INTO m_pair
-SELECT c.n, c.product_id, false, false
+SELECT c.n, c.product_id, 0
   FROM (
     SELECT f.n, f.product_id,
            row_number() OVER (PARTITION BY f.n ORDER BY f.shared DESC, f.product_id) AS r

@@ -321,3 +321,71 @@ def test_a_lines_rarest_words_are_those_some_product_has_and_not_too_many():
     assert _rarest(line, counts) == ["w:ab", "w:din"]
     assert _rarest(line, {"w:m8": 3}) == ["w:m8"]
     assert _rarest(line, {"w:zz": 0}) == []
+
+
+def _compared(name: str, brand: str = "", article: str = "", barcodes=()) -> tuple:
+    from products.linking import Line
+
+    article_key, brand_key, name_key, attributes, words = keys.compared(name, brand, article)
+    line = Line("L-1", name_key, brand_key, article_key, list(barcodes), words, attributes)
+    return line, (brand_key, article_key, words, attributes)
+
+
+@pytest.mark.parametrize(
+    ("line", "product", "how", "short"),
+    [
+        # The barcode's product; the article's with the brand; the one whose name has
+        # the line's words: linked the short way ...
+        (("Болт М8х40 оцинк.", "Зубр"), ("Болт М8х40 оцинкованный", "ЗУБР"), 1, True),
+        (("Болт М8х40", "Зубр", "ZB-840"), ("Болт М8х40", "Зубр", "zb 840"), 2, True),
+        (("БОЛТ оцинк. M8*40", ""), ("Болт М8х40 оцинкованный", "Зубр"), 0, True),
+        # ... and where that product may not be linked automatically, the full way: a
+        # size or a brand that differs, an article without a brand, other words.
+        (("Болт М8х50 оцинк.", "Зубр"), ("Болт М8х40 оцинкованный", "Зубр"), 1, False),
+        (("Болт М8х40", "Kraft", "ZB-840"), ("Болт М8х40", "Зубр", "zb 840"), 2, False),
+        (("Болт М8х40", "", "ZB-840"), ("Болт М8х40", "Зубр", "zb 840"), 2, False),
+        (("Болт М8х40 DIN 933", ""), ("Болт М8х40 оцинкованный", ""), 0, False),
+    ],
+)
+@pytest.mark.parametrize("thresholds", [Thresholds(auto=0.9, review=0.6), Thresholds(1.0, 0.95)])
+def test_a_line_one_product_was_found_for_is_decided_as_the_full_way_decides_it(
+    line, product, how, short, thresholds, monkeypatch
+):
+    from products import linking
+
+    line, _ = _compared(*line, barcodes=["4600000000017"] if how == 1 else [])
+    _, keyed = _compared(*product)
+    products = {7: keyed}
+    weighing = linking.Weights({}, 1000)
+
+    def decided() -> tuple:
+        d = linking.decide(line, {7: how}, products, weighing, thresholds, set())
+        candidates = [(c.product_id, c.kind, c.score, c.matched, c.differed) for c in d.candidates]
+        return d.product_id, d.kind, d.confidence, d.state, candidates
+
+    shortly = decided()
+    linked = linking._one_linked(line, {7: how}, products, weighing, thresholds)
+    assert (linked is not None) == short
+    monkeypatch.setattr(linking, "_one_linked", lambda *args: None)
+    assert shortly == decided()
+    if short:
+        assert shortly[3] == State.AUTO
+
+
+def test_the_keys_plan_holds_only_for_the_statements_within():
+    from products.linking import _by_key
+
+    def shown() -> list[str]:
+        return [_show(f"SHOW enable_{method}") for method in ("seqscan", "mergejoin", "hashjoin")]
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        with _by_key(cursor):
+            assert shown() == ["off", "off", "off"]
+        assert shown() == ["on", "on", "on"]
+    assert shown() == ["on", "on", "on"]
+
+
+def _show(sql: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetchone()[0]

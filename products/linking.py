@@ -590,16 +590,12 @@ def _closer(
     attribute nor the brand differs) and whether its words are the line's: all the
     decision needs. What matched and differed is written out (``_annotate``) only for
     the candidates kept."""
-    ours, brand, words = line.attributes, line.brand_key, line.words
+    words = line.words
     closer = []
     for i, (negative, product_id, how) in enumerate(scored):
         if i >= CANDIDATES_CLOSER and not how:
             continue
         product_brand, article, product_words, theirs = products[product_id]
-        blocking = bool(
-            (brand and product_brand and brand != product_brand)
-            or (ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys()))
-        )
         closer.append(
             Candidate(
                 product_id,
@@ -610,11 +606,21 @@ def _closer(
                 product_words,
                 theirs,
                 score=-negative,
-                blocking=blocking,
+                blocking=_blocks(line, product_brand, theirs),
                 same_words=words == product_words,
             )
         )
     return closer
+
+
+def _blocks(line: Line, product_brand: str, theirs: dict[str, str]) -> bool:
+    """Whether the brand or a decisive attribute that both the line and a product state
+    differs: then the line may not be linked to it automatically."""
+    brand, ours = line.brand_key, line.attributes
+    return bool(
+        (brand and product_brand and brand != product_brand)
+        or (ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys()))
+    )
 
 
 def _annotate(line: Line, candidate: Candidate) -> None:
@@ -743,11 +749,9 @@ def _one_linked(
     is."""
     ((product_id, how),) = pairs.items()
     product_brand, _, product_words, theirs = products[product_id]
-    brand, ours = line.brand_key, line.attributes
-    if (brand and product_brand and brand != product_brand) or (
-        ours and theirs and any(ours[a] != theirs[a] for a in ours.keys() & theirs.keys())
-    ):
+    if _blocks(line, product_brand, theirs):
         return None
+    brand = line.brand_key
     if how & BY_BARCODE:
         kind, confidence = Kind.BARCODE, BARCODE_CONFIDENCE
     elif how & BY_ARTICLE:

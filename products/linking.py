@@ -284,7 +284,7 @@ SELECT c.token, least(c.products, {WORD_DF_CAP + 1})
   FROM m_token t JOIN products_tokencount c ON c.token = t.token
 """
 # The pairs found by the codes (how: BY_BARCODE, BY_ARTICLE bits) and those found by
-# name (how 0: exact names, words); the brand keys of some products (_settling_brands);
+# name (how 0: exact names, words); the brand keys of the products found by an article;
 # and the keys of every product a pair has, each once (a product is a candidate of many
 # lines that share their rarest words).
 _CODE_PAIRS = "SELECT n, product_id, how FROM m_pair WHERE how <> 0"
@@ -361,7 +361,7 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
             cursor.execute(_CODES)
         cursor.execute(_CODE_PAIRS)
         _collect(cursor.fetchall(), found)
-        brands = _settling_brands(cursor, lines, found)
+        brands = _article_brands(cursor, found)
         left = [
             n
             for n in range(len(lines))
@@ -418,22 +418,15 @@ def _by_key(cursor: Any) -> Iterator[None]:
         cursor.execute(f"SET LOCAL enable_{method} TO DEFAULT")
 
 
-def _settling_brands(
-    cursor: Any, lines: list[Line], found: dict[int, dict[int, int]]
-) -> dict[int, str]:
-    """The brand keys of the products found by an article that say whether a line is
-    settled (_settled): those of a line with one product by barcode or none (and a
-    brand), other than that product."""
-    wanted: set[int] = set()
-    for n, pairs in found.items():
-        barcode = [product_id for product_id, how in pairs.items() if how & BY_BARCODE]
-        if len(barcode) > 1 or not (barcode or lines[n].brand_key):
-            continue
-        wanted.update(
-            product_id
-            for product_id, how in pairs.items()
-            if how & BY_ARTICLE and product_id not in barcode
-        )
+def _article_brands(cursor: Any, found: dict[int, dict[int, int]]) -> dict[int, str]:
+    """The brand keys of the products found by an article (_settled compares them with
+    the line's), looked up by id."""
+    wanted = {
+        product_id
+        for pairs in found.values()
+        for product_id, how in pairs.items()
+        if how & BY_ARTICLE
+    }
     if not wanted:
         return {}
     cursor.execute(_BRANDS, [sorted(wanted)])
@@ -486,7 +479,7 @@ def _copy_text(rows: list[str]) -> str:
 
 def _settled(line: Line, pairs: dict[int, int], brands: dict[int, str]) -> bool:
     """Whether a line's barcode or article and brand name one product: the later steps
-    have nothing to add (``brands``: _settling_brands')."""
+    have nothing to add (``brands``: _article_brands')."""
     barcode = [product_id for product_id, how in pairs.items() if how & BY_BARCODE]
     article = [
         product_id

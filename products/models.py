@@ -87,12 +87,18 @@ class SupplierLink(models.Model):
     # supplier_sku) and link_product serve the first two, and the partial index below
     # the few confirmed by hand. Each index more was one more entry per link the
     # matching writes (tens of thousands per import).
+    # The config and the product a link names are held by statement triggers, not by
+    # foreign keys (LINK_TARGETS_GUARD in migration 0008): a foreign key checked and
+    # locked each product row one by one at commit, and the row locks logged whole
+    # pages; the triggers check a statement's links in one join, and a delete of a
+    # product or config waits for the link writes under way (an advisory lock).
     config = models.ForeignKey(
         PriceListConfig,
         on_delete=models.CASCADE,
         related_name="product_links",
         verbose_name=_("config"),
         db_index=False,
+        db_constraint=False,
     )
     supplier_sku = models.CharField(_("supplier's SKU"), max_length=255)
     product = models.ForeignKey(
@@ -101,6 +107,7 @@ class SupplierLink(models.Model):
         related_name="links",
         verbose_name=_("product"),
         db_index=False,
+        db_constraint=False,
     )
     kind = models.CharField(_("how it was made"), max_length=10, choices=Kind)
     # 0..1: how sure the matching was (1 for a link made or confirmed by a person).
@@ -177,6 +184,7 @@ class LinkEvent(models.Model):
         related_name="+",
         verbose_name=_("product before"),
         db_constraint=False,
+        db_index=False,  # the partial index below: a link's first event has none
     )
     product_after = models.ForeignKey(
         Product,
@@ -201,7 +209,12 @@ class LinkEvent(models.Model):
         indexes = [
             models.Index(
                 fields=["user"], name="linkevent_user", condition=models.Q(user__isnull=False)
-            )
+            ),
+            models.Index(
+                fields=["product_before"],
+                name="linkevent_product_before",
+                condition=models.Q(product_before__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -30,6 +30,7 @@ from django.utils.translation import gettext as _
 
 from pricefeed.models import PriceListConfig
 
+from . import linking
 from .events import product_links_changed
 from .models import LinkEvent, Product, SupplierLink
 
@@ -264,6 +265,8 @@ def _apply(changes: list[_Change], user: Any) -> int:
     changed = 0
     touched: set[int] = set()
     with transaction.atomic():
+        # Matchings of these lines end first (or wait for this): see linking.lines_lock.
+        linking.lines_lock((change.config_id, change.sku) for change in changes)
         for change in changes:
             wanted = (
                 SupplierLink.State.REJECTED

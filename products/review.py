@@ -31,6 +31,7 @@ from django.db.models.functions import Now
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from . import linking
 from .events import product_links_changed
 from .models import LinkEvent, Product, SupplierLink
 
@@ -145,6 +146,10 @@ def link_choose(*, line: Line, product_id: int, user: AbstractBaseUser) -> Suppl
         raise ProductUnavailable(product=product_id)
     link = _locked(line)
     if link is None:
+        # A matching's part that may be linking the line ends first (or waits for this).
+        linking.lines_lock([(line.config_id, line.sku)])
+        if _locked(line) is not None:
+            raise LinkChanged(sku=line.sku)
         link = SupplierLink(config_id=line.config_id, supplier_sku=line.sku, product=product)
         link.kind = Kind.MANUAL
         before = None

@@ -10,14 +10,14 @@ import time
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from core.parts import shares
 from devkit import catalogue_set
 from outbox.models import OutboxEvent
 from products import linking
 from products.events import LINKS_CHANGED
-from products.models import LinkCandidate, LinkEvent, SupplierLink
+from products.models import LinkCandidate, LinkEvent, Product, SupplierLink
 from tests import factories
 from tests.integration.support import database_url
 
@@ -172,3 +172,83 @@ def test_a_part_that_fails_leaves_the_others_done_and_a_second_run_completes(
     assert set(_links(config)) & failing
     assert again.changed == len(set(_links(config)) & failing)  # part 0's lines unchanged
     assert _announced(config) == 1
+
+
+def _holding(config, buckets) -> psycopg.Connection:
+    """Another transaction holding these buckets of the config's lines, as a matching's
+    part does until it commits."""
+    holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
+    holder.execute(linking.LOCK_SQL, [config.pk, sorted(buckets)])
+    return holder
+
+
+def test_a_persons_new_link_waits_for_the_matching_of_its_line(listed, no_queue, tmp_path):
+    from django.contrib.auth.models import User
+
+    from products import links_transfer, review
+
+    config, _import = listed
+    sku, bucket = next(iter(_buckets(config).items()))
+    product = Product.objects.order_by("pk").first()
+    user = User.objects.create_user("operator")
+    path = tmp_path / "links.csv"
+    path.write_text(
+        "config;supplier_sku;own_code;state;kind;confidence\n"
+        f"{config.pk};{sku};{product.own_code};;;\n"
+    )
+    holder = _holding(config, [bucket])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '300ms'")
+        for write in (
+            lambda: review.link_choose(
+                line=review.Line(config.pk, sku), product_id=product.pk, user=user
+            ),
+            lambda: links_transfer.links_import(path, user=user),
+        ):
+            with pytest.raises(OperationalError, match="lock timeout"):
+                write()
+        assert not SupplierLink.objects.filter(config=config, supplier_sku=sku).exists()
+    finally:
+        holder.rollback()
+        holder.close()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    review.link_choose(line=review.Line(config.pk, sku), product_id=product.pk, user=user)
+    assert SupplierLink.objects.get(config=config, supplier_sku=sku).product == product
+
+
+def test_a_matching_keeps_a_link_a_person_made_while_it_waited(listed, no_queue):
+    config, price_import = listed
+    sku, bucket = next(iter(_buckets(config).items()))
+    product = Product.objects.order_by("-pk").first()
+    # A person's link of the line, not committed yet, made holding the line's lock.
+    holder = _holding(config, [bucket])
+    holder.execute(
+        "INSERT INTO products_supplierlink (config_id, supplier_sku, product_id, kind,"
+        " confidence, state) VALUES (%s, %s, %s, 'manual', 1, 'confirmed')",
+        (config.pk, sku, product.pk),
+    )
+    result: dict[str, object] = {}
+
+    def match() -> None:
+        try:
+            result["done"] = linking.links_match(
+                config_id=config.pk, import_id=price_import.pk, parts=2
+            )
+        except BaseException as exc:  # reported below
+            result["error"] = exc
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=match)
+    worker.start()
+    time.sleep(1)
+    assert worker.is_alive()  # the part with the line's bucket waits
+    holder.commit()
+    holder.close()
+    worker.join(60)
+    assert not worker.is_alive() and "error" not in result, result
+    link = SupplierLink.objects.get(config=config, supplier_sku=sku)
+    assert (link.product_id, link.state, link.kind) == (product.pk, "confirmed", "manual")
+    assert SupplierLink.objects.filter(config=config).count() > 1

@@ -389,3 +389,20 @@ def _show(sql: str) -> str:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db
+def test_the_ids_bitmap_holds_the_ids_wanted_as_postgresql_reads_it():
+    from products.linking import _bitmap
+
+    wanted = {0, 1, 7, 8, 9, 255, 1_000_003, 40_000_000}
+    top, bitmap = _bitmap(wanted)
+    tried = sorted(wanted | {2, 6, 10, 254, 256, 1_000_002, 1_000_004, 39_999_999})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i FROM unnest(%s::bigint[]) i WHERE CASE WHEN i >= 0 AND i < %s"
+            " THEN get_bit(%s::bytea, i) = 1 END ORDER BY i",
+            [[*tried, top, top + 8, -1], top, bitmap],
+        )
+        assert [i for (i,) in cursor.fetchall()] == sorted(wanted)
+    assert top == 40_000_001 and len(bitmap) == 5_000_001

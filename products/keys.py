@@ -156,9 +156,8 @@ def known_brands() -> BrandIndex:
 
 def _read_brands() -> BrandIndex:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
-        )
+        # Those keys_refresh kept, when the keys are current; else as they are now.
+        cursor.execute(_KNOWN_BRANDS if _keys_current() else _BRANDS_NOW)
         brands = {brand_words(b): normalize.brand_key(b) for (b,) in cursor.fetchall()}
     index: BrandIndex = {}
     for known, key in brands.items():
@@ -175,6 +174,27 @@ def _stale_rows() -> Iterator[list[tuple]]:
             yield rows
 
 
+def keyed_total() -> int:
+    """How many products have keys: as keys_refresh counted them, when the keys are
+    current; else counted now."""
+    versions = _versions()
+    if _current(versions) and "keyed" in versions:
+        return versions["keyed"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM products_productkey")
+        return cursor.fetchone()[0]
+
+
+def _keys_current() -> bool:
+    return _current(_versions())
+
+
+def _current(versions: dict[str, int]) -> bool:
+    """Whether no product was written since the keys were refreshed."""
+    version = versions.get("catalogue")
+    return version is not None and version == versions.get("keys")
+
+
 def catalogue_version() -> int | None:
     """The catalogue's version (MatchVersion): moved on by every statement that writes
     products; None when unknown (the table emptied)."""
@@ -182,7 +202,7 @@ def catalogue_version() -> int | None:
 
 
 def _versions() -> dict[str, int]:
-    """MatchVersion's values by name ("catalogue", "keys"), read at once."""
+    """MatchVersion's values by name ("catalogue", "keys", "keyed"), read at once."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT name, value FROM products_matchversion")
         return dict(cursor.fetchall())
@@ -204,6 +224,16 @@ def per_catalogue(name: str, compute: Callable[[], T]) -> T:
     if version is not None:
         _per_catalogue[name] = (version, value)
     return value
+
+
+_BRANDS_NOW = "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
+_KNOWN_BRANDS = "SELECT brand FROM products_knownbrand"
+_KEEP_BRANDS = f"DELETE FROM products_knownbrand; INSERT INTO products_knownbrand {_BRANDS_NOW}"
+_KEEP_KEYED = (
+    "INSERT INTO products_matchversion (name, value)"
+    " SELECT 'keyed', count(*) FROM products_productkey"
+    " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
 
 
 def keys_refresh() -> int:
@@ -256,6 +286,10 @@ def keys_refresh() -> int:
                     cursor.execute(statement)
         if version is not None:
             with connection.cursor() as cursor:
+                # What the matching reads of the whole catalogue, kept with the keys (a
+                # product deleted, its key with it, changes them without a key to redo).
+                cursor.execute(_KEEP_BRANDS)
+                cursor.execute(_KEEP_KEYED)
                 cursor.execute(
                     "INSERT INTO products_matchversion (name, value) VALUES ('keys', %s) "
                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value",

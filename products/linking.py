@@ -1008,12 +1008,6 @@ def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]
 # -- the cascade ------------------------------------------------------------------------------
 
 
-def _total_products() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM products_productkey")
-        return cursor.fetchone()[0]
-
-
 def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None = None) -> Outcome:
     """Runs the cascade on ``lines`` of a config, inside the caller's transaction."""
     thresholds = thresholds or Thresholds.from_settings()
@@ -1024,7 +1018,7 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     started = time.perf_counter()
     found, products, df = _candidates(lines)
     seconds["candidates"] = time.perf_counter() - started
-    total = max(_total_products(), 1)
+    total = max(keys.keyed_total(), 1)
     _skus_aside(skus)
     rejected = _rejected(config_id)
     existing = _existing(config_id)

@@ -330,15 +330,31 @@ class TokenCount(models.Model):
         return f"{self.token} {self.products}"
 
 
+class KnownBrand(models.Model):
+    """A brand some active product has, as written: kept by keys_refresh with the keys
+    (read by the matching to find the brand in the name of a line that has none,
+    without reading a million products for a hundred brands)."""
+
+    brand = models.TextField(primary_key=True)
+
+    class Meta:
+        default_permissions = ()  # machinery, as ProductKey
+
+    def __str__(self) -> str:
+        return self.brand
+
+
 class MatchVersion(models.Model):
     """Two versions: ``catalogue``, a new value (from a sequence: never the same twice)
     set by a trigger on every statement that writes products (migration 0006), and
     ``keys``, the catalogue's value the keys were last refreshed at. When they are
     equal no product changed since: keys_refresh does not look for stale keys among a
-    million products."""
+    million products. And ``keyed``, how many products had keys at that refresh (the
+    matching weighs words by it)."""
 
     CATALOGUE = "catalogue"
     KEYS = "keys"
+    KEYED = "keyed"
 
     name = models.CharField(max_length=16, primary_key=True)
     value = models.BigIntegerField()

@@ -14,6 +14,7 @@ from django.db.models.functions import Now
 from products import keys
 from products.linking import Thresholds, links_match
 from products.models import (
+    KnownBrand,
     LinkCandidate,
     LinkEvent,
     MatchToken,
@@ -406,3 +407,24 @@ def test_the_ids_bitmap_holds_the_ids_wanted_as_postgresql_reads_it():
         )
         assert [i for (i,) in cursor.fetchall()] == sorted(wanted)
     assert top == 40_000_001 and len(bitmap) == 5_000_001
+
+
+def test_the_brands_and_the_keyed_count_are_kept_with_the_keys(catalogue):
+    def kept() -> tuple[set[str], int]:
+        return set(KnownBrand.objects.values_list("brand", flat=True)), keys.keyed_total()
+
+    keys.keys_refresh()
+    assert kept() == ({"Зубр", "Лакра", "Bosch"}, 5)
+
+    # Written since the refresh: read as they are now, until the next refresh keeps them.
+    Product.objects.filter(brand="Bosch").update(retired_at=Now(), updated_at=Now())
+    products([("OWN-6", "Дюбель 8х40", "Fischer", "", [])])
+    assert set(keys.known_brands()) >= {"fischer"} and "bosch" not in keys.known_brands()
+    assert keys.keyed_total() == 5  # the retired one keeps its key until the refresh
+
+    keys.keys_refresh()
+    assert kept() == ({"Зубр", "Лакра", "Fischer"}, 5)
+    # A product deleted (its key with it) leaves no key to redo, and is counted out.
+    Product.objects.filter(own_code="OWN-6").delete()
+    assert keys.keys_refresh() == 0
+    assert kept() == ({"Зубр", "Лакра"}, 4)

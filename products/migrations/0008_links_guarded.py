@@ -43,7 +43,7 @@ BEGIN
     RAISE EXCEPTION 'a supplier link names a product there is not'
       USING ERRCODE = 'foreign_key_violation', TABLE = 'products_supplierlink';
   END IF;
-  IF EXISTS (SELECT FROM written w
+  IF EXISTS (SELECT FROM (SELECT DISTINCT config_id FROM written) w
               WHERE NOT EXISTS (SELECT FROM pricefeed_pricelistconfig c
                                  WHERE c.id = w.config_id))
   THEN

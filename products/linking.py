@@ -27,8 +27,10 @@ candidates found in one join against MatchToken, the decisions made in Python, a
 links, events and candidates written with a few statements.
 
 Outside a transaction a config's lines are matched as ``PRICEFEED_MATCH_PARTS`` parts
-side by side, each a transaction on its own connection, in a thread: while one part's
-statements run in PostgreSQL, another's Python goes on. A line's part comes from a hash
+side by side, each a transaction on its own connection, in a process of its own
+(core.parts: the first in the caller, the others forked from it): each part's Python
+runs on a core, and while one part's statements run in PostgreSQL another's Python goes
+on. A line's part comes from a hash
 of its SKU (one of SKU_BUCKETS buckets); each part holds, until it commits, the advisory
 locks of its config's buckets, taken in ascending order, so two matchings of one config
 never touch the same lines at once. A person's new link (products.review,
@@ -298,12 +300,19 @@ _NAME_PAIRS = "SELECT n, product_id, how FROM m_pair WHERE how = 0"
 _BRANDS = "SELECT product_id, brand_key FROM products_productkey WHERE product_id = ANY (%s)"
 # The keys of the pairs' products are read in one pass over the keys, each key's id
 # tested in a bitmap of the ids wanted (_bitmap): a hash of the ids probed by each of a
-# million keys took ~2.5x as long.
+# million keys took ~2.5x as long. Ids too large for a bitmap of at most BITMAP_BYTES
+# (never so far: a catalogue's ids are its products' sequence) are probed in the hash.
+BITMAP_BYTES = 32 * 2**20
 _PAIR_PRODUCTS = """
 SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
   FROM products_productkey k
  WHERE CASE WHEN k.product_id >= 0 AND k.product_id < %(top)s
             THEN get_bit(%(wanted)s::bytea, k.product_id) = 1 END
+"""
+_PAIR_PRODUCTS_HASHED = """
+SELECT k.product_id, k.brand_key, k.article_key, k.name_key, k.attributes::text
+  FROM products_productkey k
+ WHERE k.product_id IN (SELECT product_id FROM m_pair)
 """
 # Per line, the products that have both its rarest words, then those with either, each
 # in product order, the first CANDIDATES_SCORED of them. Both lists are read from the
@@ -412,9 +421,12 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
         _collect(cursor.fetchall(), found)
         products: Products = {}
         wanted = {product_id for pairs in found.values() for product_id in pairs}
-        if wanted:
+        if wanted and 0 <= min(wanted) and max(wanted) < BITMAP_BYTES * 8:
             top, bitmap = _bitmap(wanted)
             cursor.execute(_PAIR_PRODUCTS, {"top": top, "wanted": bitmap})
+            _products(cursor.fetchall(), products)
+        elif wanted:
+            cursor.execute(_PAIR_PRODUCTS_HASHED)
             _products(cursor.fetchall(), products)
     return found, products, df
 

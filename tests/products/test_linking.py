@@ -428,3 +428,30 @@ def test_the_brands_and_the_keyed_count_are_kept_with_the_keys(catalogue):
     Product.objects.filter(own_code="OWN-6").delete()
     assert keys.keys_refresh() == 0
     assert kept() == ({"Зубр", "Лакра"}, 4)
+
+
+@pytest.mark.parametrize("bitmap_bytes", [32 * 2**20, 0])
+def test_the_candidates_keys_are_read_whether_their_ids_fit_a_bitmap_or_not(
+    mailbox, catalogue, monkeypatch, bitmap_bytes
+):
+    from products import linking
+
+    monkeypatch.setattr(linking, "BITMAP_BYTES", bitmap_bytes)
+    config = factories.create_config(mailbox)
+    match(
+        config,
+        [
+            ("A1", "что-то совсем другое", "", "", ["4600000000017"]),
+            ("A2", "БОЛТ оцинк. M8*40 DIN933 уп.100шт Зубр", "", "", []),
+            ("A3", "Эмаль ПФ-115 зеленая 0,9 кг Лакра", "", "", []),
+        ],
+    )
+    assert (link_of(config, "A1").product, link_of(config, "A2").product) == (
+        catalogue["OWN-1"],
+        catalogue["OWN-1"],
+    )
+    # The enamel in a colour we do not carry: both ours are candidates, neither linked.
+    assert link_of(config, "A3") is None or link_of(config, "A3").state == State.PROPOSED
+    assert {
+        c.product.own_code for c in LinkCandidate.objects.filter(config=config, supplier_sku="A3")
+    } >= {"OWN-3", "OWN-4"}

@@ -70,6 +70,51 @@ def _announced(config) -> int:
     return OutboxEvent.objects.filter(kind=LINKS_CHANGED, payload__config_id=config.pk).count()
 
 
+def _matching(config, price_import) -> tuple[threading.Thread, dict[str, object]]:
+    """The config's import matched in two parts, in a thread: the thread, and where its
+    outcome ("done") or exception ("error") is put."""
+    result: dict[str, object] = {}
+
+    def match() -> None:
+        try:
+            result["done"] = linking.links_match(
+                config_id=config.pk, import_id=price_import.pk, parts=2
+            )
+        except BaseException as exc:  # reported by the caller
+            result["error"] = exc
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=match)
+    worker.start()
+    return worker, result
+
+
+def _waiting_for_a_lock() -> None:
+    """Returns once a session of this database waits for an advisory lock (a part for
+    its buckets)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND NOT l.granted"
+                " AND d.datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+        assert time.monotonic() < deadline, "no part waits for its lines' lock"
+        time.sleep(0.05)
+
+
+def _holding(config, buckets) -> psycopg.Connection:
+    """Another transaction holding these buckets of the config's lines, as a matching's
+    part does until it commits."""
+    holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
+    holder.execute(linking.LOCK_SQL, [config.pk, sorted(buckets)])
+    return holder
+
+
 def test_the_parts_link_as_one_transaction_does(listed, no_queue):
     config, price_import = listed
     buckets = _buckets(config)
@@ -110,23 +155,8 @@ def test_a_part_waits_for_its_lines_while_the_others_go_on(listed, no_queue):
     assert waiting and waiting != set(buckets)
     # Another matching of the config holds the buckets of part 1 (as it would, mid-way,
     # until it commits).
-    holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
-    with holder.cursor() as cursor:
-        cursor.execute(linking.LOCK_SQL, [config.pk, shares(linking.SKU_BUCKETS, 2)[1]])
-    result: dict[str, object] = {}
-
-    def match() -> None:
-        try:
-            result["done"] = linking.links_match(
-                config_id=config.pk, import_id=price_import.pk, parts=2
-            )
-        except BaseException as exc:  # reported below
-            result["error"] = exc
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=match)
-    worker.start()
+    holder = _holding(config, shares(linking.SKU_BUCKETS, 2)[1])
+    worker, result = _matching(config, price_import)
     try:
         deadline = time.monotonic() + 60
         while not SupplierLink.objects.filter(config=config).exists():
@@ -172,14 +202,6 @@ def test_a_part_that_fails_leaves_the_others_done_and_a_second_run_completes(
     assert set(_links(config)) & failing
     assert again.changed == len(set(_links(config)) & failing)  # part 0's lines unchanged
     assert _announced(config) == 1
-
-
-def _holding(config, buckets) -> psycopg.Connection:
-    """Another transaction holding these buckets of the config's lines, as a matching's
-    part does until it commits."""
-    holder = psycopg.connect(database_url().replace("postgres://", "postgresql://", 1))
-    holder.execute(linking.LOCK_SQL, [config.pk, sorted(buckets)])
-    return holder
 
 
 def test_a_persons_new_link_waits_for_the_matching_of_its_line(listed, no_queue, tmp_path):
@@ -229,22 +251,8 @@ def test_a_matching_keeps_a_link_a_person_made_while_it_waited(listed, no_queue)
         " confidence, state) VALUES (%s, %s, %s, 'manual', 1, 'confirmed')",
         (config.pk, sku, product.pk),
     )
-    result: dict[str, object] = {}
-
-    def match() -> None:
-        try:
-            result["done"] = linking.links_match(
-                config_id=config.pk, import_id=price_import.pk, parts=2
-            )
-        except BaseException as exc:  # reported below
-            result["error"] = exc
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=match)
-    worker.start()
-    time.sleep(1)
-    assert worker.is_alive()  # the part with the line's bucket waits
+    worker, result = _matching(config, price_import)
+    _waiting_for_a_lock()  # the part with the line's bucket
     holder.commit()
     holder.close()
     worker.join(60)

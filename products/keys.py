@@ -157,7 +157,7 @@ def known_brands() -> BrandIndex:
 def _read_brands() -> BrandIndex:
     with connection.cursor() as cursor:
         # Those keys_refresh kept, when the keys are current; else as they are now.
-        cursor.execute(_KNOWN_BRANDS if _keys_current() else _BRANDS_NOW)
+        cursor.execute(_KNOWN_BRANDS if _current(_versions()) else _BRANDS_NOW)
         brands = {brand_words(b): normalize.brand_key(b) for (b,) in cursor.fetchall()}
     index: BrandIndex = {}
     for known, key in brands.items():
@@ -183,10 +183,6 @@ def keyed_total() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM products_productkey")
         return cursor.fetchone()[0]
-
-
-def _keys_current() -> bool:
-    return _current(_versions())
 
 
 def _current(versions: dict[str, int]) -> bool:

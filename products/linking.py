@@ -30,13 +30,12 @@ Outside a transaction a config's lines are matched as ``PRICEFEED_MATCH_PARTS`` 
 side by side, each a transaction on its own connection, in a process of its own
 (core.parts: the first in the caller, the others forked from it): each part's Python
 runs on a core, and while one part's statements run in PostgreSQL another's Python goes
-on. A line's part comes from a hash
-of its SKU (one of SKU_BUCKETS buckets); each part holds, until it commits, the advisory
-locks of its config's buckets, taken in ascending order, so two matchings of one config
-never touch the same lines at once. A person's new link (products.review,
-products.links_transfer) takes its line's bucket lock too (lines_lock). A part that
-fails leaves the others committed; the import's event is then retried, and running the
-cascade again changes nothing.
+on. A line's part comes from a hash of its SKU (one of SKU_BUCKETS buckets); each part
+holds, until it commits, the advisory locks of its config's buckets, taken in ascending
+order, so two matchings of one config never touch the same lines at once. A person's
+new link (products.review, products.links_transfer) takes its line's bucket lock too
+(lines_lock). A part that fails leaves the others committed; the import's event is then
+retried, and running the cascade again changes nothing.
 """
 
 from __future__ import annotations
@@ -421,12 +420,12 @@ def _candidates(lines: list[Line]) -> tuple[dict[int, dict[int, int]], Products,
         _collect(cursor.fetchall(), found)
         products: Products = {}
         wanted = {product_id for pairs in found.values() for product_id in pairs}
-        if wanted and 0 <= min(wanted) and max(wanted) < BITMAP_BYTES * 8:
-            top, bitmap = _bitmap(wanted)
-            cursor.execute(_PAIR_PRODUCTS, {"top": top, "wanted": bitmap})
-            _products(cursor.fetchall(), products)
-        elif wanted:
-            cursor.execute(_PAIR_PRODUCTS_HASHED)
+        if wanted:
+            if 0 <= min(wanted) and max(wanted) < BITMAP_BYTES * 8:
+                top, bitmap = _bitmap(wanted)
+                cursor.execute(_PAIR_PRODUCTS, {"top": top, "wanted": bitmap})
+            else:
+                cursor.execute(_PAIR_PRODUCTS_HASHED)
             _products(cursor.fetchall(), products)
     return found, products, df
 

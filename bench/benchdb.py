@@ -1,5 +1,5 @@
 """A throwaway PostgreSQL database for a benchmark, next to the one DATABASE_URL names;
-and the ``BAR`` line every benchmark prints per target."""
+the ``BAR`` line every benchmark prints per target; and the CPU a run used."""
 
 from __future__ import annotations
 
@@ -13,6 +13,28 @@ def bar_line(name: str, met: bool, figure: str, target: str, quick: bool) -> str
     only, and the line says so."""
     line = f"BAR {name} {'met' if met else 'missed'} {figure} (target {target})"
     return line + " (quick)" if quick else line
+
+
+def process_cpu() -> float:
+    """CPU seconds of this process, its threads and its waited-for children."""
+    import resource
+
+    own, children = (
+        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def machine_busy() -> float | None:
+    """CPU seconds the whole machine has been busy (every core, every process: not idle
+    nor waiting for I/O) since it started; None where /proc/stat is not there."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(field) for field in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle, iowait = ticks[3], ticks[4]
+    return (sum(ticks) - idle - iowait) / os.sysconf("SC_CLK_TCK")
 
 
 def base_database_url() -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import random
 import sys
 import time
@@ -50,6 +51,8 @@ from bench.benchdb import (
     drop_database,
     fresh_database,
     interrupt_on_termination,
+    machine_busy,
+    process_cpu,
     production_key,
 )
 
@@ -213,13 +216,19 @@ def figures(config_id: int, lines) -> tuple[float, float, int]:
 
 def cascade(url: str, config_id: int, import_id: int):
     """The cascade for the import, timed, in this process (started for it: Django set up
-    before the clock starts, as in a worker); (seconds, products.linking.Outcome)."""
+    before the clock starts, as in a worker); (seconds, products.linking.Outcome, the CPU
+    seconds of this process and the parts it forked, the machine's busy CPU seconds or
+    None) over the same span."""
     django_on(url)
     from products import linking
 
+    cpu, busy = process_cpu(), machine_busy()
     started = time.perf_counter()
     outcome = linking.links_match(config_id=config_id, import_id=import_id)
-    return time.perf_counter() - started, outcome
+    took = time.perf_counter() - started
+    busy_after = machine_busy()
+    busy = None if busy is None or busy_after is None else busy_after - busy
+    return took, outcome, process_cpu() - cpu, busy
 
 
 def main() -> None:
@@ -273,7 +282,7 @@ def main() -> None:
         # wrote (a 100k-line cascade 0.4-0.6 s slower; docs/benchmarks.md).
         spawned = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(1, mp_context=spawned) as process:
-            took, outcome = process.submit(cascade, url, config_id, import_id).result()
+            took, outcome, cpu, busy = process.submit(cascade, url, config_id, import_id).result()
         rate = outcome.lines / took
         print(
             f"cascade: {outcome.lines:,} lines in {took:.2f} s ({rate:,.0f} lines/s): "
@@ -281,6 +290,19 @@ def main() -> None:
             f"{outcome.unlinked:,} unlinked; {settings.PRICEFEED_MATCH_PARTS} parts, seconds "
             "per stage summed over them: "
             + ", ".join(f"{stage} {took:.2f}" for stage, took in outcome.seconds.items())
+        )
+        # The same work takes more or less CPU as the machine's neighbours let it: these
+        # tell a slow machine from a slow cascade.
+        cores = os.cpu_count() or 1
+        machine = (
+            ""
+            if busy is None
+            else f", {busy:.2f} s the whole machine's ({busy / took / cores:.0%} of its "
+            f"{cores} cores; besides the parts, mostly PostgreSQL)"
+        )
+        print(
+            f"cascade CPU: {cpu:.2f} s in its processes (the parts' Python and their "
+            f"clients){machine}; not a BAR"
         )
         sample = [linking.all_lines([line[:5]])[0].name_key for line in lines[: args.trgm_lines]]
         took = trgm_join(sample)

@@ -94,6 +94,7 @@ from bench.benchdb import (  # noqa: E402
     drop_database,
     fresh_database,
     interrupt_on_termination,
+    process_cpu,
     production_key,
 )
 
@@ -174,26 +175,16 @@ def _fill(
 _cpu_at_go = 0.0
 
 
-def _cpu() -> float:
-    """CPU seconds of this process, its threads and its waited-for children."""
-    import resource
-
-    own, children = (
-        resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def _ready() -> None:
     global _cpu_at_go
     print("READY", flush=True)
     if sys.stdin.readline().strip() != "go":
         sys.exit("worker: no go")
-    _cpu_at_go = _cpu()
+    _cpu_at_go = process_cpu()
 
 
 def _result(**fields) -> None:
-    fields["cpu_s"] = _cpu() - _cpu_at_go
+    fields["cpu_s"] = process_cpu() - _cpu_at_go
     print("RESULT " + json.dumps({**fields, "finished": time.monotonic()}), flush=True)
 
 

@@ -2,7 +2,8 @@
 """Matching benchmark: issue 31's bar for linking supplier lines to our products.
 
     .venv/bin/python bench/matching.py [--products 1000000] [--lines 100000]
-                                       [--trgm-lines 100] [--seed 31] [--quick] [--keep]
+                                       [--rounds 3] [--trgm-lines 20] [--seed 31]
+                                       [--quick] [--keep]
 
 Works in a throwaway PostgreSQL database next to DATABASE_URL's (default: the local
 server on 127.0.0.1:5432), named after it plus "_bench_matching", dropped at the end
@@ -16,19 +17,25 @@ catalogue of a million has):
   import's items): four in five our products written the supplier's way (half with a
   barcode, some with the maker's article, brands missing, look-alike letters, sizes
   spelled otherwise, words reordered), the rest decoys and products we do not carry;
-* the whole cascade on them, as the outbox handler runs it (products.linking
-  .links_match: keys refreshed, lines read and normalised, candidates found, decided,
-  links, events and candidates written, committed; as PRICEFEED_MATCH_PARTS parts side
-  by side), in a process of its own as in a worker (this one holds the million
-  products it generated): the BAR line, lines per second;
-* beside it, in the same run, a plain pg_trgm similarity join of ``--trgm-lines`` of
-  the same lines' normalised names against every product's (``%`` through the GIN
-  trigram index, the best per line): lines per second, for reference;
+* ``--rounds`` rounds, each of (the links the round before wrote truncated, then a
+  CHECKPOINT):
+
+  - the whole cascade on the lines, as the outbox handler runs it (products.linking
+    .links_match: keys refreshed, lines read and normalised, candidates found, decided,
+    links, events and candidates written, committed; as PRICEFEED_MATCH_PARTS parts
+    side by side), in a process of its own started for it as in a worker (this one
+    holds the million products it generated): lines per second, and the CPU it used;
+  - beside it, a plain pg_trgm similarity join of ``--trgm-lines`` of the same lines'
+    normalised names against every product's (``%`` through the GIN trigram index, the
+    best per line): lines per second, for reference;
+
+  the machine is shared and noisy: the medians of the rounds are the figures, the
+  cascade's the BAR line;
 * the precision of the automatic links and the share of true matches linked or
   proposed first, from the lines' truth.
 
-``--quick``: 50,000 products, 5,000 lines, 20 lines through pg_trgm (the test suite's
-smoke pass; the figures are then indicative only).
+``--quick``: 50,000 products, 5,000 lines (the test suite's smoke pass; the figures are
+then indicative only).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import argparse
 import multiprocessing
 import os
 import random
+import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -231,17 +239,64 @@ def cascade(url: str, config_id: int, import_id: int):
     return took, outcome, process_cpu() - cpu, busy
 
 
+def cascade_apart(url: str, config_id: int, import_id: int):
+    """cascade() in a process of its own, started for it, as a worker runs it: this one
+    holds the million products it generated (~1 GB), and the parts forked from it copied
+    its pages as they wrote (a 100k-line cascade 0.4-0.6 s slower; docs/benchmarks.md)."""
+    spawned = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawned) as process:
+        return process.submit(cascade, url, config_id, import_id).result()
+
+
+def cascade_report(number: int, took: float, outcome, cpu: float, busy: float | None) -> str:
+    """A round's lines about the cascade: what it did, and the CPU it used. The same work
+    takes more or less CPU as the machine's neighbours let it: the CPU tells a slow
+    machine from a slow cascade."""
+    from django.conf import settings
+
+    stages = ", ".join(f"{stage} {s:.2f}" for stage, s in outcome.seconds.items())
+    cores = os.cpu_count() or 1
+    machine = (
+        ""
+        if busy is None
+        else f", {busy:.2f} s the whole machine's ({busy / took / cores:.0%} of its {cores} "
+        "cores; besides the parts, mostly PostgreSQL)"
+    )
+    return (
+        f"round {number}: cascade: {outcome.lines:,} lines in {took:.2f} s "
+        f"({outcome.lines / took:,.0f} lines/s): {outcome.linked:,} linked "
+        f"({outcome.by_kind}), {outcome.proposed:,} proposed, {outcome.unlinked:,} unlinked; "
+        f"{settings.PRICEFEED_MATCH_PARTS} parts, seconds per stage summed over them: "
+        f"{stages}\n"
+        f"round {number}: cascade CPU: {cpu:.2f} s in its processes (the parts' Python and "
+        f"their clients){machine}; not a BAR"
+    )
+
+
+def links_cleared() -> None:
+    """The links, their events and candidates the cascade wrote, gone (the lines are
+    then as the round before found them), and the writes flushed."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE products_supplierlink, products_linkevent, products_linkcandidate")
+        cursor.execute("CHECKPOINT")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--products", type=int, default=1_000_000)
     parser.add_argument("--lines", type=int, default=100_000)
-    parser.add_argument("--trgm-lines", type=int, default=100)
+    parser.add_argument("--trgm-lines", type=int, default=20, help="per round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="of the cascade and the join, alternated"
+    )
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--quick", action="store_true", help="50,000 products, 5,000 lines")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
     if args.quick:
-        args.products, args.lines, args.trgm_lines = 50_000, 5_000, 20
+        args.products, args.lines = 50_000, 5_000
 
     production_key()
     interrupt_on_termination()
@@ -275,42 +330,26 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute("CHECKPOINT")
 
-        from django.conf import settings
-
-        # In a process of its own, as a worker runs it: this one holds the million products
-        # it generated (~1 GB), and the parts forked from it copied its pages as they
-        # wrote (a 100k-line cascade 0.4-0.6 s slower; docs/benchmarks.md).
-        spawned = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(1, mp_context=spawned) as process:
-            took, outcome, cpu, busy = process.submit(cascade, url, config_id, import_id).result()
-        rate = outcome.lines / took
-        print(
-            f"cascade: {outcome.lines:,} lines in {took:.2f} s ({rate:,.0f} lines/s): "
-            f"{outcome.linked:,} linked ({outcome.by_kind}), {outcome.proposed:,} proposed, "
-            f"{outcome.unlinked:,} unlinked; {settings.PRICEFEED_MATCH_PARTS} parts, seconds "
-            "per stage summed over them: "
-            + ", ".join(f"{stage} {took:.2f}" for stage, took in outcome.seconds.items())
-        )
-        # The same work takes more or less CPU as the machine's neighbours let it: these
-        # tell a slow machine from a slow cascade.
-        cores = os.cpu_count() or 1
-        machine = (
-            ""
-            if busy is None
-            else f", {busy:.2f} s the whole machine's ({busy / took / cores:.0%} of its "
-            f"{cores} cores; besides the parts, mostly PostgreSQL)"
-        )
-        print(
-            f"cascade CPU: {cpu:.2f} s in its processes (the parts' Python and their "
-            f"clients){machine}; not a BAR"
-        )
         sample = [linking.all_lines([line[:5]])[0].name_key for line in lines[: args.trgm_lines]]
-        took = trgm_join(sample)
-        trgm_rate = len(sample) / took
+        rates, trgm_rates = [], []
+        for number in range(1, args.rounds + 1):
+            if number > 1:
+                links_cleared()
+            took, outcome, cpu, busy = cascade_apart(url, config_id, import_id)
+            rates.append(outcome.lines / took)
+            print(cascade_report(number, took, outcome, cpu, busy))
+            took = trgm_join(sample)
+            trgm_rates.append(len(sample) / took)
+            print(
+                f"round {number}: plain pg_trgm similarity join: {len(sample):,} lines in "
+                f"{took:.2f} s ({trgm_rates[-1]:,.1f} lines/s); not a BAR"
+            )
+        rate, trgm_rate = statistics.median(rates), statistics.median(trgm_rates)
         print(
-            f"plain pg_trgm similarity join: {len(sample):,} lines in {took:.2f} s "
-            f"({trgm_rate:,.1f} lines/s; the cascade is {rate / trgm_rate:,.0f}x that); "
-            f"not a BAR"
+            f"medians of {args.rounds} rounds: cascade {rate:,.0f} lines/s (rounds: "
+            + ", ".join(f"{r:,.0f}" for r in rates)
+            + f"), plain pg_trgm similarity join {trgm_rate:,.1f} lines/s; the cascade is "
+            f"{rate / trgm_rate:,.0f}x that"
         )
         precision, recall, auto = figures(config_id, lines)
         print(

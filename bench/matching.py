@@ -295,6 +295,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="50,000 products, 5,000 lines")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     args = parser.parse_args()
+    if args.rounds < 1 or args.trgm_lines < 1:
+        parser.error("--rounds and --trgm-lines must be at least 1")
     if args.quick:
         args.products, args.lines = 50_000, 5_000
 

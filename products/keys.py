@@ -181,7 +181,7 @@ def keyed_total() -> int:
     if _current(versions) and "keyed" in versions:
         return versions["keyed"]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM products_productkey")
+        cursor.execute(_KEYED_NOW)
         return cursor.fetchone()[0]
 
 
@@ -225,9 +225,9 @@ def per_catalogue(name: str, compute: Callable[[], T]) -> T:
 _BRANDS_NOW = "SELECT DISTINCT brand FROM products_product WHERE retired_at IS NULL AND brand <> ''"
 _KNOWN_BRANDS = "SELECT brand FROM products_knownbrand"
 _KEEP_BRANDS = f"DELETE FROM products_knownbrand; INSERT INTO products_knownbrand {_BRANDS_NOW}"
+_KEYED_NOW = "SELECT count(*) FROM products_productkey"
 _KEEP_KEYED = (
-    "INSERT INTO products_matchversion (name, value)"
-    " SELECT 'keyed', count(*) FROM products_productkey"
+    f"INSERT INTO products_matchversion (name, value) SELECT 'keyed', ({_KEYED_NOW})"
     " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 )
 
@@ -244,9 +244,9 @@ def keys_refresh() -> int:
             # Read before looking: a write committed from here on moves it on again,
             # and the next refresh looks.
             versions = _versions()
-            version = versions.get("catalogue")
-            if version is not None and version == versions.get("keys"):
+            if _current(versions):
                 return 0
+            version = versions.get("catalogue")
             cursor.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS m_keys (LIKE products_productkey) ON COMMIT DROP"
             )

@@ -835,6 +835,13 @@ def _link(
 
 # -- writing ----------------------------------------------------------------------------------
 
+# Whether the config has links and candidates at all: a list matched the first time has
+# neither, and the reads by SKU below (its SKUs kept aside, their links, the products
+# rejected for them, whether they have candidates) have nothing to find.
+_CONFIG_HAS = """
+SELECT EXISTS (SELECT FROM products_supplierlink WHERE config_id = %(config)s),
+       EXISTS (SELECT FROM products_linkcandidate WHERE config_id = %(config)s)
+"""
 # The SKUs of the lines matched (m_sku), kept aside once for the reads and writes below.
 _SKUS = """
 CREATE TEMP TABLE IF NOT EXISTS m_sku (sku text) ON COMMIT DROP;
@@ -960,8 +967,20 @@ def _rejected(config_id: int) -> dict[str, set[int]]:
     return rejected
 
 
-def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]) -> int:
-    """Writes the links that change and the candidates; returns how many links changed."""
+def _config_has(config_id: int) -> tuple[bool, bool]:
+    """Whether the config has any link, and any candidate."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CONFIG_HAS, {"config": config_id})
+        links, candidates = cursor.fetchone()
+    return links, candidates
+
+
+def _write(
+    config_id: int, decisions: list[Decision], existing: dict[str, tuple], candidates: bool
+) -> int:
+    """Writes the links that change and the candidates (``candidates``: whether the
+    config had any before, then those of the lines matched are read first); returns how
+    many links changed."""
     changes = updates = 0
     with connection.cursor() as cursor:
         cursor.execute(_WRITE_SETUP)
@@ -1010,8 +1029,10 @@ def _write(config_id: int, decisions: list[Decision], existing: dict[str, tuple]
             cursor.execute(_INSERT_LINKS, {"config": config_id})
         if updates:
             cursor.execute(_UPDATE_LINKS)
-        cursor.execute(_HAD_CANDIDATES, [config_id])
-        (had,) = cursor.fetchone()
+        had = False
+        if candidates:
+            cursor.execute(_HAD_CANDIDATES, [config_id])
+            (had,) = cursor.fetchone()
         cursor.execute(_CANDIDATES_WRITE if had else _NEW_CANDIDATES, {"config": config_id})
     return changes
 
@@ -1030,9 +1051,12 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
     found, products, df = _candidates(lines)
     seconds["candidates"] = time.perf_counter() - started
     total = max(keys.keyed_total(), 1)
-    _skus_aside(skus)
-    rejected = _rejected(config_id)
-    existing = _existing(config_id)
+    # (under the lines' bucket locks: no one else adds a link to them meanwhile)
+    has_links, has_candidates = _config_has(config_id)
+    if has_links or has_candidates:
+        _skus_aside(skus)
+    rejected = _rejected(config_id) if has_links else {}
+    existing = _existing(config_id) if has_links else {}
     started = time.perf_counter()
     weighing = Weights(df, total)
     no_products: set[int] = set()
@@ -1054,7 +1078,7 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
         if before is not None and before[2] == State.REJECTED:
             d.product_id, d.state = None, ""
     started = time.perf_counter()
-    changed = _write(config_id, decisions, existing)
+    changed = _write(config_id, decisions, existing, has_candidates)
     seconds["write"] = time.perf_counter() - started
     by_kind: dict[str, int] = defaultdict(int)
     for d in decisions:

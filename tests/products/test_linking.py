@@ -223,6 +223,38 @@ def test_running_the_cascade_twice_changes_nothing(mailbox, catalogue):
     assert state() == before
 
 
+@pytest.mark.parametrize(
+    ("line", "links", "candidates"),
+    [
+        # Only candidates: the config has no link, its line's candidates are found again.
+        (("A1", "Болт М8 оцинкованный", "", "", []), 0, 2),
+        # Only links: the config has no candidate, its line's link is found again.
+        (("A1", "Болт", "", "", ["4600000000017"]), 1, 0),
+    ],
+)
+def test_a_list_matched_again_finds_what_the_first_run_wrote(
+    mailbox, catalogue, line, links, candidates
+):
+    """The first run of a config (no links, no candidates) writes without looking for
+    them; a config with only one of the two still has them looked for."""
+    config = factories.create_config(mailbox)
+    price_import = accepted_import(config, [line])
+    links_match(config_id=config.pk, import_id=price_import.pk)
+
+    def state():
+        return (
+            list(SupplierLink.objects.values_list("pk", "product", "state", "updated_at")),
+            list(LinkEvent.objects.values_list("pk", flat=True)),
+            list(LinkCandidate.objects.values_list("pk", "product", "rank", "score", "found_at")),
+        )
+
+    before = state()
+    assert (len(before[0]), len(before[2])) == (links, candidates)
+    outcome = links_match(config_id=config.pk, import_id=price_import.pk)
+    assert outcome.changed == 0
+    assert state() == before
+
+
 def test_a_product_changed_since_is_matched_by_its_new_key(mailbox, catalogue):
     config = factories.create_config(mailbox)
     match(config, [("A1", "Перчатки рабочие х/б", "", "", ["4600000000055"])])

@@ -1047,11 +1047,11 @@ def lines_match(config_id: int, lines: list[Line], thresholds: Thresholds | None
         return Outcome()
     skus = [line.sku for line in lines]
     seconds: dict[str, float] = {}
-    started = time.perf_counter()
     # Asked first: later, the config's other parts may have written links they have not
     # committed, which the look would step over one by one. (The lines' bucket locks are
     # held: no one else writes a link or candidate of these lines meanwhile.)
     has_links, has_candidates = _config_has(config_id)
+    started = time.perf_counter()
     found, products, df = _candidates(lines)
     seconds["candidates"] = time.perf_counter() - started
     total = max(keys.keyed_total(), 1)
